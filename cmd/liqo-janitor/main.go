@@ -1,0 +1,177 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/liqotech/liqo/pkg/consts"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// leaderElectionID names the Lease the janitor replicas compete for.
+const leaderElectionID = "liqo-janitor.liqo-janitor.io"
+
+// options holds every command-line setting; main parses them and the wiring below only reads them.
+type options struct {
+	metricsAddr    string
+	probeAddr      string
+	leaderElect    bool
+	webhookPort    int
+	webhookCertDir string
+	enableWebhook  bool
+	enableJanitor  bool
+	enableHTTP2    bool
+	liqoNamespace  string
+	minUnreachable time.Duration
+	gracePeriod    time.Duration
+	dryRun         bool
+	kubeAPIQPS     float64
+	kubeAPIBurst   int
+	zap            zap.Options
+}
+
+func (o *options) bindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
+		"Address the Prometheus metrics endpoint binds to; \"0\" turns it off.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
+		"Address the /healthz and /readyz endpoints bind to.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Elect a leader before running the janitor, so that only one replica writes (every replica serves the webhook).")
+	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort,
+		"Port the admission webhook server listens on.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
+		"Directory holding the webhook serving certificate as tls.crt and tls.key; changes are picked up without a restart.")
+	fs.BoolVar(&o.enableWebhook, "enable-webhook", true,
+		"Serve the admission webhook (the gate) on ForeignClusters.")
+	fs.BoolVar(&o.enableJanitor, "enable-janitor", true,
+		"Run the janitor controller that releases the objects of clusters marked dead.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Allow HTTP/2 on the webhook and metrics servers (off by default: HTTP/2 rapid-reset mitigations).")
+	fs.StringVar(&o.liqoNamespace, "liqo-namespace", consts.DefaultLiqoNamespace,
+		"Namespace Liqo is installed in; the local cluster ID is read from its cluster-ID ConfigMap.")
+	fs.DurationVar(&o.minUnreachable, "min-unreachable", 60*time.Second,
+		"How long a ForeignCluster's APIServerStatus must have been not Established before it may be marked dead.")
+	fs.DurationVar(&o.gracePeriod, "grace-period", 30*time.Second,
+		"How long after a cluster is marked dead the janitor waits before releasing anything (the window to undo a mistake).")
+	fs.BoolVar(&o.dryRun, "dry-run", false,
+		"Report what the janitor would release through events and logs, and write nothing else.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 500,
+		"Client-side queries per second towards the API server (high by default: the API server should be the limit).")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000,
+		"Client-side burst towards the API server.")
+	o.zap.BindFlags(fs)
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.minUnreachable < 0 {
+		errs = append(errs, fmt.Errorf("--min-unreachable must not be negative, got %s", o.minUnreachable))
+	}
+	if o.gracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--grace-period must not be negative, got %s", o.gracePeriod))
+	}
+	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	if !o.enableWebhook && !o.enableJanitor {
+		errs = append(errs, errors.New("nothing to run: --enable-webhook and --enable-janitor are both false"))
+	}
+	return errors.Join(errs...)
+}
+
+func main() {
+	var o options
+	o.bindFlags(flag.CommandLine)
+	flag.Usage = usage
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	if err := run(&o); err != nil {
+		ctrl.Log.Error(err, "liqo-janitor stopped")
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintf(flag.CommandLine.Output(), `liqo-janitor guards and cleans up after Liqo providers that are gone for good.
+
+It serves an admission webhook that makes marking a ForeignCluster permanently unreachable a confirmed,
+authorised and audited act, and runs a janitor that then releases the objects such a provider leaves stuck.
+
+Usage: liqo-janitor [flags]
+
+Flags:
+`)
+	flag.PrintDefaults()
+}
+
+func run(o *options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig (set --kubeconfig or run in a cluster): %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+
+	mgr, err := ctrl.NewManager(cfg, managerOptions(o))
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := addProbes(mgr, o); err != nil {
+		return err
+	}
+	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
+		"liqoNamespace", o.liqoNamespace, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func managerOptions(o *options) ctrl.Options {
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	return ctrl.Options{
+		Scheme:                 liqoapi.NewScheme(),
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr, TLSOpts: tlsOpts},
+		HealthProbeBindAddress: o.probeAddr,
+		LeaderElection:         o.leaderElect,
+		LeaderElectionID:       leaderElectionID,
+		// Only the janitor needs the lease; webhook-only replicas must serve admission right away.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
+		}),
+		Cache: cache.Options{
+			// The gate reads exactly one ConfigMap (the local cluster ID) in the Liqo namespace; never cache
+			// ConfigMaps cluster-wide.
+			ByObject: liqoapi.CacheByObject(o.liqoNamespace),
+		},
+	}
+}
+
+func addProbes(mgr ctrl.Manager, o *options) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding healthz check: %w", err)
+	}
+	ready := healthz.Ping
+	if o.enableWebhook {
+		// Ready only once the webhook server is serving TLS, so no admission call hits a cold replica.
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
+		return fmt.Errorf("adding readyz check: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package harness
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// Options says what a test package needs from its control plane.
+type Options struct {
+	// WebhookPaths are files or directories of MutatingWebhookConfigurations and
+	// ValidatingWebhookConfigurations (normally the generated ones under manifests/) that envtest registers
+	// with the API server, rewritten to call the local webhook server described by Env.WebhookOptions.
+	WebhookPaths []string
+	// ControllerManager also starts kube-controller-manager (namespace and garbage-collector controllers),
+	// for tests that need namespace deletion or owner-reference garbage collection to really happen.
+	ControllerManager bool
+}
+
+// Env is a running control plane.
+type Env struct {
+	// Config is an admin rest.Config for the API server.
+	Config *rest.Config
+	// Client is a client for Config that knows Kubernetes and Liqo types (uncached).
+	Client client.Client
+	// Scheme is the scheme Client uses.
+	Scheme *runtime.Scheme
+	// KubeconfigPath is an admin kubeconfig file for the API server, e.g. for kubectl or a child process.
+	KubeconfigPath string
+	// Root is the repository root.
+	Root string
+
+	env *envtest.Environment
+	kcm *controllerManager
+	dir string
+}
+
+// Start brings up etcd and kube-apiserver (and kube-controller-manager if asked), installs the Liqo CRDs
+// and registers the given webhook configurations. Call Stop when done.
+func Start(opts Options) (*Env, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins, err := binaryDir(root)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := LiqoCRDDir(root)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Root: root, Scheme: liqoapi.NewScheme()}
+	e.env = &envtest.Environment{
+		BinaryAssetsDirectory: bins,
+		CRDDirectoryPaths:     []string{crds},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                e.Scheme,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: opts.WebhookPaths},
+	}
+	if e.Config, err = e.env.Start(); err != nil {
+		return nil, fmt.Errorf("starting envtest (binaries %s, Liqo CRDs %s): %w", bins, crds, err)
+	}
+	if err := e.afterStart(opts); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	return e, nil
+}
+
+func (e *Env) afterStart(opts Options) error {
+	var err error
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
+		return fmt.Errorf("creating the client: %w", err)
+	}
+	if e.dir, err = os.MkdirTemp("", "liqo-janitor-harness-"); err != nil {
+		return err
+	}
+	e.KubeconfigPath = filepath.Join(e.dir, "kubeconfig")
+	if err := os.WriteFile(e.KubeconfigPath, e.env.KubeConfig, 0o600); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	if opts.ControllerManager {
+		if e.kcm, err = startControllerManager(filepath.Join(e.env.BinaryAssetsDirectory, "kube-controller-manager"),
+			e.KubeconfigPath, e.dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops every process Start started and removes its temporary files.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.kcm != nil {
+		errs = append(errs, e.kcm.stop())
+	}
+	errs = append(errs, e.env.Stop())
+	if e.dir != "" {
+		errs = append(errs, os.RemoveAll(e.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// ControllerManagerLog returns the path of kube-controller-manager's log, or "" if it was not started.
+func (e *Env) ControllerManagerLog() string {
+	if e.kcm == nil {
+		return ""
+	}
+	return e.kcm.logPath
+}
+
+// WebhookOptions are the options for a webhook server that the API server calls for the configurations
+// registered through Options.WebhookPaths (host, port and a certificate the API server trusts).
+func (e *Env) WebhookOptions() webhook.Options {
+	wo := e.env.WebhookInstallOptions
+	return webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}
+}
+
+// WaitForWebhookServer blocks until the webhook server of WebhookOptions accepts TLS connections, so that
+// no request with failurePolicy Fail reaches it before it listens.
+func (e *Env) WaitForWebhookServer(ctx context.Context) error {
+	wo := e.env.WebhookInstallOptions
+	addr := net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort))
+	dialer := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a reachability probe only
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		conn, err := dialer.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet: poll again
+		}
+		return true, conn.Close()
+	})
+}
+
+// Namespace creates a fresh namespace for one test and deletes it when the test ends (it only really
+// disappears when kube-controller-manager runs; a terminating namespace left behind is harmless).
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a test namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// Run is a TestMain body: it starts the control plane, hands it to ready (which typically stores it and
+// starts managers or webhook servers), runs the tests, stops everything and fails the run if any
+// controller-runtime reconciler or webhook panicked. It returns the exit code for os.Exit.
+func Run(m *testing.M, opts Options, ready func(*Env) error) int {
+	logf.SetLogger(testLogger())
+	env, err := Start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+	code := 1
+	if err := ready(env); err != nil {
+		fmt.Fprintln(os.Stderr, "harness: setting up the test package:", err)
+	} else {
+		code = m.Run()
+	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "harness: stopping the control plane:", err)
+	}
+	if err := CheckPanics(); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		code = 1
+	}
+	return code
+}
+
+// testLogger logs errors only, unless HARNESS_LOG=debug asks for everything (to read a failing test's story).
+func testLogger() logr.Logger {
+	opts := zap.Options{Development: true, DestWriter: os.Stderr}
+	if os.Getenv("HARNESS_LOG") != "debug" {
+		opts.Level = zapcore.ErrorLevel
+	}
+	return zap.New(zap.UseFlagOptions(&opts))
+}

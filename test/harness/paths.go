@@ -1,0 +1,77 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// modulePath is the project's Go module; the harness finds the repository root by looking for its go.mod.
+const modulePath = "github.com/liqo-janitor/liqo-janitor"
+
+// RepoRoot returns the repository root: the nearest parent of the working directory whose go.mod declares
+// the project's module (go test runs each package in its own directory).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod for module %s above the working directory", modulePath)
+		}
+		dir = parent
+	}
+}
+
+// binaryDir returns the directory holding kube-apiserver, etcd and kube-controller-manager:
+// KUBEBUILDER_ASSETS if set, otherwise bin/k8s under the repository root, as `make control-plane` builds it.
+func binaryDir(root string) (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(root, "bin", "k8s")
+	}
+	var missing []string
+	for _, b := range []string{"kube-apiserver", "etcd", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("control-plane binaries %s missing from %s: run `make control-plane` (or `make test`) first",
+			strings.Join(missing, ", "), dir)
+	}
+	return dir, nil
+}
+
+// LiqoCRDDir returns the directory of the Liqo CRDs shipped inside the pinned Liqo module
+// (deployments/liqo/charts/liqo-crds/crds), or LIQO_CRDS if set. They are read in place, never copied.
+func LiqoCRDDir(root string) (string, error) {
+	if dir := os.Getenv("LIQO_CRDS"); dir != "" {
+		return dir, nil
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/liqotech/liqo")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return "", fmt.Errorf("resolving the Liqo module directory: %w: %s", err, exitErr.Stderr)
+		}
+		return "", fmt.Errorf("resolving the Liqo module directory: %w", err)
+	}
+	moduleDir := strings.TrimSpace(string(out))
+	if moduleDir == "" {
+		return "", errors.New("the Liqo module is not downloaded: run `go mod download` in the repository root")
+	}
+	return filepath.Join(moduleDir, "deployments", "liqo", "charts", "liqo-crds", "crds"), nil
+}
