@@ -55,7 +55,7 @@ build: ## Build bin/liqo-janitor
 
 .PHONY: test
 test: control-plane ## Run every test (unit and real-API-server) with the race detector
-	KUBEBUILDER_ASSETS=$(K8S_BIN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' ; \
+	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' ; \
 	  status=$${PIPESTATUS[0]}; \
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test.log || true); \
 	  echo "tests: $$passed passed, $$failed failed (full log: bin/test.log)"; exit $$status

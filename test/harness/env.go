@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,14 @@ type Env struct {
 	env *envtest.Environment
 	kcm *controllerManager
 	dir string
+
+	// services are the background processes of the test package (managers, webhook servers), stopped
+	// before the control plane so none of them outlives its API server or certificate directory.
+	ctx      context.Context //nolint:containedctx // the lifetime of Go services, cancelled by Stop
+	cancel   context.CancelFunc
+	services sync.WaitGroup
+	mu       sync.Mutex
+	errs     []error
 }
 
 // Start brings up etcd and kube-apiserver (and kube-controller-manager if asked), installs the Liqo CRDs
@@ -73,6 +82,7 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{Root: root, Scheme: liqoapi.NewScheme()}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: bins,
 		CRDDirectoryPaths:     []string{crds},
@@ -110,9 +120,24 @@ func (e *Env) afterStart(opts Options) error {
 	return nil
 }
 
-// Stop stops every process Start started and removes its temporary files.
+// Go runs a background service of the test package, such as a manager or a webhook server, until Stop.
+// The service must return when ctx is cancelled; an error it returns then fails Stop.
+func (e *Env) Go(service func(ctx context.Context) error) {
+	e.services.Go(func() {
+		if err := service(e.ctx); err != nil {
+			e.mu.Lock()
+			e.errs = append(e.errs, err)
+			e.mu.Unlock()
+		}
+	})
+}
+
+// Stop stops the services started with Go, then every process Start started, and removes its temporary
+// files.
 func (e *Env) Stop() error {
-	var errs []error
+	e.cancel()
+	e.services.Wait()
+	errs := e.errs
 	if e.kcm != nil {
 		errs = append(errs, e.kcm.stop())
 	}

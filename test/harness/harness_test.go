@@ -56,7 +56,7 @@ func startProbeWebhook(e *harness.Env) error {
 			}
 			return admission.Allowed("")
 		})})
-	go func() { _ = srv.Start(context.Background()) }()
+	e.Go(srv.Start)
 	return e.WaitForWebhookServer(context.Background())
 }
 
