@@ -62,7 +62,6 @@ func (c *controllerManager) stop() error {
 		return err
 	case <-time.After(10 * time.Second):
 		_ = c.cmd.Process.Kill()
-		<-c.done
-		return errors.New("kube-controller-manager ignored SIGTERM for 10s and was killed")
+		return errors.Join(errors.New("kube-controller-manager ignored SIGTERM for 10s and was killed"), <-c.done)
 	}
 }

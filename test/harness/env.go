@@ -180,13 +180,13 @@ func (e *Env) WaitForWebhookServer(ctx context.Context) error {
 
 // Namespace creates a fresh namespace for one test and deletes it when the test ends (it only really
 // disappears when kube-controller-manager runs; a terminating namespace left behind is harmless).
-func (e *Env) Namespace(t testing.TB) string {
-	t.Helper()
+func (e *Env) Namespace(tb testing.TB) string {
+	tb.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
 	if err := e.Client.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating a test namespace: %v", err)
+		tb.Fatalf("creating a test namespace: %v", err)
 	}
-	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
+	tb.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
 	return ns.Name
 }
 

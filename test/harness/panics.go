@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	// The webhook panic counter is registered by the webhook package; import it so it is always there.
 	_ "sigs.k8s.io/controller-runtime/pkg/webhook"
 )

@@ -12,7 +12,7 @@ func TestCheckPanics(t *testing.T) {
 		reconcilePanics, webhookPanics float64
 		wantErr                        bool
 	}{
-		"no panics pass":                  {},
+		"no panics pass":                   {},
 		"a reconciler panic fails the run": {reconcilePanics: 1, wantErr: true},
 		"a webhook panic fails the run":    {webhookPanics: 2, wantErr: true},
 	}
