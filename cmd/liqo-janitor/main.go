@@ -14,9 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // leaderElectionID names the Lease the janitor replicas compete for.
@@ -48,7 +49,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader before running the janitor, so that only one replica writes (every replica serves the webhook).")
-	fs.IntVar(&o.webhookPort, "webhook-port", webhook.DefaultPort,
+	fs.IntVar(&o.webhookPort, "webhook-port", crwebhook.DefaultPort,
 		"Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
 		"Directory holding the webhook serving certificate as tls.crt and tls.key; changes are picked up without a restart.")
@@ -132,6 +133,9 @@ func run(o *options) error {
 	if err := addProbes(mgr, o); err != nil {
 		return err
 	}
+	if err := setupGate(mgr, o); err != nil {
+		return err
+	}
 	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
 		"liqoNamespace", o.liqoNamespace, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
 	return mgr.Start(ctrl.SetupSignalHandler())
@@ -150,7 +154,7 @@ func managerOptions(o *options) ctrl.Options {
 		LeaderElectionID:       leaderElectionID,
 		// Only the janitor needs the lease; webhook-only replicas must serve admission right away.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer: webhook.NewServer(webhook.Options{
+		WebhookServer: crwebhook.NewServer(crwebhook.Options{
 			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
 		}),
 		Cache: cache.Options{
@@ -159,6 +163,22 @@ func managerOptions(o *options) ctrl.Options {
 			ByObject: liqoapi.CacheByObject(o.liqoNamespace),
 		},
 	}
+}
+
+func setupGate(mgr ctrl.Manager, o *options) error {
+	if !o.enableWebhook {
+		return nil
+	}
+	gate := &webhook.Gate{
+		Client:        mgr.GetClient(),
+		Reader:        mgr.GetCache(),
+		LiqoNamespace: o.liqoNamespace,
+		Options:       webhook.Options{MinUnreachable: o.minUnreachable},
+	}
+	if err := gate.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the webhook: %w", err)
+	}
+	return nil
 }
 
 func addProbes(mgr ctrl.Manager, o *options) error {

@@ -5,6 +5,7 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,9 +38,12 @@ func AddToScheme(s *runtime.Scheme) error {
 }
 
 // CacheByObject restricts the manager's cache for kinds the add-on reads but must not cache cluster-wide:
-// ConfigMaps only from the Liqo namespace (the local cluster-ID ConfigMap lives there).
+// only Liqo's cluster-ID ConfigMap, in the Liqo namespace.
 func CacheByObject(liqoNamespace string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{liqoNamespace: {}}},
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{liqoNamespace: {}},
+			Label:      labels.SelectorFromSet(labels.Set{ClusterIDConfigMapNameLabel: ClusterIDConfigMapNameValue}),
+		},
 	}
 }

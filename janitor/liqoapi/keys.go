@@ -1,0 +1,48 @@
+package liqoapi
+
+import (
+	"github.com/liqotech/liqo/pkg/consts"
+)
+
+// The user-facing API of liqo-janitor: annotations on a ForeignCluster (see README, "Marking a provider
+// dead"). The mark is Liqo's own key, so Liqo ≥ v1.1 honours it too.
+const (
+	// AnnotationPrefix is the prefix of every annotation liqo-janitor owns.
+	AnnotationPrefix = "liqo-janitor.io/"
+
+	// MarkAnnotation declares a ForeignCluster permanently unreachable; MarkValue is the only value Liqo reads.
+	MarkAnnotation = consts.ForeignClusterPermanentlyUnreachableAnnotationKey
+	// MarkValue is the value MarkAnnotation must carry.
+	MarkValue = "true"
+
+	// ConfirmAnnotation is the second key: it must equal spec.clusterID for the mark to be accepted.
+	ConfirmAnnotation = AnnotationPrefix + "confirm-cluster-id"
+	// ReasonAnnotation is the operator's free-text reason, copied into events.
+	ReasonAnnotation = AnnotationPrefix + "reason"
+	// MarkedByAnnotation records the user whose request set the mark; only the mutating webhook writes it.
+	MarkedByAnnotation = AnnotationPrefix + "marked-by"
+	// MarkedAtAnnotation records when the mark was set (RFC 3339, UTC); only the mutating webhook writes it.
+	MarkedAtAnnotation = AnnotationPrefix + "marked-at"
+	// PausedAnnotation set to "true" makes the janitor leave the cluster alone.
+	PausedAnnotation = AnnotationPrefix + "paused"
+	// CleanupAnnotation is the janitor's short progress summary.
+	CleanupAnnotation = AnnotationPrefix + "cleanup"
+)
+
+// Liqo keys the add-on reads.
+const (
+	// RemoteClusterIDLabel ties Liqo objects (and virtual Nodes) to a remote cluster.
+	RemoteClusterIDLabel = consts.RemoteClusterID
+	// ClusterIDConfigMapKey is the data key of the local cluster ID in Liqo's cluster-ID ConfigMap.
+	ClusterIDConfigMapKey = consts.ClusterIDConfigMapKey
+	// ClusterIDConfigMapNameLabel and ClusterIDConfigMapNameValue select Liqo's cluster-ID ConfigMap
+	// (named liqo-clusterid-configmap by default; the name changes with the Helm release name).
+	ClusterIDConfigMapNameLabel = "app.kubernetes.io/name"
+	// ClusterIDConfigMapNameValue is the value of ClusterIDConfigMapNameLabel on that ConfigMap.
+	ClusterIDConfigMapNameValue = consts.ClusterIDConfigMapNameLabelValue
+)
+
+// IsMarked reports whether annotations carry the mark with the one value Liqo honours.
+func IsMarked(annotations map[string]string) bool {
+	return annotations[MarkAnnotation] == MarkValue
+}

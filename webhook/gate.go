@@ -1,0 +1,235 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	jsonpatch "gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// Paths the webhooks are served on; the generated configurations in manifests/webhook point at them.
+const (
+	MutatePath   = "/mutate-liqo-io-v1beta1-foreigncluster"
+	ValidatePath = "/validate-liqo-io-v1beta1-foreigncluster"
+)
+
+// The configurations below are generated into manifests/webhook by `make manifests`. matchConditions make
+// the API server call the gate only when a request creates, changes or removes the mark or a
+// liqo-janitor.io/ annotation: if the gate is down, Liqo's own updates of ForeignClusters never block.
+//
+//nolint:lll // markers are one line each
+// +kubebuilder:webhook:path=/mutate-liqo-io-v1beta1-foreigncluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=mforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"mark-or-liqo-janitor-annotation-changes","expression":"(request.operation == 'CREATE' && has(object.metadata.annotations) && object.metadata.annotations.exists(k, k == 'liqo.io/foreign-cluster-permanently-unreachable' || k.startsWith('liqo-janitor.io/'))) || (request.operation == 'UPDATE' && ((has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k == 'liqo.io/foreign-cluster-permanently-unreachable' || k.startsWith('liqo-janitor.io/')) && !(has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k]))) || (has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, (k == 'liqo.io/foreign-cluster-permanently-unreachable' || k.startsWith('liqo-janitor.io/')) && !(has(object.metadata.annotations) && k in object.metadata.annotations)))))"}]}`
+// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"mark-or-liqo-janitor-annotation-changes","expression":"(request.operation == 'CREATE' && has(object.metadata.annotations) && object.metadata.annotations.exists(k, k == 'liqo.io/foreign-cluster-permanently-unreachable' || k.startsWith('liqo-janitor.io/'))) || (request.operation == 'UPDATE' && ((has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k == 'liqo.io/foreign-cluster-permanently-unreachable' || k.startsWith('liqo-janitor.io/')) && !(has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k]))) || (has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, (k == 'liqo.io/foreign-cluster-permanently-unreachable' || k.startsWith('liqo-janitor.io/')) && !(has(object.metadata.annotations) && k in object.metadata.annotations)))))"}]}`
+
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=liqo
+
+// Gate serves the mutating and validating admission webhooks on ForeignClusters.
+type Gate struct {
+	// Client creates SubjectAccessReviews.
+	Client client.Client
+	// Reader reads Liqo's cluster-ID ConfigMap, through a cache restricted to LiqoNamespace.
+	Reader client.Reader
+	// LiqoNamespace is the namespace of Liqo's cluster-ID ConfigMap.
+	LiqoNamespace string
+	// Options tunes the rules.
+	Options Options
+	// Clock tells the time (injected for tests).
+	Clock clock.PassiveClock
+
+	decoder admission.Decoder
+}
+
+var _ admission.Validator[*liqov1beta1.ForeignCluster] = &Gate{}
+
+// SetupWithManager registers both webhooks with the manager's webhook server.
+func (g *Gate) SetupWithManager(mgr manager.Manager) error {
+	if g.Clock == nil {
+		g.Clock = clock.RealClock{}
+	}
+	g.decoder = admission.NewDecoder(mgr.GetScheme())
+	srv := mgr.GetWebhookServer()
+	// The mutating webhook is a raw handler: it answers with a JSON patch of exactly the annotations it
+	// stamps, where the typed Defaulter would diff the whole re-marshalled object.
+	srv.Register(MutatePath, &admission.Webhook{Handler: admission.HandlerFunc(g.Mutate), RecoverPanic: ptr.To(true)})
+	validator := admission.WithValidator(mgr.GetScheme(), admission.Validator[*liqov1beta1.ForeignCluster](g))
+	validator.RecoverPanic = ptr.To(true)
+	srv.Register(ValidatePath, validator)
+	return nil
+}
+
+// Mutate stamps marked-by and marked-at on marking, and removes the stamps and the confirmation on
+// unmarking.
+func (g *Gate) Mutate(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	fc, old, err := g.decode(req)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	set, remove := Stamp(old, fc, req.UserInfo.Username, g.Clock.Now())
+	if len(set) == 0 && len(remove) == 0 {
+		return admission.Allowed("")
+	}
+	return admission.Patched("", annotationPatch(fc.Annotations, set, remove)...)
+}
+
+func (g *Gate) decode(req admission.Request) (fc, old *liqov1beta1.ForeignCluster, err error) {
+	fc = &liqov1beta1.ForeignCluster{}
+	if err := g.decoder.DecodeRaw(req.Object, fc); err != nil {
+		return nil, nil, fmt.Errorf("decoding the ForeignCluster: %w", err)
+	}
+	if req.Operation == admissionv1.Update {
+		old = &liqov1beta1.ForeignCluster{}
+		if err := g.decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return nil, nil, fmt.Errorf("decoding the old ForeignCluster: %w", err)
+		}
+	}
+	return fc, old, nil
+}
+
+// ValidateCreate applies the rules to a new ForeignCluster.
+func (g *Gate) ValidateCreate(ctx context.Context, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+	return g.validate(ctx, nil, fc)
+}
+
+// ValidateUpdate applies the rules to a changed ForeignCluster.
+func (g *Gate) ValidateUpdate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+	return g.validate(ctx, old, fc)
+}
+
+// ValidateDelete allows every deletion: the gate guards the mark, not the object's life.
+func (g *Gate) ValidateDelete(context.Context, *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (g *Gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &Review{Old: old, New: fc, User: req.UserInfo, Now: g.Clock.Now()}
+	t := TransitionOf(old, fc)
+	if NeedsLocalClusterID(t) {
+		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
+	}
+	if NeedsPermission(t) {
+		r.Permission = g.checkPermission(ctx, fc, req.UserInfo)
+	}
+	v := Decide(r, g.Options)
+	return v.Warnings, v.Err(fc)
+}
+
+// localClusterID reads CLUSTER_ID from Liqo's cluster-ID ConfigMap, selected by label as Liqo does.
+func (g *Gate) localClusterID(ctx context.Context) (string, error) {
+	var cms corev1.ConfigMapList
+	if err := g.Reader.List(ctx, &cms, client.InNamespace(g.LiqoNamespace),
+		client.MatchingLabels{liqoapi.ClusterIDConfigMapNameLabel: liqoapi.ClusterIDConfigMapNameValue}); err != nil {
+		return "", fmt.Errorf("listing ConfigMaps in namespace %q: %w", g.LiqoNamespace, err)
+	}
+	ids := map[string]bool{}
+	for i := range cms.Items {
+		if id := cms.Items[i].Data[liqoapi.ClusterIDConfigMapKey]; id != "" {
+			ids[id] = true
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("no ConfigMap labelled %s=%s with a %s key in namespace %q",
+			liqoapi.ClusterIDConfigMapNameLabel, liqoapi.ClusterIDConfigMapNameValue, liqoapi.ClusterIDConfigMapKey, g.LiqoNamespace)
+	case 1:
+		for id := range ids {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("several cluster-ID ConfigMaps in namespace %q disagree: %s", g.LiqoNamespace, strings.Join(sortedKeys(ids), ", "))
+}
+
+// checkPermission asks the API server whether the requesting user may use the break-glass verb on fc.
+func (g *Gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignCluster, user authenticationv1.UserInfo) Permission {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra(user.Extra),
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: MarkVerb, Group: liqov1beta1.GroupVersion.Group, Version: liqov1beta1.GroupVersion.Version,
+			Resource: "foreignclusters", Name: fc.Name,
+		},
+	}}
+	if err := g.Client.Create(ctx, sar); err != nil {
+		return Permission{Err: err}
+	}
+	return Permission{Allowed: sar.Status.Allowed, Reason: sar.Status.Reason}
+}
+
+func extra(in map[string]authenticationv1.ExtraValue) map[string]authorizationv1.ExtraValue {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]authorizationv1.ExtraValue, len(in))
+	for k, v := range in {
+		out[k] = authorizationv1.ExtraValue(v)
+	}
+	return out
+}
+
+// Err turns a denial into the API error returned to the client: 403 Forbidden for a missing break-glass
+// permission, 422 Invalid otherwise, with a cause per rule (field path and message) either way.
+func (v *Verdict) Err(fc *liqov1beta1.ForeignCluster) error {
+	if v.Allowed() {
+		return nil
+	}
+	gk := liqov1beta1.GroupVersion.WithKind("ForeignCluster").GroupKind()
+	statusErr := apierrors.NewInvalid(gk, fc.Name, v.Errors)
+	if v.unauthorized {
+		statusErr.ErrStatus.Code = http.StatusForbidden
+		statusErr.ErrStatus.Reason = metav1.StatusReasonForbidden
+		statusErr.ErrStatus.Message = fmt.Sprintf("%s %q is forbidden: %s", gk.Kind, fc.Name, v.Errors.ToAggregate())
+	}
+	return statusErr
+}
+
+// annotationPatch returns JSON patch operations that set and remove exactly the given annotations.
+func annotationPatch(current, set map[string]string, remove []string) []jsonpatch.JsonPatchOperation {
+	var ops []jsonpatch.JsonPatchOperation
+	if current == nil && len(set) > 0 {
+		ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{}})
+	}
+	for _, key := range sortedKeys(set) {
+		ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/annotations/" + escapeJSONPointer(key), Value: set[key]})
+	}
+	for _, key := range remove {
+		ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "remove", Path: "/metadata/annotations/" + escapeJSONPointer(key)})
+	}
+	return ops
+}
+
+
+func escapeJSONPointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

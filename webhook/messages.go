@@ -1,0 +1,141 @@
+package webhook
+
+import (
+	"fmt"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// Messages are for a person at a terminal: what was refused, why, and the exact next step.
+
+// MarkRoleName is the ClusterRole the manifests ship to grant the break-glass verb.
+const MarkRoleName = "liqo-janitor:mark-unreachable"
+
+// MarkVerb is the break-glass verb checked with a SubjectAccessReview, beyond plain update.
+const MarkVerb = "mark-unreachable"
+
+func describe(fc *liqov1beta1.ForeignCluster) string {
+	if fc.Name == string(fc.Spec.ClusterID) {
+		return fmt.Sprintf("ForeignCluster %q", fc.Name)
+	}
+	return fmt.Sprintf("ForeignCluster %q (cluster ID %q)", fc.Name, fc.Spec.ClusterID)
+}
+
+func annotateCmd(fc *liqov1beta1.ForeignCluster, kv string) string {
+	return fmt.Sprintf("kubectl annotate foreigncluster %s %s --overwrite", fc.Name, kv)
+}
+
+func unmarkCmd(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("kubectl annotate foreigncluster %s %s-", fc.Name, liqoapi.MarkAnnotation)
+}
+
+func confirmKV(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s=%s", liqoapi.ConfirmAnnotation, fc.Spec.ClusterID)
+}
+
+func msgMarkValue(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf(`%s: the mark's value must be exactly "true" (the only value Liqo reads); to mark the cluster dead run: %s; `+
+		`to leave it alive, remove the annotation instead: %s`,
+		describe(fc), annotateCmd(fc, liqoapi.MarkAnnotation+"="+liqoapi.MarkValue), unmarkCmd(fc))
+}
+
+func msgConfirmMissing(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: marking a cluster permanently unreachable needs a second key, the confirmation annotation %s "+
+		"equal to its cluster ID %q; if this really is the provider that is gone, confirm it and mark it in one step: %s",
+		describe(fc), liqoapi.ConfirmAnnotation, fc.Spec.ClusterID,
+		annotateCmd(fc, confirmKV(fc)+" "+liqoapi.MarkAnnotation+"="+liqoapi.MarkValue))
+}
+
+func msgConfirmWrong(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: the confirmation must equal the cluster ID %q exactly (did you name the wrong cluster? "+
+		"list them with: kubectl get foreignclusters); to confirm this one run: %s",
+		describe(fc), fc.Spec.ClusterID, annotateCmd(fc, confirmKV(fc)))
+}
+
+func msgLocal(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: cluster ID %q is this cluster's own ID (Liqo's cluster-ID ConfigMap): a cluster cannot declare "+
+		"itself dead; check that you are on the consumer and named the provider that is gone: kubectl get foreignclusters",
+		describe(fc), fc.Spec.ClusterID)
+}
+
+func msgLocalUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
+	return fmt.Sprintf("%s: the mark is refused because the local cluster ID cannot be read, so liqo-janitor cannot rule out "+
+		"that this is the local cluster (%v); check Liqo's cluster-ID ConfigMap with: "+
+		"kubectl get configmap -A -l %s=%s, and that liqo-janitor's --liqo-namespace names Liqo's namespace, then retry",
+		describe(fc), err, liqoapi.ClusterIDConfigMapNameLabel, liqoapi.ClusterIDConfigMapNameValue)
+}
+
+func msgReachable(fc *liqov1beta1.ForeignCluster, cond *liqov1beta1.Condition) string {
+	return fmt.Sprintf("%s: Liqo reports the provider's API server as reachable (APIServerStatus %s since %s): a cluster that "+
+		"answers is not dead; if it is really gone, wait until Liqo reports it unreachable and retry; see: "+
+		"kubectl get foreigncluster %s -o jsonpath='{.status.conditions}'",
+		describe(fc), cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339), fc.Name)
+}
+
+func msgTooRecent(fc *liqov1beta1.ForeignCluster, cond *liqov1beta1.Condition, since, minimum time.Duration) string {
+	return fmt.Sprintf("%s: the provider has been unreachable (APIServerStatus %s) only for %s, since %s; a blip is not a death: "+
+		"retry after %s (--min-unreachable is %s)",
+		describe(fc), cond.Status, since.Round(time.Second), cond.LastTransitionTime.UTC().Format(time.RFC3339),
+		cond.LastTransitionTime.Add(minimum).UTC().Format(time.RFC3339), minimum)
+}
+
+func msgNotStamped(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: the mark was not stamped by liqo-janitor's mutating webhook (%s and %s are missing or not this "+
+		"request's), so it would go unaudited; check that it is installed: "+
+		"kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor",
+		describe(fc), liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation)
+}
+
+func msgImmutable(fc *liqov1beta1.ForeignCluster, key string) string {
+	return fmt.Sprintf("%s: %s cannot change while the cluster is marked permanently unreachable; restore its previous value, "+
+		"or remove the mark first (this needs the %s permission): %s",
+		describe(fc), key, MarkVerb, unmarkCmd(fc))
+}
+
+func msgStampWithoutMark(fc *liqov1beta1.ForeignCluster, key string) string {
+	return fmt.Sprintf("%s: %s is written only by liqo-janitor, when the mark is set; leave it out of your request: "+
+		"kubectl annotate foreigncluster %s %s-", describe(fc), key, fc.Name, key)
+}
+
+func msgPermissionUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
+	return fmt.Sprintf("%s: cannot check the %s permission with a SubjectAccessReview (%v); nothing was changed, retry",
+		describe(fc), MarkVerb, err)
+}
+
+func msgPermissionDenied(fc *liqov1beta1.ForeignCluster, user string, t Transition, reason string) string {
+	action := "mark it permanently unreachable"
+	if t == Unmarking {
+		action = "remove its permanently-unreachable mark"
+	}
+	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+
+		"a cluster admin can grant it with: kubectl create clusterrolebinding %s --clusterrole=%s --user=%s",
+		describe(fc), user, action, MarkVerb, bindingName(user), MarkRoleName, user)
+	if reason != "" {
+		msg += " (authorizer: " + reason + ")"
+	}
+	return msg
+}
+
+func bindingName(user string) string {
+	name := make([]byte, 0, len(user))
+	for _, c := range []byte(user) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.':
+			name = append(name, c)
+		case c >= 'A' && c <= 'Z':
+			name = append(name, c+'a'-'A')
+		default:
+			name = append(name, '-')
+		}
+	}
+	return "mark-unreachable-" + string(name)
+}
+
+// warnUnmarked is the warning answered to a request that removes the mark (rule 7).
+func warnUnmarked(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s is no longer marked permanently unreachable: pods already force-deleted and finalizers already "+
+		"removed are not restored, and workloads on the provider may still be running", describe(fc))
+}
