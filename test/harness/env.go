@@ -224,3 +224,31 @@ func testLogger() logr.Logger {
 	}
 	return zap.New(zap.UseFlagOptions(&opts))
 }
+
+// NewClient returns a client for a copy of Config changed by configure, e.g. to impersonate a user
+// (cfg.Impersonate) or to record the API server's warnings (cfg.WarningHandlerWithContext).
+func (e *Env) NewClient(configure func(cfg *rest.Config)) (client.Client, error) {
+	cfg := rest.CopyConfig(e.Config)
+	configure(cfg)
+	return client.New(cfg, client.Options{Scheme: e.Scheme})
+}
+
+// WarningRecorder collects the warnings the API server returns (admission webhook warnings among them).
+type WarningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+// HandleWarningHeaderWithContext implements rest.WarningHandlerWithContext.
+func (w *WarningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+// Warnings returns the warnings recorded so far.
+func (w *WarningRecorder) Warnings() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.warnings...)
+}

@@ -1,0 +1,338 @@
+package webhook
+
+import (
+	"errors"
+	"maps"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+var (
+	now     = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	opts    = Options{MinUnreachable: time.Minute}
+	alice   = authenticationv1.UserInfo{Username: "alice", Groups: []string{"ops"}}
+	stamped = map[string]string{
+		liqoapi.MarkedByAnnotation: "alice",
+		liqoapi.MarkedAtAnnotation: now.Format(time.RFC3339),
+	}
+)
+
+type fcOpt func(*liqov1beta1.ForeignCluster)
+
+func fc(id string, annotations map[string]string, o ...fcOpt) *liqov1beta1.ForeignCluster {
+	f := &liqov1beta1.ForeignCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: maps.Clone(annotations)},
+		Spec:       liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)},
+	}
+	for _, opt := range o {
+		opt(f)
+	}
+	return f
+}
+
+func apiServer(status liqov1beta1.ConditionStatusType, since time.Duration) fcOpt {
+	return func(f *liqov1beta1.ForeignCluster) {
+		f.Status.Conditions = append(f.Status.Conditions, liqov1beta1.Condition{
+			Type: liqov1beta1.APIServerStatusCondition, Status: status,
+			LastTransitionTime: metav1.NewTime(now.Add(-since)),
+		})
+	}
+}
+
+func with(base map[string]string, kv ...string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+func without(base map[string]string, keys ...string) map[string]string {
+	out := maps.Clone(base)
+	for _, k := range keys {
+		delete(out, k)
+	}
+	return out
+}
+
+const id = "provider-a"
+
+var (
+	confirmed = map[string]string{liqoapi.ConfirmAnnotation: id}
+	marked    = with(stamped, liqoapi.ConfirmAnnotation, id, liqoapi.MarkAnnotation, "true")
+	down      = apiServer(liqov1beta1.ConditionStatusError, time.Hour)
+	permitted = Permission{Allowed: true}
+)
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		review      Review
+		wantAllowed bool
+		wantCode    int32
+		wantPaths   []string
+		wantInMsg   []string
+		wantWarning string
+	}{
+		"marking a confirmed, long-unreachable provider with permission is allowed": {
+			review:      Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: permitted},
+			wantAllowed: true,
+		},
+		"confirmation and mark in the same request are allowed": {
+			review:      Review{Old: fc(id, nil, down), New: fc(id, marked, down), Permission: permitted},
+			wantAllowed: true,
+		},
+		"creating a ForeignCluster already marked and confirmed is allowed": {
+			review:      Review{New: fc(id, marked), Permission: permitted},
+			wantAllowed: true,
+		},
+		"marking without the confirmation is denied with the annotate command": {
+			review:    Review{Old: fc(id, nil, down), New: fc(id, without(marked, liqoapi.ConfirmAnnotation), down), Permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
+			wantInMsg: []string{`"provider-a"`, "kubectl annotate foreigncluster provider-a liqo-janitor.io/confirm-cluster-id=provider-a liqo.io/foreign-cluster-permanently-unreachable=true --overwrite"},
+		},
+		"marking with a wrong confirmation is denied with the right ID": {
+			review:    Review{Old: fc(id, nil, down), New: fc(id, with(marked, liqoapi.ConfirmAnnotation, "provider-b"), down), Permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
+			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo-janitor.io/confirm-cluster-id=provider-a --overwrite"},
+		},
+		"a wrong confirmation added ahead of the mark is denied at once": {
+			review:    Review{Old: fc(id, nil), New: fc(id, with(nil, liqoapi.ConfirmAnnotation, "provider-b"))},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
+			wantInMsg: []string{"liqo-janitor.io/confirm-cluster-id=provider-a"},
+		},
+		"a right confirmation added ahead of the mark is allowed": {
+			review:      Review{Old: fc(id, nil), New: fc(id, confirmed)},
+			wantAllowed: true,
+		},
+		"a mark value other than true is denied": {
+			review:    Review{Old: fc(id, confirmed, down), New: fc(id, with(confirmed, liqoapi.MarkAnnotation, "yes"), down)},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{`exactly "true"`, "liqo.io/foreign-cluster-permanently-unreachable=true --overwrite"},
+		},
+		"marking the local cluster is denied": {
+			review:    Review{Old: fc(id, confirmed), New: fc(id, marked), LocalClusterID: id, Permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"spec.clusterID"},
+			wantInMsg: []string{"this cluster's own ID", "kubectl get foreignclusters"},
+		},
+		"marking while the local cluster ID cannot be read is denied (fail closed)": {
+			review: Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted,
+				LocalClusterIDErr: errors.New("no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap")},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"spec.clusterID"},
+			wantInMsg: []string{"cannot be read", "no ConfigMap labelled", "kubectl get configmap -A -l app.kubernetes.io/name=clusterid-configmap"},
+		},
+		"marking while Liqo sees the API server Established is denied": {
+			review: Review{Old: fc(id, confirmed, apiServer(liqov1beta1.ConditionStatusEstablished, time.Hour)),
+				New: fc(id, marked, apiServer(liqov1beta1.ConditionStatusEstablished, time.Hour)), Permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"status.conditions"},
+			wantInMsg: []string{"reachable", "kubectl get foreigncluster provider-a -o jsonpath='{.status.conditions}'"},
+		},
+		"marking a provider unreachable for less than min-unreachable is denied": {
+			review: Review{Old: fc(id, confirmed), New: fc(id, marked, apiServer(liqov1beta1.ConditionStatusError, 10*time.Second)),
+				Permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"status.conditions"},
+			wantInMsg: []string{"only for 10s", "retry after 2026-12-01T10:00:50Z"},
+		},
+		"marking a provider with no APIServerStatus condition is allowed": {
+			review:      Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted},
+			wantAllowed: true,
+		},
+		"marking without the break-glass permission is forbidden with the binding command": {
+			review:    Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: Permission{Reason: "no RBAC policy matched"}},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{`user "alice"`, "kubectl create clusterrolebinding mark-unreachable-alice --clusterrole=liqo-janitor:mark-unreachable --user=alice", "no RBAC policy matched"},
+		},
+		"marking when the permission cannot be checked is forbidden": {
+			review:    Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: Permission{Err: errors.New("timeout")}},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{"cannot check", "timeout"},
+		},
+		"marking without the mutating webhook's stamps is denied": {
+			review:    Review{Old: fc(id, confirmed, down), New: fc(id, without(marked, liqoapi.MarkedByAnnotation), down), Permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
+			wantInMsg: []string{"kubectl get mutatingwebhookconfigurations"},
+		},
+		"removing the mark with permission is allowed with a warning": {
+			review:      Review{Old: fc(id, marked, down), New: fc(id, nil, down), Permission: permitted},
+			wantAllowed: true,
+			wantWarning: "not restored",
+		},
+		"removing the mark without permission is forbidden": {
+			review:    Review{Old: fc(id, marked, down), New: fc(id, nil, down)},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{"may not remove its permanently-unreachable mark"},
+		},
+		"turning the mark's value to false is denied": {
+			review:    Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqoapi.MarkAnnotation, "false"), down), Permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo.io/foreign-cluster-permanently-unreachable-"},
+		},
+		"changing the confirmation while marked is denied, naming it": {
+			review:    Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqoapi.ConfirmAnnotation, "provider-b"), down)},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
+			wantInMsg: []string{"liqo-janitor.io/confirm-cluster-id cannot change while", "liqo.io/foreign-cluster-permanently-unreachable-"},
+		},
+		"changing marked-by and removing marked-at while marked are both denied": {
+			review:    Review{Old: fc(id, marked, down), New: fc(id, without(with(marked, liqoapi.MarkedByAnnotation, "mallory"), liqoapi.MarkedAtAnnotation), down)},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]", "metadata.annotations[liqo-janitor.io/marked-at]"},
+		},
+		"other annotations on a marked cluster pass": {
+			review:      Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqoapi.PausedAnnotation, "true", liqoapi.ReasonAnnotation, "dc lost"), down)},
+			wantAllowed: true,
+		},
+		"stamps without the mark are denied": {
+			review:    Review{Old: fc(id, nil), New: fc(id, with(nil, liqoapi.MarkedByAnnotation, "alice"))},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
+			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo-janitor.io/marked-by-"},
+		},
+		"an unrelated change passes": {
+			review:      Review{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))},
+			wantAllowed: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := tc.review
+			r.User, r.Now = alice, now
+			v := Decide(&r, opts)
+			assertVerdict(t, &v, r.New, tc.wantAllowed, tc.wantCode, tc.wantPaths, tc.wantInMsg)
+			if tc.wantWarning != "" && (len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], tc.wantWarning)) {
+				t.Errorf("warnings = %q, want one containing %q", v.Warnings, tc.wantWarning)
+			}
+		})
+	}
+}
+
+func assertVerdict(t *testing.T, v *Verdict, f *liqov1beta1.ForeignCluster, wantAllowed bool, wantCode int32, wantPaths, wantInMsg []string) {
+	t.Helper()
+	if v.Allowed() != wantAllowed {
+		t.Fatalf("allowed = %v, want %v; errors: %v", v.Allowed(), wantAllowed, v.Errors)
+	}
+	err := v.Err(f)
+	if wantAllowed {
+		if err != nil {
+			t.Fatalf("allowed verdict returned error %v", err)
+		}
+		return
+	}
+	var status *apierrors.StatusError
+	if !errors.As(err, &status) {
+		t.Fatalf("denial is %T, want *apierrors.StatusError", err)
+	}
+	if status.ErrStatus.Code != wantCode {
+		t.Errorf("code = %d, want %d", status.ErrStatus.Code, wantCode)
+	}
+	var paths []string
+	for _, c := range status.ErrStatus.Details.Causes {
+		paths = append(paths, c.Field)
+	}
+	for _, p := range wantPaths {
+		if !strings.Contains(strings.Join(paths, " "), p) {
+			t.Errorf("causes %q lack field path %q", paths, p)
+		}
+	}
+	msg := status.Error()
+	for _, s := range append([]string{string(f.Spec.ClusterID)}, wantInMsg...) {
+		if !strings.Contains(msg, s) {
+			t.Errorf("message lacks %q:\n%s", s, msg)
+		}
+	}
+}
+
+func TestStamp(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		old, new   *liqov1beta1.ForeignCluster
+		wantSet    map[string]string
+		wantRemove []string
+	}{
+		"marking stamps the requesting user and the time": {
+			old: fc(id, confirmed), new: fc(id, with(confirmed, liqoapi.MarkAnnotation, "true")),
+			wantSet: stamped,
+		},
+		"forged stamps are replaced": {
+			old: fc(id, confirmed),
+			new: fc(id, with(confirmed, liqoapi.MarkAnnotation, "true", liqoapi.MarkedByAnnotation, "mallory", liqoapi.MarkedAtAnnotation, "2020-01-01T00:00:00Z")),
+			wantSet: stamped,
+		},
+		"a stamp of the right user but from the past is replaced": {
+			old: fc(id, confirmed),
+			new: fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339))),
+			wantSet: stamped,
+		},
+		"a stamp this request already wrote is kept on re-invocation": {
+			old: fc(id, confirmed),
+			new: fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-2*time.Second).Format(time.RFC3339))),
+		},
+		"unmarking removes the stamps and the confirmation": {
+			old: fc(id, marked), new: fc(id, without(marked, liqoapi.MarkAnnotation)),
+			wantRemove: []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation},
+		},
+		"a request that does not touch the mark is left alone": {
+			old: fc(id, marked), new: fc(id, with(marked, liqoapi.PausedAnnotation, "true")),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			set, remove := Stamp(tc.old, tc.new, "alice", now)
+			if !maps.Equal(set, tc.wantSet) {
+				t.Errorf("set = %v, want %v", set, tc.wantSet)
+			}
+			if strings.Join(remove, ",") != strings.Join(tc.wantRemove, ",") {
+				t.Errorf("remove = %v, want %v", remove, tc.wantRemove)
+			}
+		})
+	}
+}
+
+// TestStampThenDecide is the "default, then validate" check: whatever the mutating webhook writes for a
+// well-formed marking passes validation, and applying it twice changes nothing more.
+func TestStampThenDecide(t *testing.T) {
+	t.Parallel()
+	old := fc(id, confirmed, down)
+	f := fc(id, with(confirmed, liqoapi.MarkAnnotation, "true", liqoapi.MarkedByAnnotation, "mallory"), down)
+	for range 2 {
+		set, remove := Stamp(old, f, alice.Username, now)
+		maps.Copy(f.Annotations, set)
+		for _, k := range remove {
+			delete(f.Annotations, k)
+		}
+	}
+	if set, remove := Stamp(old, f, alice.Username, now.Add(time.Second)); set != nil || remove != nil {
+		t.Fatalf("re-invocation is not idempotent: set %v, remove %v", set, remove)
+	}
+	v := Decide(&Review{Old: old, New: f, User: alice, Now: now, Permission: permitted}, opts)
+	if !v.Allowed() {
+		t.Fatalf("stamped marking denied: %v", v.Errors)
+	}
+}

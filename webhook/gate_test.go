@@ -1,0 +1,420 @@
+package webhook_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
+)
+
+const (
+	liqoNamespace  = "liqo"
+	localClusterID = "consumer-local"
+	markerUser     = "alice" // may update ForeignClusters and holds the break-glass role
+	plainUser      = "bob"   // may update ForeignClusters, nothing more
+)
+
+var (
+	env    *harness.Env
+	alice  client.Client
+	bob    client.Client
+	aliceW = &harness.WarningRecorder{}
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../manifests/webhook"}}, func(e *harness.Env) error {
+		env = e
+		if err := setupCluster(e); err != nil {
+			return err
+		}
+		return startGate(e)
+	}))
+}
+
+// setupCluster lays out what the gate reads: Liqo's cluster-ID ConfigMap, the shipped break-glass
+// ClusterRole, and two users who may update ForeignClusters, one of them bound to the break-glass role.
+func setupCluster(e *harness.Env) error {
+	ctx := context.Background()
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: liqoNamespace}},
+		clusterIDConfigMap(),
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fc-editor"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch"},
+		}}},
+		binding("fc-editor", "fc-editor", markerUser, plainUser),
+	}
+	markRole, err := shippedMarkRole()
+	if err != nil {
+		return err
+	}
+	objs = append(objs, markRole, binding("mark-unreachable-alice", markRole.Name, markerUser))
+	for _, o := range objs {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	if alice, err = e.NewClient(func(c *rest.Config) {
+		c.Impersonate.UserName = markerUser
+		c.WarningHandlerWithContext = aliceW
+	}); err != nil {
+		return err
+	}
+	bob, err = e.NewClient(func(c *rest.Config) { c.Impersonate.UserName = plainUser })
+	return err
+}
+
+func clusterIDConfigMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "liqo-clusterid-configmap", Namespace: liqoNamespace,
+			Labels: map[string]string{liqoapi.ClusterIDConfigMapNameLabel: liqoapi.ClusterIDConfigMapNameValue}},
+		Data: map[string]string{liqoapi.ClusterIDConfigMapKey: localClusterID},
+	}
+}
+
+func shippedMarkRole() (*rbacv1.ClusterRole, error) {
+	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "rbac", "mark-unreachable.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	return role, yaml.UnmarshalStrict(data, role)
+}
+
+func binding(name, role string, users ...string) *rbacv1.ClusterRoleBinding {
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+	for _, u := range users {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
+	}
+	return b
+}
+
+// startGate runs the gate in a manager wired as cmd/liqo-janitor wires it, serving the webhooks that envtest
+// registered from the generated manifests/webhook.
+func startGate(e *harness.Env) error {
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer:          crwebhook.NewServer(e.WebhookOptions()),
+		Cache:                  cache.Options{ByObject: liqoapi.CacheByObject(liqoNamespace)},
+	})
+	if err != nil {
+		return err
+	}
+	gate := &webhook.Gate{Client: mgr.GetClient(), Reader: mgr.GetCache(), LiqoNamespace: liqoNamespace,
+		Options: webhook.Options{MinUnreachable: time.Minute}}
+	if err := gate.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	e.Go(mgr.Start)
+	return e.WaitForWebhookServer(context.Background())
+}
+
+var seq atomic.Int64
+
+// newProvider creates a ForeignCluster whose APIServerStatus is status since the given time ago
+// (no condition at all if status is empty).
+func newProvider(t *testing.T, status liqov1beta1.ConditionStatusType, since time.Duration) *liqov1beta1.ForeignCluster {
+	t.Helper()
+	g := NewWithT(t)
+	id := fmt.Sprintf("provider-%d", seq.Add(1))
+	fc := &liqov1beta1.ForeignCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{liqoapi.RemoteClusterIDLabel: id}},
+		Spec:       liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)},
+	}
+	g.Expect(env.Client.Create(t.Context(), fc)).To(Succeed())
+	if status != "" {
+		setAPIServerStatus(t, fc, status, since)
+	}
+	return fc
+}
+
+func setAPIServerStatus(t *testing.T, fc *liqov1beta1.ForeignCluster, status liqov1beta1.ConditionStatusType, since time.Duration) {
+	t.Helper()
+	fc.Status.Role = liqov1beta1.ProviderRole
+	fc.Status.Conditions = []liqov1beta1.Condition{{
+		Type: liqov1beta1.APIServerStatusCondition, Status: status,
+		LastTransitionTime: metav1.NewTime(time.Now().Add(-since).Truncate(time.Second)),
+	}}
+	NewWithT(t).Expect(env.Client.Status().Update(t.Context(), fc)).To(Succeed())
+}
+
+// annotate merge-patches annotations as `kubectl annotate` does; a nil value removes the key.
+func annotate(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, kv map[string]*string) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": kv}}
+	data, err := jsonMarshal(patch)
+	if err != nil {
+		return err
+	}
+	obj := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: fc.Name}}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data))
+}
+
+func s(v string) *string { return &v }
+
+func markAndConfirm(fc *liqov1beta1.ForeignCluster) map[string]*string {
+	return map[string]*string{liqoapi.ConfirmAnnotation: s(string(fc.Spec.ClusterID)), liqoapi.MarkAnnotation: s("true")}
+}
+
+func get(t *testing.T, fc *liqov1beta1.ForeignCluster) *liqov1beta1.ForeignCluster {
+	t.Helper()
+	out := &liqov1beta1.ForeignCluster{}
+	NewWithT(t).Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(fc), out)).To(Succeed())
+	return out
+}
+
+// expectDenied asserts a denial's HTTP code, that a cause names the field path, and that the message names
+// the cluster and carries each given fragment (the next step).
+func expectDenied(t *testing.T, err error, code int32, fieldPath string, fc *liqov1beta1.ForeignCluster, fragments ...string) {
+	t.Helper()
+	g := NewWithT(t)
+	var status *apierrors.StatusError
+	g.Expect(errors.As(err, &status)).To(BeTrue(), "want an API status error, got %v", err)
+	g.Expect(status.ErrStatus.Code).To(Equal(code), "message: %s", status.ErrStatus.Message)
+	var fields []string
+	if status.ErrStatus.Details != nil {
+		for _, c := range status.ErrStatus.Details.Causes {
+			fields = append(fields, c.Field)
+		}
+	}
+	g.Expect(fields).To(ContainElement(fieldPath))
+	g.Expect(err.Error()).To(ContainSubstring(string(fc.Spec.ClusterID)))
+	for _, f := range fragments {
+		g.Expect(err.Error()).To(ContainSubstring(f))
+	}
+}
+
+func TestMarkingNeedsTheConfirmationEqualToTheClusterID(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+
+	err := annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", fc,
+		fmt.Sprintf("kubectl annotate foreigncluster %s liqo-janitor.io/confirm-cluster-id=%s liqo.io/foreign-cluster-permanently-unreachable=true --overwrite", fc.Name, fc.Name))
+
+	err = annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s("provider-typo")})
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", fc,
+		fmt.Sprintf("kubectl annotate foreigncluster %s liqo-janitor.io/confirm-cluster-id=%s --overwrite", fc.Name, fc.Name))
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqoapi.MarkAnnotation), "nothing was stored")
+
+	// the confirmation may come first, the mark later
+	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
+	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkAnnotation, "true"))
+}
+
+func TestTheMarkValueMustBeExactlyTrue(t *testing.T) {
+	g := NewWithT(t)
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	kv := markAndConfirm(fc)
+	kv[liqoapi.MarkAnnotation] = s("True")
+	err := annotate(t.Context(), alice, fc, kv)
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
+		`exactly "true"`, "liqo.io/foreign-cluster-permanently-unreachable=true --overwrite")
+	g.Expect(get(t, fc).Annotations).To(BeEmpty())
+}
+
+func TestTheLocalClusterCannotBeMarked(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "self"},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: localClusterID}}
+	g.Expect(env.Client.Create(ctx, fc)).To(Succeed())
+	err := annotate(ctx, alice, fc, markAndConfirm(fc))
+	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", fc, "this cluster's own ID", "kubectl get foreignclusters")
+}
+
+func TestMarkingFailsClosedWhenTheLocalClusterIDCannotBeRead(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	g.Expect(env.Client.Delete(ctx, clusterIDConfigMap())).To(Succeed())
+	t.Cleanup(func() { NewWithT(t).Expect(env.Client.Create(context.Background(), clusterIDConfigMap())).To(Succeed()) })
+
+	// the gate reads the ConfigMap through its cache: wait until the cache has seen the deletion
+	g.Eventually(func() error { return annotate(ctx, alice, fc, markAndConfirm(fc)) }).
+		Should(MatchError(ContainSubstring("local cluster ID cannot be read")))
+	err := annotate(ctx, alice, fc, markAndConfirm(fc))
+	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", fc,
+		`no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap with a CLUSTER_ID key in namespace "liqo"`,
+		"kubectl get configmap -A -l app.kubernetes.io/name=clusterid-configmap")
+}
+
+func TestReachabilityVeto(t *testing.T) {
+	tests := map[string]struct {
+		status      liqov1beta1.ConditionStatusType
+		since       time.Duration
+		wantAllowed bool
+		fragments   []string
+	}{
+		"a provider Liqo sees Established cannot be marked": {
+			status: liqov1beta1.ConditionStatusEstablished, since: time.Hour,
+			fragments: []string{"Liqo reports the provider's API server as reachable", "-o jsonpath='{.status.conditions}'"},
+		},
+		"a provider unreachable for less than --min-unreachable cannot be marked": {
+			status: liqov1beta1.ConditionStatusError, since: 10 * time.Second,
+			fragments: []string{"a blip is not a death", "retry after"},
+		},
+		"a provider unreachable for longer than --min-unreachable can be marked": {
+			status: liqov1beta1.ConditionStatusError, since: 2 * time.Minute, wantAllowed: true,
+		},
+		"a provider without an APIServerStatus condition can be marked": {wantAllowed: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fc := newProvider(t, tc.status, tc.since)
+			err := annotate(t.Context(), alice, fc, markAndConfirm(fc))
+			if tc.wantAllowed {
+				NewWithT(t).Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			expectDenied(t, err, http.StatusUnprocessableEntity, "status.conditions", fc, tc.fragments...)
+		})
+	}
+}
+
+func TestBreakGlassPermissionWithRealRBAC(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+
+	// bob may update ForeignClusters (a label change goes through) but not mark them
+	g.Expect(bob.Patch(ctx, fc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"blue"}}}`)))).To(Succeed())
+	err := annotate(ctx, bob, fc, markAndConfirm(fc))
+	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
+		`user "bob" may not mark it permanently unreachable`,
+		"kubectl create clusterrolebinding mark-unreachable-bob --clusterrole=liqo-janitor:mark-unreachable --user=bob")
+
+	// once bound to the shipped ClusterRole, bob may mark; the stamp names him
+	b := binding("mark-unreachable-bob", webhook.MarkRoleName, plainUser)
+	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
+	g.Eventually(func() error { return annotate(ctx, bob, fc, markAndConfirm(fc)) }).Should(Succeed())
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkedByAnnotation, plainUser))
+
+	// and removing the mark needs the same permission
+	g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
+	unmark := map[string]*string{liqoapi.MarkAnnotation: nil}
+	g.Eventually(func() error { return annotate(ctx, bob, fc, unmark) }).Should(MatchError(ContainSubstring("may not remove its permanently-unreachable mark")))
+	err = annotate(ctx, bob, fc, unmark)
+	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc)
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkAnnotation, "true"))
+}
+
+func TestStampsAreWrittenByTheWebhookAndImmutableWhileMarked(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+
+	kv := markAndConfirm(fc)
+	kv[liqoapi.MarkedByAnnotation] = s("mallory")
+	kv[liqoapi.MarkedAtAnnotation] = s("2020-01-01T00:00:00Z")
+	before := time.Now().Add(-time.Second)
+	g.Expect(annotate(ctx, alice, fc, kv)).To(Succeed())
+	marked := get(t, fc)
+	g.Expect(marked.Annotations).To(HaveKeyWithValue(liqoapi.MarkedByAnnotation, markerUser), "the forged marked-by is replaced")
+	at, err := time.Parse(time.RFC3339, marked.Annotations[liqoapi.MarkedAtAnnotation])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(at).To(BeTemporally(">=", before.Truncate(time.Second)), "the forged marked-at is replaced")
+
+	// a later unrelated change keeps the stamps as they are
+	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.ReasonAnnotation: s("data centre flooded")})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(And(
+		HaveKeyWithValue(liqoapi.MarkedByAnnotation, markerUser),
+		HaveKeyWithValue(liqoapi.MarkedAtAnnotation, marked.Annotations[liqoapi.MarkedAtAnnotation])))
+
+	for _, key := range []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation} {
+		err := annotate(ctx, alice, fc, map[string]*string{key: s("changed")})
+		expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations["+key+"]", fc,
+			key+" cannot change while", "kubectl annotate foreigncluster "+fc.Name+" liqo.io/foreign-cluster-permanently-unreachable-")
+	}
+	g.Expect(get(t, fc).Annotations).To(Equal(get(t, fc).Annotations))
+}
+
+func TestStampsCannotBeWrittenWithoutTheMark(t *testing.T) {
+	fc := newProvider(t, "", 0)
+	err := annotate(t.Context(), alice, fc, map[string]*string{liqoapi.MarkedByAnnotation: s("alice")})
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/marked-by]", fc,
+		"written only by liqo-janitor")
+}
+
+func TestRemovingTheMarkWarnsAndDropsStampsAndConfirmation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	g.Expect(annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
+	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.ReasonAnnotation: s("kept")})).To(Succeed())
+
+	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: nil})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(Equal(map[string]string{liqoapi.ReasonAnnotation: "kept"}))
+	g.Expect(aliceW.Warnings()).To(ContainElement(And(ContainSubstring(fc.Name),
+		ContainSubstring("pods already force-deleted and finalizers already removed are not restored"),
+		ContainSubstring("workloads on the provider may still be running"))))
+}
+
+// TestBlastRadius registers a second copy of the generated webhook configurations pointing at a port
+// where nothing listens (as if liqo-janitor's pods were down): thanks to matchConditions, Liqo's own
+// updates still go through, while setting the mark fails closed.
+func TestBlastRadius(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
+
+	registerDeadWebhooks(t)
+	g.Eventually(func() error { return annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")}) }).
+		Should(MatchError(ContainSubstring("failed calling webhook")), "marking fails closed while the gate is down")
+
+	latest := get(t, fc)
+	setAPIServerStatus(t, latest, liqov1beta1.ConditionStatusError, time.Minute) // a status update
+	g.Expect(env.Client.Patch(ctx, latest, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"liqo.io/example":"relabelled"}}}`)))).To(Succeed()) // a label change
+	g.Expect(annotate(ctx, alice, fc, map[string]*string{"example.com/note": s("unrelated")})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqoapi.MarkAnnotation))
+}
+
+func registerDeadWebhooks(t *testing.T) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "webhook", "manifests.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	docs := strings.Split(string(data), "\n---\n")
+	for _, doc := range docs {
+		obj, err := decodeWebhookConfig([]byte(doc))
+		g.Expect(err).NotTo(HaveOccurred())
+		if obj == nil {
+			continue
+		}
+		obj.SetName("dead-" + obj.GetName())
+		g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+	}
+}
