@@ -60,6 +60,13 @@ test: control-plane ## Run every test (unit and real-API-server) with the race d
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test.log || true); \
 	  echo "tests: $$passed passed, $$failed failed (full log: bin/test.log)"; exit $$status
 
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Fuzz the gate's decision and its AdmissionReview handlers for FUZZTIME each (default 30s)
+	go test ./webhook -run='^$$' -fuzz='^FuzzDecide$$' -fuzztime=$(FUZZTIME)
+	go test ./webhook -run='^$$' -fuzz='^FuzzAdmissionReview$$' -fuzztime=$(FUZZTIME)
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint
 	go vet ./...

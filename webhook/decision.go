@@ -49,13 +49,13 @@ type Review struct {
 type Transition int
 
 const (
-	// NotMarked: the mark is set neither before nor after the request.
+	// NotMarked means the mark is set neither before nor after the request.
 	NotMarked Transition = iota
-	// Marking: the request sets the mark (or creates a marked ForeignCluster).
+	// Marking means the request sets the mark (or creates a marked ForeignCluster).
 	Marking
-	// Unmarking: the request removes the mark.
+	// Unmarking means the request removes the mark.
 	Unmarking
-	// StaysMarked: the mark is set before and after the request.
+	// StaysMarked means the mark is set before and after the request.
 	StaysMarked
 )
 

@@ -280,13 +280,13 @@ func TestStamp(t *testing.T) {
 			wantSet: stamped,
 		},
 		"forged stamps are replaced": {
-			old: fc(id, confirmed),
-			new: fc(id, with(confirmed, liqoapi.MarkAnnotation, "true", liqoapi.MarkedByAnnotation, "mallory", liqoapi.MarkedAtAnnotation, "2020-01-01T00:00:00Z")),
+			old:     fc(id, confirmed),
+			new:     fc(id, with(confirmed, liqoapi.MarkAnnotation, "true", liqoapi.MarkedByAnnotation, "mallory", liqoapi.MarkedAtAnnotation, "2020-01-01T00:00:00Z")),
 			wantSet: stamped,
 		},
 		"a stamp of the right user but from the past is replaced": {
-			old: fc(id, confirmed),
-			new: fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339))),
+			old:     fc(id, confirmed),
+			new:     fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339))),
 			wantSet: stamped,
 		},
 		"a stamp this request already wrote is kept on re-invocation": {

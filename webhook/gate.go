@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,18 +62,24 @@ var _ admission.Validator[*liqov1beta1.ForeignCluster] = &Gate{}
 
 // SetupWithManager registers both webhooks with the manager's webhook server.
 func (g *Gate) SetupWithManager(mgr manager.Manager) error {
+	mutating, validating := g.webhooks(mgr.GetScheme())
+	mgr.GetWebhookServer().Register(MutatePath, mutating)
+	mgr.GetWebhookServer().Register(ValidatePath, validating)
+	return nil
+}
+
+// webhooks builds the mutating and the validating webhook.
+func (g *Gate) webhooks(scheme *runtime.Scheme) (mutating, validating *admission.Webhook) {
 	if g.Clock == nil {
 		g.Clock = clock.RealClock{}
 	}
-	g.decoder = admission.NewDecoder(mgr.GetScheme())
-	srv := mgr.GetWebhookServer()
+	g.decoder = admission.NewDecoder(scheme)
 	// The mutating webhook is a raw handler: it answers with a JSON patch of exactly the annotations it
 	// stamps, where the typed Defaulter would diff the whole re-marshalled object.
-	srv.Register(MutatePath, &admission.Webhook{Handler: admission.HandlerFunc(g.Mutate), RecoverPanic: ptr.To(true)})
-	validator := admission.WithValidator(mgr.GetScheme(), admission.Validator[*liqov1beta1.ForeignCluster](g))
-	validator.RecoverPanic = ptr.To(true)
-	srv.Register(ValidatePath, validator)
-	return nil
+	mutating = &admission.Webhook{Handler: admission.HandlerFunc(g.Mutate), RecoverPanic: ptr.To(true)}
+	validating = admission.WithValidator(scheme, admission.Validator[*liqov1beta1.ForeignCluster](g))
+	validating.RecoverPanic = ptr.To(true)
+	return mutating, validating
 }
 
 // Mutate stamps marked-by and marked-at on marking, and removes the stamps and the confirmation on
@@ -219,7 +226,6 @@ func annotationPatch(current, set map[string]string, remove []string) []jsonpatc
 	}
 	return ops
 }
-
 
 func escapeJSONPointer(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/liqotech/liqo/pkg/consts"
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -97,7 +99,7 @@ func main() {
 	flag.Usage = usage
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
-	if err := run(&o); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), &o); err != nil {
 		ctrl.Log.Error(err, "liqo-janitor stopped")
 		os.Exit(1)
 	}
@@ -116,7 +118,7 @@ Flags:
 	flag.PrintDefaults()
 }
 
-func run(o *options) error {
+func run(ctx context.Context, o *options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -133,12 +135,12 @@ func run(o *options) error {
 	if err := addProbes(mgr, o); err != nil {
 		return err
 	}
-	if err := setupGate(mgr, o); err != nil {
+	if err := setupGate(ctx, mgr, o); err != nil {
 		return err
 	}
 	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
 		"liqoNamespace", o.liqoNamespace, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 func managerOptions(o *options) ctrl.Options {
@@ -165,9 +167,13 @@ func managerOptions(o *options) ctrl.Options {
 	}
 }
 
-func setupGate(mgr ctrl.Manager, o *options) error {
+func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 	if !o.enableWebhook {
 		return nil
+	}
+	// Start the cluster-ID ConfigMap informer with the manager, so the first marking does not wait for it.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
+		return fmt.Errorf("watching Liqo's cluster-ID ConfigMap: %w", err)
 	}
 	gate := &webhook.Gate{
 		Client:        mgr.GetClient(),

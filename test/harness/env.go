@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -193,8 +194,15 @@ func (e *Env) Namespace(tb testing.TB) string {
 // Run is a TestMain body: it starts the control plane, hands it to ready (which typically stores it and
 // starts managers or webhook servers), runs the tests, stops everything and fails the run if any
 // controller-runtime reconciler or webhook panicked. It returns the exit code for os.Exit.
+//
+// When the package is being fuzzed (go test -fuzz), Run starts nothing: fuzz targets are pure, and each fuzz
+// worker process would otherwise start a control plane of its own.
 func Run(m *testing.M, opts Options, ready func(*Env) error) int {
 	logf.SetLogger(testLogger())
+	flag.Parse()
+	if fuzzing() {
+		return m.Run()
+	}
 	env, err := Start(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
@@ -214,6 +222,11 @@ func Run(m *testing.M, opts Options, ready func(*Env) error) int {
 		code = 1
 	}
 	return code
+}
+
+func fuzzing() bool {
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
 }
 
 // testLogger logs errors only, unless HARNESS_LOG=debug asks for everything (to read a failing test's story).

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+)
+
+var env *harness.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/webhook"}},
+		func(e *harness.Env) error { env = e; return nil }))
+}
+
+// TestBinaryServesProbesAndTheGate runs the binary's own wiring (flags → manager → gate) against the real
+// API server: /healthz and /readyz answer, and the webhooks registered from the generated configuration
+// reach the gate, which refuses an unconfirmed mark.
+func TestBinaryServesProbesAndTheGate(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv("KUBECONFIG", env.KubeconfigPath)
+	probeAddr := freeAddr(t)
+	wo := env.WebhookOptions()
+
+	var o options
+	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
+	o.bindFlags(fs)
+	g.Expect(fs.Parse([]string{
+		"--metrics-bind-address=0", "--health-probe-bind-address=" + probeAddr,
+		"--webhook-port=" + strconv.Itoa(wo.Port), "--webhook-cert-dir=" + wo.CertDir,
+		"--enable-janitor=false",
+	})).To(Succeed())
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, &o) }()
+	t.Cleanup(func() { cancel(); NewWithT(t).Expect(<-done).To(Succeed()) })
+
+	for _, path := range []string{"/healthz", "/readyz"} {
+		g.Eventually(func() (int, error) {
+			resp, err := http.Get("http://" + probeAddr + path) //nolint:noctx // a probe in a test
+			if err != nil {
+				return 0, err
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode, nil
+		}).WithTimeout(30*time.Second).Should(Equal(http.StatusOK), path)
+	}
+
+	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "provider-bin"},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-bin"}}
+	g.Expect(env.Client.Create(ctx, fc)).To(Succeed())
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, liqoapi.MarkAnnotation)
+	err := env.Client.Patch(ctx, fc, rawMerge(patch))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the gate refuses an unconfirmed mark: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("kubectl annotate foreigncluster provider-bin liqo-janitor.io/confirm-cluster-id=provider-bin"))
+}
+
+func TestFlagValidation(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"defaults are valid":                    {},
+		"a negative grace period is refused":    {args: []string{"--grace-period=-1s"}, wantErr: "--grace-period must not be negative"},
+		"a negative min-unreachable is refused": {args: []string{"--min-unreachable=-1s"}, wantErr: "--min-unreachable"},
+		"zero QPS is refused":                   {args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
+		"running nothing is refused":            {args: []string{"--enable-webhook=false", "--enable-janitor=false"}, wantErr: "nothing to run"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var o options
+			fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
+			o.bindFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("validate() = %v", err)
+				}
+				return
+			}
+			if err == nil || !contains(err.Error(), tc.wantErr) {
+				t.Fatalf("validate() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func rawMerge(patch string) client.Patch { return client.RawPatch(types.MergePatchType, []byte(patch)) }
