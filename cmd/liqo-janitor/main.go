@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -13,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
@@ -39,6 +42,8 @@ type options struct {
 	minUnreachable time.Duration
 	gracePeriod    time.Duration
 	dryRun         bool
+	releaseSecrets bool
+	workers        int
 	kubeAPIQPS     float64
 	kubeAPIBurst   int
 	zap            zap.Options
@@ -69,6 +74,11 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"How long after a cluster is marked dead the janitor waits before releasing anything (the window to undo a mistake).")
 	fs.BoolVar(&o.dryRun, "dry-run", false,
 		"Report what the janitor would release through events and logs, and write nothing else.")
+	fs.BoolVar(&o.releaseSecrets, "release-identity-secrets", false,
+		"Also release a dead cluster's control-plane identity Secret (crdreplicator.liqo.io/operator; needed on Liqo v1.0.x). "+
+			"Needs RBAC on Secrets from the opt-in kustomize component.")
+	fs.IntVar(&o.workers, "janitor-workers", 32,
+		"How many writes the janitor sends concurrently while releasing a dead cluster's objects.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 500,
 		"Client-side queries per second towards the API server (high by default: the API server should be the limit).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000,
@@ -83,6 +93,9 @@ func (o *options) validate() error {
 	}
 	if o.gracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--grace-period must not be negative, got %s", o.gracePeriod))
+	}
+	if o.workers <= 0 {
+		errs = append(errs, fmt.Errorf("--janitor-workers must be positive, got %d", o.workers))
 	}
 	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
@@ -138,6 +151,9 @@ func run(ctx context.Context, o *options) error {
 	if err := setupGate(ctx, mgr, o); err != nil {
 		return err
 	}
+	if err := setupJanitor(mgr, o); err != nil {
+		return err
+	}
 	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
 		"liqoNamespace", o.liqoNamespace, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
 	return mgr.Start(ctx)
@@ -162,9 +178,16 @@ func managerOptions(o *options) ctrl.Options {
 		Cache: cache.Options{
 			// The gate reads exactly one ConfigMap (the local cluster ID) in the Liqo namespace; never cache
 			// ConfigMaps cluster-wide.
-			ByObject: liqoapi.CacheByObject(o.liqoNamespace),
+			ByObject: cacheByObject(o),
 		},
 	}
+}
+
+// cacheByObject narrows every cache the gate and the janitor use (see their CacheByObject).
+func cacheByObject(o *options) map[client.Object]cache.ByObject {
+	byObject := liqoapi.CacheByObject(o.liqoNamespace)
+	maps.Copy(byObject, janitor.CacheByObject(janitorOptions(o)))
+	return byObject
 }
 
 func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
@@ -183,6 +206,28 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 	}
 	if err := gate.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the webhook: %w", err)
+	}
+	return nil
+}
+
+func janitorOptions(o *options) janitor.Options {
+	return janitor.Options{
+		GracePeriod: o.gracePeriod, DryRun: o.dryRun, ReleaseIdentitySecrets: o.releaseSecrets, Workers: o.workers,
+	}
+}
+
+func setupJanitor(mgr ctrl.Manager, o *options) error {
+	if !o.enableJanitor {
+		return nil
+	}
+	r := &janitor.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("liqo-janitor"),
+		Options:   janitorOptions(o),
+	}
+	if err := r.SetupWithManager(mgr, 4); err != nil {
+		return fmt.Errorf("setting up the janitor: %w", err)
 	}
 	return nil
 }

@@ -46,3 +46,25 @@ const (
 func IsMarked(annotations map[string]string) bool {
 	return annotations[MarkAnnotation] == MarkValue
 }
+
+// Liqo labels and finalizers the janitor matches on (liqo-facts.md; the same strings in Liqo v1.0 to v1.2).
+const (
+	// ReplicationLabel marks our own replicated copies (ResourceSlice, NamespaceMap, Renew): "true" on the
+	// consumer's objects, "false" on the copies a peer replicated to us.
+	ReplicationLabel = consts.ReplicationRequestedLabel
+	// NodeTypeLabel and VirtualNodeType identify Liqo virtual Nodes.
+	NodeTypeLabel = consts.TypeLabel
+	// VirtualNodeType is the value of NodeTypeLabel on virtual Nodes.
+	VirtualNodeType = consts.TypeNode
+	// IdentityTypeLabel and ControlPlaneIdentity select the control-plane identity Secret of a peer.
+	IdentityTypeLabel = consts.IdentityTypeLabelKey
+	// ControlPlaneIdentity is the value of IdentityTypeLabel on the control-plane identity Secret.
+	ControlPlaneIdentity = "ControlPlane"
+
+	// ReplicatorFinalizer is the crdReplicator's finalizer on replicated objects; it waits for the remote copy.
+	ReplicatorFinalizer = "crdreplicator.liqo.io/resource"
+	// ReplicatorOperatorFinalizer is the crdReplicator's finalizer on the control-plane identity Secret.
+	ReplicatorOperatorFinalizer = "crdreplicator.liqo.io/operator"
+	// NamespaceOffloadingFinalizer waits until every remote namespace of an offloaded namespace is gone.
+	NamespaceOffloadingFinalizer = "namespaceoffloading-controller.liqo.io/finalizer"
+)

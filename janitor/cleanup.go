@@ -1,0 +1,154 @@
+package janitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// counts is what one pass did with one kind.
+type counts struct {
+	released, blocked, waiting, failed int
+}
+
+func (c *counts) outstanding() int { return c.blocked + c.waiting + c.failed }
+
+// tally is what one pass did, kind by kind in table order.
+type tally struct {
+	mu     sync.Mutex
+	kinds  []string
+	byKind map[string]*counts
+	errs   []error
+}
+
+func newTally(ts []target) *tally {
+	t := &tally{byKind: map[string]*counts{}}
+	for _, tg := range ts {
+		t.kinds = append(t.kinds, tg.kind)
+		t.byKind[tg.kind] = &counts{}
+	}
+	return t
+}
+
+func (t *tally) add(kind string, o outcome, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.byKind[kind]
+	switch {
+	case err != nil:
+		c.failed++
+		t.errs = append(t.errs, err)
+	case o == released || o == wouldRelease:
+		c.released++
+	case o == blocked:
+		c.blocked++
+	case o == waiting:
+		c.waiting++
+	}
+}
+
+func (t *tally) sum(f func(*counts) int) int {
+	n := 0
+	for _, c := range t.byKind {
+		n += f(c)
+	}
+	return n
+}
+
+// cleanUp walks the table of targets for a dead cluster, releasing in batches of concurrent writes with a
+// live re-check of the cluster before each batch.
+func (r *Reconciler) cleanUp(ctx context.Context, s *scope) (*tally, error) {
+	ts := r.targets()
+	t := newTally(ts)
+	for _, tg := range ts {
+		objs, err := tg.list(ctx, s)
+		if err != nil {
+			return t, err
+		}
+		for start := 0; start < len(objs); start += r.Options.BatchSize {
+			if err := r.stillDead(ctx, s); err != nil {
+				return t, err
+			}
+			r.releaseBatch(ctx, s, tg, objs[start:min(start+r.Options.BatchSize, len(objs))], t)
+		}
+	}
+	return t, nil
+}
+
+// releaseBatch releases objs with up to Options.Workers concurrent writes.
+func (r *Reconciler) releaseBatch(ctx context.Context, s *scope, tg target, objs []client.Object, t *tally) {
+	sem := make(chan struct{}, r.Options.Workers)
+	var wg sync.WaitGroup
+	for _, obj := range objs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			o, err := tg.release(ctx, s, obj)
+			t.add(tg.kind, o, err)
+			r.recordObject(ctx, s, tg.kind, obj, o, err)
+		})
+	}
+	wg.Wait()
+}
+
+// recordObject makes one object's outcome visible: a log line, an event on the object, a metric.
+func (r *Reconciler) recordObject(ctx context.Context, s *scope, kind string, obj client.Object, o outcome, err error) {
+	log := ctrl.LoggerFrom(ctx).WithValues(kind, klog.KObj(obj))
+	switch {
+	case err != nil:
+		objectsTotal.WithLabelValues(kind, resultFailed).Inc()
+		log.V(1).Info("Releasing failed, will retry", "err", err.Error())
+	case o == released:
+		objectsTotal.WithLabelValues(kind, resultReleased).Inc()
+		log.V(1).Info("Released object")
+		r.Recorder.Eventf(obj, s.fc, "Normal", "Released", releaseAction(kind),
+			"Released by liqo-janitor: its cluster %s is marked permanently unreachable", s.clusterID)
+	case o == wouldRelease:
+		objectsTotal.WithLabelValues(kind, resultDryRun).Inc()
+		log.Info("Would release object (dry run)")
+		r.Recorder.Eventf(obj, s.fc, "Normal", "WouldRelease", releaseAction(kind),
+			"Dry run: liqo-janitor would release it (its cluster %s is marked permanently unreachable)", s.clusterID)
+	case o == blocked:
+		objectsTotal.WithLabelValues(kind, resultBlocked).Inc()
+		log.V(1).Info("Object blocked by finalizers liqo-janitor does not own", "finalizers", obj.GetFinalizers())
+	}
+}
+
+func releaseAction(kind string) string {
+	if kind == "Pod" {
+		return "ForceDelete"
+	}
+	return "RemoveFinalizer"
+}
+
+// summary is the cleanup annotation: released over seen per kind, then blocked, e.g.
+// "pods 118/120, resourceslices 3/3, namespaceoffloadings 2/2, blocked 2".
+func (t *tally) summary(released map[string]int, dryRun bool) string {
+	var parts []string
+	for _, kind := range t.kinds {
+		c := t.byKind[kind]
+		if total := released[kind] + c.outstanding(); total > 0 {
+			parts = append(parts, fmt.Sprintf("%ss %d/%d", strings.ToLower(kind), released[kind], total))
+		}
+	}
+	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 {
+		parts = append(parts, fmt.Sprintf("blocked %d", b))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to release")
+	}
+	if dryRun {
+		return "dry run: would release " + strings.Join(parts, ", ")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinErrs(err error, errs []error) error {
+	return errors.Join(append([]error{err}, errs...)...)
+}

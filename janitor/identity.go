@@ -1,0 +1,34 @@
+package janitor
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// listIdentitySecrets returns the dead cluster's terminating control-plane identity Secrets (opt-in,
+// --release-identity-secrets; read metadata-only through a cache narrowed to identity Secrets).
+func (r *Reconciler) listIdentitySecrets(ctx context.Context, s *scope) ([]client.Object, error) {
+	secrets, err := r.listMetadata(ctx, secretGVK, client.MatchingLabels{
+		liqoapi.RemoteClusterIDLabel: s.clusterID, liqoapi.IdentityTypeLabel: liqoapi.ControlPlaneIdentity,
+	})
+	return terminating(secrets), err
+}
+
+// releaseIdentitySecret removes crdreplicator.liqo.io/operator once no replicated object of the cluster
+// (ResourceSlice, NamespaceMap, Renew with liqo.io/replication=true) is left in the Secret's namespace —
+// checked live, as the crdReplicator itself would before stopping its reflector.
+func (r *Reconciler) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (outcome, error) {
+	for _, gvk := range replicatedGVKs {
+		left, err := r.countLive(ctx, gvk, client.InNamespace(secret.GetNamespace()), ownCopiesOf(s.clusterID))
+		if err != nil {
+			return 0, err
+		}
+		if left > 0 {
+			return waiting, nil
+		}
+	}
+	return removeFinalizer(ctx, r.Client, r.APIReader, secret, liqoapi.ReplicatorOperatorFinalizer, s.dryRun)
+}

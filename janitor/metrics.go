@@ -1,0 +1,40 @@
+package janitor
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metric labels are bounded: kind is one of the target kinds, result one of the outcomes below, reason one
+// of the WaitReasons. Never a cluster, namespace or object name.
+var (
+	objectsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "liqo_janitor_objects_total",
+		Help: "Objects of dead clusters the janitor acted on, by kind and result (released, blocked, dry_run, failed).",
+	}, []string{"kind", "result"})
+	blockedObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "liqo_janitor_blocked_objects",
+		Help: "Objects of dead clusters that stay because of finalizers the janitor does not own, by kind, as of the last pass.",
+	}, []string{"kind"})
+	refusalsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "liqo_janitor_refusals_total",
+		Help: "Passes over marked ForeignClusters in which the janitor wrote nothing, by reason.",
+	}, []string{"reason"})
+	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "liqo_janitor_cleanup_duration_seconds",
+		Help:    "Time from the end of a dead cluster's grace period until nothing of it was left to release.",
+		Buckets: prometheus.ExponentialBuckets(0.5, 2, 14),
+	})
+)
+
+// Results counted in liqo_janitor_objects_total.
+const (
+	resultReleased = "released"
+	resultBlocked  = "blocked"
+	resultDryRun   = "dry_run"
+	resultFailed   = "failed"
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, refusalsTotal, cleanupDuration)
+}

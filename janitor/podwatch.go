@@ -1,0 +1,102 @@
+package janitor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// podWatcher watches the pods of dead virtual nodes only.
+//
+// Why not a pod cache: a cluster-wide pod informer would hold every pod of the consumer in memory, and
+// memory must not grow with pods unrelated to dead clusters. Why not a list per pass: a terminating pod
+// that appears on a dead node must be handled within seconds, without polling. So for each virtual node
+// of a dead cluster the janitor runs one metadata-only informer filtered server-side with the field
+// selector spec.nodeName=<node>: it costs nothing for pods elsewhere, and its events enqueue the node's
+// ForeignCluster. Informers stop when the cluster is no longer dead or the node is gone.
+type podWatcher struct {
+	client metadata.Interface
+	events chan event.GenericEvent
+
+	mu    sync.Mutex
+	nodes map[string]*nodePods // by node name
+}
+
+type nodePods struct {
+	cluster  string // the ForeignCluster's name, enqueued on events
+	informer toolscache.SharedIndexInformer
+	stop     chan struct{}
+}
+
+func newPodWatcher(c metadata.Interface) *podWatcher {
+	return &podWatcher{client: c, events: make(chan event.GenericEvent, 1024), nodes: map[string]*nodePods{}}
+}
+
+// pods returns the pods bound to node, starting (and syncing) the node's informer on first use.
+func (w *podWatcher) pods(ctx context.Context, cluster, node string) ([]client.Object, error) {
+	np := w.ensure(cluster, node)
+	if !toolscache.WaitForCacheSync(ctx.Done(), np.informer.HasSynced) {
+		return nil, fmt.Errorf("syncing the pods of virtual node %s: %w", node, ctx.Err())
+	}
+	var out []client.Object
+	for _, item := range np.informer.GetStore().List() {
+		pod := item.(*metav1.PartialObjectMetadata).DeepCopy()
+		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+		out = append(out, pod)
+	}
+	return out, nil
+}
+
+func (w *podWatcher) ensure(cluster, node string) *nodePods {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if np, ok := w.nodes[node]; ok {
+		return np
+	}
+	informer := metadatainformer.NewFilteredMetadataInformer(w.client, corev1.SchemeGroupVersion.WithResource("pods"),
+		metav1.NamespaceAll, 0, toolscache.Indexers{}, func(o *metav1.ListOptions) {
+			o.FieldSelector = "spec.nodeName=" + node
+		}).Informer()
+	np := &nodePods{cluster: cluster, informer: informer, stop: make(chan struct{})}
+	enqueue := func(obj any) {
+		if pod, ok := obj.(*metav1.PartialObjectMetadata); ok && pod.DeletionTimestamp == nil {
+			return // only terminating pods are work
+		}
+		w.events <- event.GenericEvent{Object: &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}
+	}
+	_, _ = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	})
+	go informer.Run(np.stop)
+	w.nodes[node] = np
+	return np
+}
+
+// retain stops the informers of cluster's nodes that are not in keep (all of them when keep is empty).
+func (w *podWatcher) retain(cluster string, keep map[string]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for node, np := range w.nodes {
+		if np.cluster == cluster && !keep[node] {
+			close(np.stop)
+			delete(w.nodes, node)
+		}
+	}
+}
+
+// watching returns how many node informers run (for tests and logs).
+func (w *podWatcher) watching() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.nodes)
+}

@@ -1,0 +1,209 @@
+package janitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// Options tunes the janitor.
+type Options struct {
+	// GracePeriod is how long after the mark the janitor waits before releasing anything.
+	GracePeriod time.Duration
+	// DryRun reports what would be released (events and logs) and writes nothing else.
+	DryRun bool
+	// ReleaseIdentitySecrets also releases the dead cluster's control-plane identity Secret (needs RBAC on
+	// Secrets, from the opt-in kustomize component).
+	ReleaseIdentitySecrets bool
+	// Workers is how many writes one pass sends concurrently.
+	Workers int
+	// BatchSize is how many objects are released between two live re-reads of the ForeignCluster.
+	BatchSize int
+}
+
+// Reconciler is the janitor: it reconciles ForeignClusters, and for dead ones releases what they leave stuck.
+type Reconciler struct {
+	// Client reads from the manager's narrow caches and writes (patches and deletes).
+	Client client.Client
+	// APIReader reads live from the API server, right before irreversible steps.
+	APIReader client.Reader
+	// Recorder emits events on ForeignClusters and on released objects.
+	Recorder events.EventRecorder
+	// Clock tells the time.
+	Clock clock.PassiveClock
+	// Options tunes the janitor.
+	Options Options
+
+	pods *podWatcher
+	mu   sync.Mutex
+	// seen holds per-cluster memory that only makes reports nicer or waits longer, never shorter: when
+	// the janitor first saw the mark (grace fallback), the last wait reason, released counts. A
+	// restarted janitor starts it afresh and still finishes the job.
+	seen map[types.UID]*memory
+}
+
+type memory struct {
+	firstSeen time.Time
+	lastWait  WaitReason
+	released  map[string]int
+	started   bool
+	done      bool
+}
+
+// errStopped says a pass stopped because the cluster stopped being dead under it.
+var errStopped = errors.New("the cluster is no longer dead")
+
+// Reconcile releases what a dead cluster leaves stuck; for any other ForeignCluster it writes nothing.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	fc := &liqov1beta1.ForeignCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, fc); err != nil {
+		r.forget(req.Name, "")
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !liqoapi.IsMarked(fc.Annotations) {
+		r.forget(fc.Name, fc.UID)
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("ForeignCluster", klog.KObj(fc), "clusterID", fc.Spec.ClusterID)
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	live, liveness, err := r.assessLive(ctx, fc.Name)
+	if err != nil || live == nil {
+		return ctrl.Result{}, err
+	}
+	if !liveness.Dead() {
+		return r.wait(ctx, live, liveness), nil
+	}
+	s, err := r.newScope(ctx, live)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	t, err := r.cleanUp(ctx, s)
+	return ctrl.Result{}, r.report(ctx, s, liveness, t, err)
+}
+
+// assessLive re-reads the ForeignCluster from the API server (not the cache) and assesses it.
+func (r *Reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.ForeignCluster, Liveness, error) {
+	fc := &liqov1beta1.ForeignCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, fc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, Liveness{Wait: WaitNotMarked}, nil
+		}
+		return nil, Liveness{}, fmt.Errorf("re-reading ForeignCluster %s: %w", name, err)
+	}
+	m := r.memoryOf(fc)
+	return fc, Assess(fc, m.firstSeen, r.Clock.Now(), r.Options.GracePeriod), nil
+}
+
+// wait records why a marked cluster is left alone, and comes back when its grace period ends.
+func (r *Reconciler) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l Liveness) ctrl.Result {
+	refusalsTotal.WithLabelValues(string(l.Wait)).Inc()
+	r.pods.retain(fc.Name, nil)
+	m := r.memoryOf(fc)
+	r.mu.Lock()
+	changed := m.lastWait != l.Wait
+	m.lastWait = l.Wait
+	r.mu.Unlock()
+	if changed {
+		ctrl.LoggerFrom(ctx).Info("Leaving marked ForeignCluster alone", "reason", l.Wait)
+		r.Recorder.Eventf(fc, nil, "Normal", "Waiting", "Wait", "%s", waitMessage(fc, l))
+	}
+	if l.Wait == WaitGracePeriod {
+		return ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
+	}
+	return ctrl.Result{}
+}
+
+func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
+	switch l.Wait {
+	case WaitUnconfirmed:
+		return fmt.Sprintf("Marked permanently unreachable but not confirmed: nothing is released until %s=%s",
+			liqoapi.ConfirmAnnotation, fc.Spec.ClusterID)
+	case WaitReachable:
+		return "Marked permanently unreachable, but Liqo sees its API server answering (APIServerStatus Established): nothing is released"
+	case WaitPaused:
+		return fmt.Sprintf("Paused (%s=true): nothing is released", liqoapi.PausedAnnotation)
+	case WaitGracePeriod:
+		return fmt.Sprintf("Marked permanently unreachable at %s: releasing starts in %s unless the mark is removed",
+			l.MarkedAt.UTC().Format(time.RFC3339), l.GraceLeft.Round(time.Second))
+	}
+	return "Not marked permanently unreachable: nothing is released"
+}
+
+// newScope gathers what a pass over the dead cluster needs: which other clusters are dead too.
+func (r *Reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluster) (*scope, error) {
+	var fcs liqov1beta1.ForeignClusterList
+	if err := r.Client.List(ctx, &fcs); err != nil {
+		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
+	}
+	s := &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dead: map[string]bool{}, dryRun: r.Options.DryRun}
+	now := r.Clock.Now()
+	for i := range fcs.Items {
+		other := &fcs.Items[i]
+		s.dead[string(other.Spec.ClusterID)] = Assess(other, r.memoryOf(other).firstSeen, now, r.Options.GracePeriod).Dead()
+	}
+	s.dead[s.clusterID] = true
+	return s, nil
+}
+
+// stillDead is the live re-check before each batch of irreversible writes: a mark removed, a pause set or
+// a provider answering again a millisecond ago stops the janitor.
+func (r *Reconciler) stillDead(ctx context.Context, s *scope) error {
+	live, l, err := r.assessLive(ctx, s.fc.Name)
+	switch {
+	case err != nil:
+		return err
+	case live == nil || live.UID != s.fc.UID || !l.Dead():
+		return errStopped
+	}
+	return nil
+}
+
+// forget drops what the janitor remembers of a cluster that is no longer marked, and stops its pod watches.
+func (r *Reconciler) forget(name string, uid types.UID) {
+	r.pods.retain(name, nil)
+	if uid == "" {
+		return
+	}
+	r.mu.Lock()
+	delete(r.seen, uid)
+	r.mu.Unlock()
+}
+
+func (r *Reconciler) memoryOf(fc *liqov1beta1.ForeignCluster) *memory {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.seen[fc.UID]
+	if !ok {
+		m = &memory{firstSeen: r.Clock.Now(), released: map[string]int{}}
+		r.seen[fc.UID] = m
+	}
+	return m
+}
+
+var replicatedGVKs = []schema.GroupVersionKind{resourceSliceGVK, namespaceMapGVK, renewGVK}
+
+// countLive counts objects of gvk on the API server (metadata only).
+func (r *Reconciler) countLive(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) (int, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.APIReader.List(ctx, list, opts...); err != nil {
+		return 0, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+	}
+	return len(list.Items), nil
+}

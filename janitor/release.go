@@ -1,0 +1,114 @@
+package janitor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// outcome is what happened to one candidate object.
+type outcome int
+
+const (
+	// released: the janitor removed its finalizer, or force-deleted the pod.
+	released outcome = iota
+	// blocked: the object stays because of a finalizer the janitor does not own.
+	blocked
+	// gone: the object disappeared (or was replaced) before the janitor acted.
+	gone
+	// waiting: the object is tied to a live cluster too (a NamespaceOffloading), or no longer terminating.
+	waiting
+	// wouldRelease: dry run; the janitor would have released the object.
+	wouldRelease
+)
+
+// maxAttempts bounds the re-read-and-retry loop when the finalizer list changes under the janitor.
+const maxAttempts = 5
+
+// removeFinalizer removes finalizer from obj — only if obj is being deleted — with a JSON patch that
+// tests the exact list entry before removing it, so a concurrent writer's entries are never lost and the
+// list is never replaced wholesale. When the test fails (the list moved), it re-reads the object from the
+// API server and tries again. obj is updated to the API server's answer.
+func removeFinalizer(ctx context.Context, c client.Client, live client.Reader, obj client.Object, finalizer string, dryRun bool) (outcome, error) {
+	for range maxAttempts {
+		if obj.GetDeletionTimestamp().IsZero() {
+			return waiting, nil
+		}
+		i := slices.Index(obj.GetFinalizers(), finalizer)
+		if i < 0 {
+			return blockedIfFinalizers(obj), nil
+		}
+		if dryRun {
+			return wouldRelease, nil
+		}
+		err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, finalizerPatch(i, finalizer)))
+		switch {
+		case err == nil:
+			if len(obj.GetFinalizers()) > 0 && !obj.GetDeletionTimestamp().IsZero() {
+				return blocked, nil // ours is gone; the object waits on someone else's
+			}
+			return released, nil
+		case apierrors.IsNotFound(err):
+			return gone, nil
+		case !apierrors.IsInvalid(err) && !apierrors.IsConflict(err):
+			return 0, fmt.Errorf("removing finalizer %s: %w", finalizer, err)
+		}
+		// The test op failed: someone changed the list. Re-read and retry on the fresh list.
+		if err := live.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return gone, nil
+			}
+			return 0, fmt.Errorf("re-reading after a conflict: %w", err)
+		}
+	}
+	return 0, fmt.Errorf("removing finalizer %s: the finalizer list kept changing (%d attempts)", finalizer, maxAttempts)
+}
+
+// finalizerPatch tests that entry i is finalizer and removes it: a write that can only ever remove that
+// one entry, whatever else changes concurrently.
+func finalizerPatch(i int, finalizer string) []byte {
+	path := fmt.Sprintf("/metadata/finalizers/%d", i)
+	patch, _ := json.Marshal([]map[string]string{
+		{"op": "test", "path": path, "value": finalizer},
+		{"op": "remove", "path": path},
+	})
+	return patch
+}
+
+func blockedIfFinalizers(obj client.Object) outcome {
+	if len(obj.GetFinalizers()) > 0 {
+		return blocked
+	}
+	return gone
+}
+
+// forceDeletePod deletes a terminating pod with grace period 0 and a UID precondition (a new pod with the
+// same name is never touched). A pod carrying finalizers is deleted all the same — it then goes as soon as
+// its owners release it — but its finalizers are never stripped and it is counted as blocked.
+func forceDeletePod(ctx context.Context, c client.Client, pod client.Object, dryRun bool) (outcome, error) {
+	if pod.GetDeletionTimestamp().IsZero() {
+		return waiting, nil
+	}
+	if grace := pod.GetDeletionGracePeriodSeconds(); grace != nil && *grace == 0 {
+		return blockedIfFinalizers(pod), nil // already force-deleted: no re-write
+	}
+	if dryRun {
+		return wouldRelease, nil
+	}
+	uid := pod.GetUID()
+	err := c.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err): // gone, or replaced by a new pod
+		return gone, nil
+	case err != nil:
+		return 0, fmt.Errorf("force-deleting pod: %w", err)
+	case len(pod.GetFinalizers()) > 0:
+		return blocked, nil
+	}
+	return released, nil
+}

@@ -1,0 +1,102 @@
+package janitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// report makes a pass visible on the ForeignCluster: phase events (started, progress, blocked, done —
+// with counts), the cleanup annotation (at most one write per pass, only when it changes, never in dry
+// run or once the cluster stopped being dead), and metrics. It returns the pass's errors for a retry
+// with backoff.
+func (r *Reconciler) report(ctx context.Context, s *scope, l Liveness, t *tally, passErr error) error {
+	if errors.Is(passErr, errStopped) {
+		ctrl.LoggerFrom(ctx).Info("Stopped releasing: the cluster is no longer dead")
+		r.Recorder.Eventf(s.fc, nil, "Warning", "CleanupStopped", "Release",
+			"Stopped releasing: the mark was removed or changed, the cluster was paused, or Liqo sees it answering again")
+		return joinErrs(nil, t.errs)
+	}
+	m := r.memoryOf(s.fc)
+	summary, phase := r.remember(m, t)
+	for kind, c := range t.byKind {
+		blockedObjects.WithLabelValues(kind).Set(float64(c.blocked))
+	}
+	switch phase {
+	case phaseStarted:
+		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupStarted", "Release", "Releasing what the dead cluster left stuck: %s", summary)
+	case phaseDone:
+		cleanupDuration.Observe(r.Clock.Since(l.MarkedAt.Add(r.Options.GracePeriod)).Seconds())
+		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release", "Nothing left to release: %s", summary)
+	}
+	if released := t.sum(func(c *counts) int { return c.released }); released > 0 && phase != phaseDone {
+		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupProgress", "Release", "Released %d objects: %s", released, summary)
+	}
+	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 {
+		r.Recorder.Eventf(s.fc, nil, "Warning", "CleanupBlocked", "Release",
+			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those): %s", b, summary)
+	}
+	if err := r.writeSummary(ctx, s, summary); err != nil {
+		passErr = errors.Join(passErr, err)
+	}
+	return joinErrs(passErr, t.errs)
+}
+
+type phase int
+
+const (
+	phaseNone phase = iota
+	phaseStarted
+	phaseDone
+)
+
+// remember folds a pass into the cluster's memory and returns the summary and the phase it entered.
+func (r *Reconciler) remember(m *memory, t *tally) (string, phase) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	released := m.released
+	if r.Options.DryRun {
+		released = map[string]int{} // nothing really goes: count this pass only
+	}
+	for kind, c := range t.byKind {
+		released[kind] += c.released
+	}
+	summary := t.summary(released, r.Options.DryRun)
+	work := t.sum(func(c *counts) int { return c.released + c.outstanding() }) > 0
+	outstanding := t.sum(func(c *counts) int { return c.outstanding() }) > 0
+	switch {
+	case work && !m.started:
+		m.started, m.done = true, false
+		return summary, phaseStarted
+	case m.started && !outstanding && !m.done:
+		m.done = true
+		return summary, phaseDone
+	case outstanding:
+		m.done = false
+	}
+	return summary, phaseNone
+}
+
+// writeSummary patches the cleanup annotation when it changed (a merge patch of that one key).
+func (r *Reconciler) writeSummary(ctx context.Context, s *scope, summary string) error {
+	if r.Options.DryRun || s.fc.Annotations[liqoapi.CleanupAnnotation] == summary {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{liqoapi.CleanupAnnotation: summary},
+	}})
+	fc := &liqov1beta1.ForeignCluster{}
+	fc.Name = s.fc.Name
+	if err := r.Client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("writing the cleanup summary: %w", err)
+	}
+	return nil
+}

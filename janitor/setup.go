@@ -1,0 +1,131 @@
+package janitor
+
+import (
+	"context"
+	"fmt"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// RBAC of the janitor (generated into manifests/rbac by `make manifests`). Secrets are not here: their
+// RBAC ships in the opt-in kustomize component for --release-identity-secrets.
+// +kubebuilder:rbac:groups=core.liqo.io,resources=foreignclusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=authentication.liqo.io,resources=resourceslices;renews,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps;namespaceoffloadings,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// metadataOnly returns a metadata-only object of gvk, to watch and cache without spec or status.
+func metadataOnly(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
+}
+
+// CacheByObject narrows the manager's caches to what the janitor reads: our own replicated copies of
+// ResourceSlices and Renews, virtual Nodes, and (opt-in) control-plane identity Secrets, all
+// metadata-only and filtered by label on the API server. Pods are never cached (see podWatcher).
+func CacheByObject(o Options) map[client.Object]cache.ByObject {
+	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{liqoapi.ReplicationLabel: "true"})}
+	out := map[client.Object]cache.ByObject{
+		metadataOnly(resourceSliceGVK): own,
+		metadataOnly(renewGVK):         own,
+		metadataOnly(nodeGVK): {Label: labels.SelectorFromSet(labels.Set{
+			liqoapi.NodeTypeLabel: liqoapi.VirtualNodeType})},
+	}
+	if o.ReleaseIdentitySecrets {
+		out[metadataOnly(secretGVK)] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{
+			liqoapi.IdentityTypeLabel: liqoapi.ControlPlaneIdentity})}
+	}
+	return out
+}
+
+// SetupWithManager registers the janitor; it runs on the elected leader only.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.Options.Workers = max(r.Options.Workers, 1)
+	if r.Options.BatchSize <= 0 {
+		r.Options.BatchSize = 250
+	}
+	r.seen = map[types.UID]*memory{}
+	mc, err := metadata.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating the metadata client: %w", err)
+	}
+	r.pods = newPodWatcher(mc)
+
+	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return !o.GetDeletionTimestamp().IsZero()
+	}))
+	toCluster := handler.EnqueueRequestsFromMapFunc(r.clusterOfLabel)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("liqo-janitor").
+		For(&liqov1beta1.ForeignCluster{}).
+		// A replicated object of a cluster starts or finishes terminating: work for its ForeignCluster.
+		WatchesMetadata(metadataOnly(resourceSliceGVK), toCluster, terminatingOnly).
+		WatchesMetadata(metadataOnly(renewGVK), toCluster, terminatingOnly).
+		// NamespaceMaps are read whole (spec.desiredMapping decides NamespaceOffloadings); few, one per peer.
+		Watches(&offloadingv1beta1.NamespaceMap{}, toCluster).
+		// A NamespaceOffloading may span several clusters: any terminating one is work for every marked cluster.
+		Watches(&offloadingv1beta1.NamespaceOffloading{}, handler.EnqueueRequestsFromMapFunc(r.markedClusters), terminatingOnly).
+		// A virtual node appears or goes: its cluster's pod watches change.
+		WatchesMetadata(metadataOnly(nodeGVK), toCluster).
+		// A terminating pod on a dead cluster's virtual node (see podWatcher).
+		WatchesRawSource(source.Channel(r.pods.events, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if r.Options.ReleaseIdentitySecrets {
+		// A control-plane identity Secret starts or finishes terminating.
+		b = b.WatchesMetadata(metadataOnly(secretGVK), toCluster, terminatingOnly)
+	}
+	return b.Complete(r)
+}
+
+// clusterOfLabel maps an object to the ForeignClusters whose spec.clusterID its liqo.io/remote-cluster-id
+// label names.
+func (r *Reconciler) clusterOfLabel(ctx context.Context, obj client.Object) []reconcile.Request {
+	id, ok := obj.GetLabels()[liqoapi.RemoteClusterIDLabel]
+	if !ok {
+		return nil
+	}
+	return r.clusters(ctx, func(fc *liqov1beta1.ForeignCluster) bool { return string(fc.Spec.ClusterID) == id })
+}
+
+func (r *Reconciler) markedClusters(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.clusters(ctx, func(fc *liqov1beta1.ForeignCluster) bool { return liqoapi.IsMarked(fc.Annotations) })
+}
+
+func (r *Reconciler) clusters(ctx context.Context, match func(*liqov1beta1.ForeignCluster) bool) []reconcile.Request {
+	var fcs liqov1beta1.ForeignClusterList
+	if err := r.Client.List(ctx, &fcs); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ForeignClusters to map an event failed")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range fcs.Items {
+		if match(&fcs.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fcs.Items[i])})
+		}
+	}
+	return reqs
+}
