@@ -1,0 +1,164 @@
+package janitor
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+var now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func cluster(id string, ann map[string]string, status liqov1beta1.ConditionStatusType) *liqov1beta1.ForeignCluster {
+	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: ann},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)}}
+	if status != "" {
+		fc.Status.Conditions = []liqov1beta1.Condition{{Type: liqov1beta1.APIServerStatusCondition, Status: status}}
+	}
+	return fc
+}
+
+func marked(extra ...string) map[string]string {
+	m := map[string]string{liqoapi.MarkAnnotation: "true", liqoapi.ConfirmAnnotation: "x",
+		liqoapi.MarkedAtAnnotation: now.Add(-time.Minute).Format(time.RFC3339)}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return m
+}
+
+func TestAssess(t *testing.T) {
+	t.Parallel()
+	grace := 30 * time.Second
+	tests := map[string]struct {
+		fc        *liqov1beta1.ForeignCluster
+		firstSeen time.Time
+		want      WaitReason
+		wantLeft  time.Duration
+	}{
+		"a confirmed mark older than the grace period on an unreachable cluster is dead": {
+			fc: cluster("x", marked(), liqov1beta1.ConditionStatusError), want: NotWaiting},
+		"no APIServerStatus condition counts as unreachable": {
+			fc: cluster("x", marked(), ""), want: NotWaiting},
+		"no mark is not dead": {
+			fc: cluster("x", nil, liqov1beta1.ConditionStatusError), want: WaitNotMarked},
+		"a mark other than true is not dead": {
+			fc: cluster("x", marked(liqoapi.MarkAnnotation, "True"), ""), want: WaitNotMarked},
+		"an unconfirmed mark is not dead": {
+			fc: cluster("x", marked(liqoapi.ConfirmAnnotation, ""), ""), want: WaitUnconfirmed},
+		"a confirmation naming another cluster is not dead": {
+			fc: cluster("x", marked(liqoapi.ConfirmAnnotation, "y"), ""), want: WaitUnconfirmed},
+		"a cluster Liqo sees Established is not dead": {
+			fc: cluster("x", marked(), liqov1beta1.ConditionStatusEstablished), want: WaitReachable},
+		"a paused cluster is not dead": {
+			fc: cluster("x", marked(liqoapi.PausedAnnotation, "true"), ""), want: WaitPaused},
+		"a mark younger than the grace period waits for the rest of it": {
+			fc:   cluster("x", marked(liqoapi.MarkedAtAnnotation, now.Add(-10*time.Second).Format(time.RFC3339)), ""),
+			want: WaitGracePeriod, wantLeft: 20 * time.Second},
+		"without marked-at the grace period runs from first sight": {
+			fc: cluster("x", marked(liqoapi.MarkedAtAnnotation, ""), ""), firstSeen: now.Add(-5 * time.Second),
+			want: WaitGracePeriod, wantLeft: 25 * time.Second},
+		"an unreadable marked-at falls back to first sight": {
+			fc: cluster("x", marked(liqoapi.MarkedAtAnnotation, "yesterday"), ""), firstSeen: now.Add(-time.Hour), want: NotWaiting},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			first := tc.firstSeen
+			if first.IsZero() {
+				first = now
+			}
+			got := Assess(tc.fc, first, now, grace)
+			if got.Wait != tc.want || got.GraceLeft != tc.wantLeft {
+				t.Fatalf("Assess() = %+v, want wait %q, grace left %s", got, tc.want, tc.wantLeft)
+			}
+			if got.Dead() != (tc.want == NotWaiting) {
+				t.Fatalf("Dead() = %v", got.Dead())
+			}
+		})
+	}
+}
+
+func nsMap(name, cluster string, desired ...string) offloadingv1beta1.NamespaceMap {
+	m := offloadingv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{liqoapi.RemoteClusterIDLabel: cluster}}}
+	m.Spec.DesiredMapping = map[string]string{}
+	for _, ns := range desired {
+		m.Spec.DesiredMapping[ns] = ns + "-remote"
+	}
+	return m
+}
+
+func offloading(ns string, keys ...string) *offloadingv1beta1.NamespaceOffloading {
+	nso := &offloadingv1beta1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Name: "offloading", Namespace: ns}}
+	nso.Status.RemoteNamespacesConditions = map[string]offloadingv1beta1.RemoteNamespaceConditions{}
+	for _, k := range keys {
+		nso.Status.RemoteNamespacesConditions[k] = nil
+	}
+	return nso
+}
+
+func TestOffloadingReleasable(t *testing.T) {
+	t.Parallel()
+	dead := map[string]bool{"dead": true, "dead2": true, "live": false}
+	tests := map[string]struct {
+		nso   *offloadingv1beta1.NamespaceOffloading
+		maps  []offloadingv1beta1.NamespaceMap
+		want  bool
+		tiedX bool
+	}{
+		"only the dead cluster's entry left: released": {
+			nso: offloading("app", "dead"), maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead", "app")}, want: true, tiedX: true},
+		"entries of two dead clusters: released": {
+			nso:  offloading("app", "dead", "dead2"),
+			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("dead2", "dead2")}, want: true, tiedX: true},
+		"an entry whose NamespaceMap is gone counts as dead": {
+			nso: offloading("app", "dead"), want: true, tiedX: true},
+		"an entry of a live cluster keeps it": {
+			nso:  offloading("app", "dead", "live"),
+			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("live", "live")}, tiedX: true},
+		"a live NamespaceMap still listing the namespace keeps it, even without its entry": {
+			nso:  offloading("app", "dead"),
+			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("live", "live", "app")}, tiedX: true},
+		"a live NamespaceMap listing another namespace does not": {
+			nso:  offloading("app", "dead"),
+			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("live", "live", "other")}, want: true, tiedX: true},
+		"a NamespaceMap of a cluster with no ForeignCluster counts as live": {
+			nso: offloading("app", "dead", "mystery"), maps: []offloadingv1beta1.NamespaceMap{nsMap("mystery", "unknown")}, tiedX: true},
+		"keys are mapped through the NamespaceMap label, not the name": {
+			nso: offloading("app", "nm-1"), maps: []offloadingv1beta1.NamespaceMap{nsMap("nm-1", "dead")}, want: true, tiedX: true},
+		"an offloading that does not mention the cluster is not tied to it": {
+			nso: offloading("app", "dead2"), maps: []offloadingv1beta1.NamespaceMap{nsMap("dead2", "dead2")}, want: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if got := offloadingReleasable(tc.nso, tc.maps, maps.Clone(dead)); got != tc.want {
+				t.Errorf("offloadingReleasable() = %v, want %v", got, tc.want)
+			}
+			if got := mentions(tc.nso, "dead", tc.maps); got != tc.tiedX {
+				t.Errorf("mentions() = %v, want %v", got, tc.tiedX)
+			}
+		})
+	}
+}
+
+func TestSummary(t *testing.T) {
+	t.Parallel()
+	tl := newTally([]target{{kind: "Pod"}, {kind: "ResourceSlice"}, {kind: "NamespaceOffloading"}, {kind: "Renew"}})
+	tl.byKind["Pod"].blocked = 2
+	tl.byKind["NamespaceOffloading"].waiting = 1
+	got := tl.summary(map[string]int{"Pod": 118, "ResourceSlice": 3, "NamespaceOffloading": 1}, false)
+	want := "pods 118/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 2"
+	if got != want {
+		t.Fatalf("summary = %q, want %q", got, want)
+	}
+	if got := newTally(nil).summary(nil, false); got != "nothing to release" {
+		t.Fatalf("empty summary = %q", got)
+	}
+}
