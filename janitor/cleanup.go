@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,9 +16,12 @@ import (
 // counts is what one pass did with one kind.
 type counts struct {
 	released, blocked, waiting, failed int
+	// acted and outstanding are the objects the janitor released in this pass, and those still there
+	// (blocked, waiting or failed), by UID.
+	acted, outstanding []types.UID
 }
 
-func (c *counts) outstanding() int { return c.blocked + c.waiting + c.failed }
+func (c *counts) pending() int { return c.blocked + c.waiting + c.failed }
 
 // tally is what one pass did, kind by kind in table order.
 type tally struct {
@@ -36,21 +40,26 @@ func newTally(ts []target) *tally {
 	return t
 }
 
-func (t *tally) add(kind string, o outcome, err error) {
+func (t *tally) add(kind string, uid types.UID, o outcome, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.byKind[kind]
+	if err == nil && (o == released || o == wouldRelease || o == releasedButBlocked) {
+		c.released++
+		c.acted = append(c.acted, uid)
+	}
 	switch {
 	case err != nil:
 		c.failed++
 		t.errs = append(t.errs, err)
-	case o == released || o == wouldRelease:
-		c.released++
-	case o == blocked:
+	case o == blocked || o == releasedButBlocked:
 		c.blocked++
 	case o == waiting:
 		c.waiting++
+	default:
+		return
 	}
+	c.outstanding = append(c.outstanding, uid)
 }
 
 func (t *tally) sum(f func(*counts) int) int {
@@ -90,7 +99,7 @@ func (r *Reconciler) releaseBatch(ctx context.Context, s *scope, tg target, objs
 		wg.Go(func() {
 			defer func() { <-sem }()
 			o, err := tg.release(ctx, s, obj)
-			t.add(tg.kind, o, err)
+			t.add(tg.kind, obj.GetUID(), o, err)
 			r.recordObject(ctx, s, tg.kind, obj, o, err)
 		})
 	}
@@ -104,7 +113,7 @@ func (r *Reconciler) recordObject(ctx context.Context, s *scope, kind string, ob
 	case err != nil:
 		objectsTotal.WithLabelValues(kind, resultFailed).Inc()
 		log.V(1).Info("Releasing failed, will retry", "err", err.Error())
-	case o == released:
+	case o == released || o == releasedButBlocked:
 		objectsTotal.WithLabelValues(kind, resultReleased).Inc()
 		log.V(1).Info("Released object")
 		r.Recorder.Eventf(obj, s.fc, "Normal", "Released", releaseAction(kind),
@@ -127,14 +136,23 @@ func releaseAction(kind string) string {
 	return "RemoveFinalizer"
 }
 
-// summary is the cleanup annotation: released over seen per kind, then blocked, e.g.
+// summary is the cleanup annotation: per kind, the objects released and gone over all objects seen
+// (released ones and those still there), then how many stay blocked by others' finalizers, e.g.
 // "pods 118/120, resourceslices 3/3, namespaceoffloadings 2/2, blocked 2".
-func (t *tally) summary(released map[string]int, dryRun bool) string {
+func (t *tally) summary(acted map[string]map[types.UID]bool, dryRun bool) string {
 	var parts []string
 	for _, kind := range t.kinds {
 		c := t.byKind[kind]
-		if total := released[kind] + c.outstanding(); total > 0 {
-			parts = append(parts, fmt.Sprintf("%ss %d/%d", strings.ToLower(kind), released[kind], total))
+		done, total := len(acted[kind]), len(acted[kind])
+		for _, uid := range c.outstanding {
+			if acted[kind][uid] {
+				done--
+			} else {
+				total++
+			}
+		}
+		if total > 0 {
+			parts = append(parts, fmt.Sprintf("%ss %d/%d", strings.ToLower(kind), done, total))
 		}
 	}
 	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 {

@@ -1,6 +1,7 @@
 package janitor
 
 import (
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 )
@@ -151,9 +153,15 @@ func TestOffloadingReleasable(t *testing.T) {
 func TestSummary(t *testing.T) {
 	t.Parallel()
 	tl := newTally([]target{{kind: "Pod"}, {kind: "ResourceSlice"}, {kind: "NamespaceOffloading"}, {kind: "Renew"}})
-	tl.byKind["Pod"].blocked = 2
-	tl.byKind["NamespaceOffloading"].waiting = 1
-	got := tl.summary(map[string]int{"Pod": 118, "ResourceSlice": 3, "NamespaceOffloading": 1}, false)
+	acted := map[string]map[types.UID]bool{"Pod": {}, "ResourceSlice": {"rs-1": true, "rs-2": true, "rs-3": true},
+		"NamespaceOffloading": {"nso-1": true}}
+	for i := range 120 {
+		acted["Pod"][types.UID(fmt.Sprint("pod-", i))] = true
+	}
+	tl.add("Pod", "pod-1", releasedButBlocked, nil) // force-deleted, but someone else's finalizer holds it
+	tl.add("Pod", "pod-2", blocked, nil)
+	tl.add("NamespaceOffloading", "nso-2", waiting, nil)
+	got := tl.summary(acted, false)
 	want := "pods 118/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 2"
 	if got != want {
 		t.Fatalf("summary = %q, want %q", got, want)

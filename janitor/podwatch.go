@@ -82,6 +82,18 @@ func (w *podWatcher) ensure(cluster, node string) *nodePods {
 	return np
 }
 
+// Start runs until ctx ends, then stops every node informer (the manager runs it, on the leader only).
+func (w *podWatcher) Start(ctx context.Context) error {
+	<-ctx.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for node, np := range w.nodes {
+		close(np.stop)
+		delete(w.nodes, node)
+	}
+	return nil
+}
+
 // retain stops the informers of cluster's nodes that are not in keep (all of them when keep is empty).
 func (w *podWatcher) retain(cluster string, keep map[string]bool) {
 	w.mu.Lock()

@@ -60,7 +60,7 @@ type Reconciler struct {
 type memory struct {
 	firstSeen time.Time
 	lastWait  WaitReason
-	released  map[string]int
+	acted     map[string]map[types.UID]bool // objects released, by kind (for the summary)
 	started   bool
 	done      bool
 }
@@ -190,7 +190,7 @@ func (r *Reconciler) memoryOf(fc *liqov1beta1.ForeignCluster) *memory {
 	defer r.mu.Unlock()
 	m, ok := r.seen[fc.UID]
 	if !ok {
-		m = &memory{firstSeen: r.Clock.Now(), released: map[string]int{}}
+		m = &memory{firstSeen: r.Clock.Now(), acted: map[string]map[types.UID]bool{}}
 		r.seen[fc.UID] = m
 	}
 	return m

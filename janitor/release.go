@@ -17,6 +17,8 @@ type outcome int
 const (
 	// released: the janitor removed its finalizer, or force-deleted the pod.
 	released outcome = iota
+	// releasedButBlocked: the janitor did its part, but the object stays because of someone else's finalizer.
+	releasedButBlocked
 	// blocked: the object stays because of a finalizer the janitor does not own.
 	blocked
 	// gone: the object disappeared (or was replaced) before the janitor acted.
@@ -50,7 +52,7 @@ func removeFinalizer(ctx context.Context, c client.Client, live client.Reader, o
 		switch {
 		case err == nil:
 			if len(obj.GetFinalizers()) > 0 && !obj.GetDeletionTimestamp().IsZero() {
-				return blocked, nil // ours is gone; the object waits on someone else's
+				return releasedButBlocked, nil // ours is gone; the object waits on someone else's
 			}
 			return released, nil
 		case apierrors.IsNotFound(err):
@@ -94,8 +96,8 @@ func forceDeletePod(ctx context.Context, c client.Client, pod client.Object, dry
 	if pod.GetDeletionTimestamp().IsZero() {
 		return waiting, nil
 	}
-	if grace := pod.GetDeletionGracePeriodSeconds(); grace != nil && *grace == 0 {
-		return blockedIfFinalizers(pod), nil // already force-deleted: no re-write
+	if grace := pod.GetDeletionGracePeriodSeconds(); grace != nil && *grace == 0 && len(pod.GetFinalizers()) > 0 {
+		return blocked, nil // already force-deleted, waiting on its owners' finalizers: no re-write
 	}
 	if dryRun {
 		return wouldRelease, nil
@@ -108,7 +110,7 @@ func forceDeletePod(ctx context.Context, c client.Client, pod client.Object, dry
 	case err != nil:
 		return 0, fmt.Errorf("force-deleting pod: %w", err)
 	case len(pod.GetFinalizers()) > 0:
-		return blocked, nil
+		return releasedButBlocked, nil
 	}
 	return released, nil
 }

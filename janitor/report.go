@@ -62,16 +62,21 @@ const (
 func (r *Reconciler) remember(m *memory, t *tally) (string, phase) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	released := m.released
+	acted := m.acted
 	if r.Options.DryRun {
-		released = map[string]int{} // nothing really goes: count this pass only
+		acted = map[string]map[types.UID]bool{} // nothing really goes: count this pass only
 	}
 	for kind, c := range t.byKind {
-		released[kind] += c.released
+		if acted[kind] == nil {
+			acted[kind] = map[types.UID]bool{}
+		}
+		for _, uid := range c.acted {
+			acted[kind][uid] = true
+		}
 	}
-	summary := t.summary(released, r.Options.DryRun)
-	work := t.sum(func(c *counts) int { return c.released + c.outstanding() }) > 0
-	outstanding := t.sum(func(c *counts) int { return c.outstanding() }) > 0
+	summary := t.summary(acted, r.Options.DryRun)
+	work := t.sum(func(c *counts) int { return c.released + c.pending() }) > 0
+	outstanding := t.sum(func(c *counts) int { return c.pending() }) > 0
 	switch {
 	case work && !m.started:
 		m.started, m.done = true, false

@@ -74,6 +74,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		return fmt.Errorf("creating the metadata client: %w", err)
 	}
 	r.pods = newPodWatcher(mc)
+	if err := mgr.Add(r.pods); err != nil {
+		return err
+	}
 
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()

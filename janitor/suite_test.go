@@ -1,0 +1,173 @@
+package janitor_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+)
+
+var env *harness.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.Run(m, harness.Options{}, func(e *harness.Env) error { env = e; return nil }))
+}
+
+// startJanitor runs a janitor in its own manager, as cmd/liqo-janitor wires it, until the returned stop
+// function (or the end of the test) stops it.
+func startJanitor(t *testing.T, opts janitor.Options) (stop func()) {
+	t.Helper()
+	g := NewWithT(t)
+	if opts.Workers == 0 {
+		opts.Workers = 32
+	}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: janitor.CacheByObject(opts)},
+		// each test runs its own janitor; controller names need only be unique among running ones
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	r := &janitor.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("liqo-janitor"), Options: opts}
+	g.Expect(r.SetupWithManager(mgr, 4)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			NewWithT(t).Expect(<-done).To(Succeed())
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+var fixtures atomic.Int64
+
+// build lays out a fresh consumer for one test.
+func build(t *testing.T, spec fixture.Spec) *fixture.Consumer {
+	t.Helper()
+	spec.Prefix = fmt.Sprintf("j%d", fixtures.Add(1))
+	cons, err := fixture.Build(t.Context(), env.Client, spec)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return cons
+}
+
+// kill makes p unreachable and starts its unpeering: its objects are terminating and stuck.
+func kill(t *testing.T, p *fixture.Provider) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(fixture.Kill(t.Context(), env.Client, p)).To(Succeed())
+	g.Expect(fixture.Terminate(t.Context(), env.Client, p)).To(Succeed())
+}
+
+func gone(ctx context.Context, obj client.Object) func() bool {
+	return func() bool {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+		return apierrors.IsNotFound(err)
+	}
+}
+
+func get[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	fresh := obj.DeepCopyObject().(T)
+	NewWithT(t).Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), fresh)).To(Succeed())
+	return fresh
+}
+
+func podsLeft(ctx context.Context, p *fixture.Provider) int {
+	left := 0
+	for _, pod := range p.Pods {
+		if !gone(ctx, pod)() {
+			left++
+		}
+	}
+	return left
+}
+
+func rvs(t *testing.T, objs ...client.Object) map[string]string {
+	t.Helper()
+	m, err := fixture.ResourceVersions(t.Context(), env.Client, objs...)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return m
+}
+
+func cleanupAnnotation(t *testing.T, p *fixture.Provider) func() string {
+	return func() string {
+		return get(t, p.ForeignCluster).Annotations["liqo-janitor.io/cleanup"]
+	}
+}
+
+// counter reads a counter of the controller-runtime registry (the janitor's metrics).
+func counter(name string, labels map[string]string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return -1
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue metrics
+				}
+			}
+			if m.GetCounter() != nil {
+				total += m.GetCounter().GetValue()
+			} else if m.GetGauge() != nil {
+				total += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// eventReasons lists the reasons of the events about obj.
+func eventReasons(t *testing.T, regardingName string) []string {
+	t.Helper()
+	var evs eventsv1.EventList
+	NewWithT(t).Expect(env.Client.List(t.Context(), &evs)).To(Succeed())
+	var reasons []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == regardingName {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+func markedAtNow() []string {
+	return []string{"liqo-janitor.io/marked-at", time.Now().UTC().Format(time.RFC3339)}
+}
+
+var _ = corev1.Pod{}
+var _ = liqov1beta1.ForeignCluster{}
