@@ -58,11 +58,12 @@ type Reconciler struct {
 }
 
 type memory struct {
-	firstSeen time.Time
-	lastWait  WaitReason
-	acted     map[string]map[types.UID]bool // objects released, by kind (for the summary)
-	started   bool
-	done      bool
+	firstSeen   time.Time
+	lastWait    WaitReason
+	acted       map[string]map[types.UID]bool // objects released, by kind (for the summary)
+	started     bool
+	lastBlocked int
+	done        bool
 }
 
 // errStopped says a pass stopped because the cluster stopped being dead under it.

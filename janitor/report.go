@@ -40,7 +40,7 @@ func (r *Reconciler) report(ctx context.Context, s *scope, l Liveness, t *tally,
 	if released := t.sum(func(c *counts) int { return c.released }); released > 0 && phase != phaseDone {
 		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupProgress", "Release", "Released %d objects: %s", released, summary)
 	}
-	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 {
+	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 && r.blockedChanged(m, b) {
 		r.Recorder.Eventf(s.fc, nil, "Warning", "CleanupBlocked", "Release",
 			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those): %s", b, summary)
 	}
@@ -104,4 +104,14 @@ func (r *Reconciler) writeSummary(ctx context.Context, s *scope, summary string)
 		return fmt.Errorf("writing the cleanup summary: %w", err)
 	}
 	return nil
+}
+
+// blockedChanged reports whether the number of blocked objects differs from the last pass's, so the
+// blocked event is emitted when the situation changes, not on every pass.
+func (r *Reconciler) blockedChanged(m *memory, blocked int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := m.lastBlocked != blocked
+	m.lastBlocked = blocked
+	return changed
 }

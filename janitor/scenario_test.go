@@ -66,6 +66,24 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 	g.Eventually(func() []string { return eventReasons(t, dead.Pods[0].Name) }).Should(ContainElement("Released"))
 }
 
+func TestTerminatingPodAppearingOnADeadNodeIsReleasedWithinSeconds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2})
+	p := cons.Providers[0]
+	kill(t, p)
+	startJanitor(t, janitor.Options{})
+	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
+	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30 * time.Second).Should(HavePrefix("pods 2/2"))
+
+	// later, a pod is bound to the dead node (say, a controller that still believes in it) and deleted
+	late := p.Pods[0].DeepCopy()
+	late.ObjectMeta = metav1.ObjectMeta{Name: p.ID + "-late", Namespace: late.Namespace}
+	g.Expect(env.Client.Create(ctx, late)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, late, client.GracePeriodSeconds(30))).To(Succeed())
+	g.Eventually(gone(ctx, late)).WithTimeout(5*time.Second).Should(BeTrue(), "watched, not polled")
+}
+
 func TestNamespaceOffloadingSpanningADeadAndALiveProvider(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -271,7 +289,7 @@ func TestRestartedJanitorFinishesTheJob(t *testing.T) {
 	kill(t, p)
 	stop := startJanitor(t, janitor.Options{Workers: 1, BatchSize: 5})
 	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithPolling(5*time.Millisecond).WithTimeout(30*time.Second).
+	g.Eventually(func() int { return podsLeft(ctx, p) }).WithPolling(5 * time.Millisecond).WithTimeout(30 * time.Second).
 		Should(BeNumerically("<=", 390))
 	stop() // killed mid-job
 	g.Expect(podsLeft(ctx, p)).To(BeNumerically(">", 0), "the first janitor did not finish")
