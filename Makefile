@@ -60,6 +60,13 @@ test: control-plane ## Run every test (unit and real-API-server) with the race d
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test.log || true); \
 	  echo "tests: $$passed passed, $$failed failed (full log: bin/test.log)"; exit $$status
 
+BENCHTIME ?= 5x
+
+.PHONY: bench
+bench: control-plane ## Benchmark the janitor against a raw 32-worker client, side by side (output: bin/bench.txt)
+	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=. -benchtime=$(BENCHTIME) -count=1 2>&1 \
+	  | tee $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
+
 FUZZTIME ?= 30s
 
 .PHONY: fuzz

@@ -115,9 +115,11 @@ func (r *Reconciler) recordObject(ctx context.Context, s *scope, kind string, ob
 		log.V(1).Info("Releasing failed, will retry", "err", err.Error())
 	case o == released || o == releasedButBlocked:
 		objectsTotal.WithLabelValues(kind, resultReleased).Inc()
-		log.V(1).Info("Released object")
-		r.Recorder.Eventf(obj, s.fc, "Normal", "Released", releaseAction(kind),
-			"Released by liqo-janitor: its cluster %s is marked permanently unreachable", s.clusterID)
+		log.Info("Released object", "action", releaseAction(kind))
+		if kind != podKind || r.Options.PodEvents {
+			r.Recorder.Eventf(obj, s.fc, "Normal", "Released", releaseAction(kind),
+				"Released by liqo-janitor: its cluster %s is marked permanently unreachable", s.clusterID)
+		}
 	case o == wouldRelease:
 		objectsTotal.WithLabelValues(kind, resultDryRun).Inc()
 		log.Info("Would release object (dry run)")
@@ -130,7 +132,7 @@ func (r *Reconciler) recordObject(ctx context.Context, s *scope, kind string, ob
 }
 
 func releaseAction(kind string) string {
-	if kind == "Pod" {
+	if kind == podKind {
 		return "ForceDelete"
 	}
 	return "RemoveFinalizer"

@@ -105,10 +105,3 @@ func (w *podWatcher) retain(cluster string, keep map[string]bool) {
 		}
 	}
 }
-
-// watching returns how many node informers run (for tests and logs).
-func (w *podWatcher) watching() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.nodes)
-}

@@ -30,6 +30,10 @@ type Options struct {
 	// ReleaseIdentitySecrets also releases the dead cluster's control-plane identity Secret (needs RBAC on
 	// Secrets, from the opt-in kustomize component).
 	ReleaseIdentitySecrets bool
+	// PodEvents also emits an event on each force-deleted pod. Off by default: a force-deleted pod no
+	// longer exists to be described, the event would double the API writes per pod (the API server, not
+	// the janitor, must be the limit), and the ForeignCluster's events and the logs already record them.
+	PodEvents bool
 	// Workers is how many writes one pass sends concurrently.
 	Workers int
 	// BatchSize is how many objects are released between two live re-reads of the ForeignCluster.

@@ -61,9 +61,9 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 	g.Expect(podsLeft(ctx, dead)).To(BeZero())
 	g.Expect(rvs(t, untouched...)).To(Equal(before), "nothing of the live providers, nothing not ours, nothing not terminating was written")
 	g.Expect(get(t, dead.IdentitySecret).Finalizers).To(ConsistOf(liqoapi.ReplicatorOperatorFinalizer), "identity Secrets are opt-in")
-	g.Eventually(func() []string { return eventReasons(t, dead.ForeignCluster.Name) }).
+	g.Eventually(func() []string { return eventReasons(t, "ForeignCluster", dead.ForeignCluster.Name) }).
 		Should(ContainElements("CleanupStarted", "CleanupDone"))
-	g.Eventually(func() []string { return eventReasons(t, dead.Pods[0].Name) }).Should(ContainElement("Released"))
+	g.Eventually(func() []string { return eventReasons(t, "ResourceSlice", dead.ResourceSlice.Name) }).Should(ContainElement("Released"))
 }
 
 func TestTerminatingPodAppearingOnADeadNodeIsReleasedWithinSeconds(t *testing.T) {
@@ -129,7 +129,7 @@ func TestForeignFinalizersSurviveAndAreCountedAsBlocked(t *testing.T) {
 	g.Expect(pod.Finalizers).To(Equal([]string{fixture.ForeignFinalizer}), "a pod's finalizers are never stripped")
 	g.Expect(pod.DeletionGracePeriodSeconds).To(HaveValue(BeZero()), "it goes as soon as its owner releases it")
 	g.Expect(counter("liqo_janitor_blocked_objects", map[string]string{"kind": "Pod"})).To(BeNumerically(">=", 1))
-	g.Eventually(func() []string { return eventReasons(t, dead.ForeignCluster.Name) }).Should(ContainElement("CleanupBlocked"))
+	g.Eventually(func() []string { return eventReasons(t, "ForeignCluster", dead.ForeignCluster.Name) }).Should(ContainElement("CleanupBlocked"))
 
 	// the owner releases its finalizers: both go, and the janitor reports the job done
 	for _, obj := range []client.Object{dead.ResourceSlice, dead.Pods[0]} {
@@ -163,7 +163,7 @@ func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, env.Client, p, map[string]*string{"example.com/poke": ptrTo("1")})).To(Succeed())
 	g.Eventually(func() float64 { return counter("liqo_janitor_refusals_total", reachable) }).Should(BeNumerically(">", seen))
 	g.Expect(podsLeft(ctx, p)).To(Equal(left), "nothing more is written while the provider answers")
-	g.Expect(eventReasons(t, p.ForeignCluster.Name)).To(ContainElement("CleanupStopped"))
+	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("CleanupStopped"))
 }
 
 func TestMarkRemovedDuringTheGracePeriodWritesNothing(t *testing.T) {
@@ -173,12 +173,11 @@ func TestMarkRemovedDuringTheGracePeriodWritesNothing(t *testing.T) {
 	undone, control := cons.Providers[0], cons.Providers[1]
 	kill(t, undone)
 	kill(t, control)
-	before := rvs(t, append(undone.Objects(), undone.ForeignCluster)...)
 	startJanitor(t, janitor.Options{GracePeriod: 3 * time.Second})
 	g.Expect(fixture.Mark(ctx, env.Client, undone, markedAtNow()...)).To(Succeed())
 	g.Expect(fixture.Mark(ctx, env.Client, control, markedAtNow()...)).To(Succeed())
 	g.Expect(fixture.Annotate(ctx, env.Client, undone, map[string]*string{liqoapi.MarkAnnotation: nil})).To(Succeed())
-	before = rvs(t, append(undone.Objects(), undone.ForeignCluster)...)
+	before := rvs(t, append(undone.Objects(), undone.ForeignCluster)...)
 
 	// the control cluster, marked at the same moment with the same grace period, is released once it ends
 	g.Eventually(cleanupAnnotation(t, control)).WithTimeout(30 * time.Second).Should(HavePrefix("pods 5/5"))
@@ -198,7 +197,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	before := rvs(t, append(p.Objects(), p.ForeignCluster)...)
 	g.Eventually(func() float64 { return counter("liqo_janitor_refusals_total", paused) }).Should(BeNumerically(">", seen))
 	g.Expect(rvs(t, append(p.Objects(), p.ForeignCluster)...)).To(Equal(before))
-	g.Expect(eventReasons(t, p.ForeignCluster.Name)).To(ContainElement("Waiting"))
+	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("Waiting"))
 
 	g.Expect(fixture.Annotate(ctx, env.Client, p, map[string]*string{liqoapi.PausedAnnotation: nil})).To(Succeed())
 	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30*time.Second).Should(BeZero(), "unpaused, it proceeds")
@@ -218,7 +217,7 @@ func TestDryRunWritesNothingButEvents(t *testing.T) {
 	g.Eventually(func() float64 { return counter("liqo_janitor_objects_total", dry) }).WithTimeout(30*time.Second).
 		Should(BeNumerically(">=", seen+8), "5 pods, a ResourceSlice, a NamespaceMap and a Renew would be released")
 	g.Expect(rvs(t, append(p.Objects(), p.ForeignCluster)...)).To(Equal(before))
-	g.Eventually(func() []string { return eventReasons(t, p.Pods[0].Name) }).Should(ContainElement("WouldRelease"))
+	g.Eventually(func() []string { return eventReasons(t, "Pod", p.Pods[0].Name) }).Should(ContainElement("WouldRelease"))
 }
 
 // TestConcurrentFinalizerWriterLosesNothing: while the janitor removes its finalizer from a ResourceSlice,
@@ -254,6 +253,7 @@ func TestConcurrentFinalizerWriterLosesNothing(t *testing.T) {
 // removeOwnFinalizers removes each of mine, one write at a time with a test op on the exact entry, and
 // checks after every write that all of mine not yet removed are still there; it returns violations.
 func removeOwnFinalizers(t *testing.T, rs *authv1beta1.ResourceSlice, mine []string) []string {
+	t.Helper()
 	ctx := t.Context()
 	var violations []string
 	remaining := slices.Clone(mine)

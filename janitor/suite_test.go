@@ -118,6 +118,7 @@ func rvs(t *testing.T, objs ...client.Object) map[string]string {
 }
 
 func cleanupAnnotation(t *testing.T, p *fixture.Provider) func() string {
+	t.Helper()
 	return func() string {
 		return get(t, p.ForeignCluster).Annotations["liqo-janitor.io/cleanup"]
 	}
@@ -151,14 +152,14 @@ func counter(name string, labels map[string]string) float64 {
 	return total
 }
 
-// eventReasons lists the reasons of the events about obj.
-func eventReasons(t *testing.T, regardingName string) []string {
+// eventReasons lists the reasons of the events about the object of that kind and name.
+func eventReasons(t *testing.T, kind, regardingName string) []string {
 	t.Helper()
 	var evs eventsv1.EventList
 	NewWithT(t).Expect(env.Client.List(t.Context(), &evs)).To(Succeed())
 	var reasons []string
 	for _, e := range evs.Items {
-		if e.Regarding.Name == regardingName {
+		if e.Regarding.Kind == kind && e.Regarding.Name == regardingName {
 			reasons = append(reasons, e.Reason)
 		}
 	}

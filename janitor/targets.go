@@ -35,6 +35,9 @@ type target struct {
 	release func(ctx context.Context, s *scope, obj client.Object) (outcome, error)
 }
 
+// podKind is the target kind of pods on dead virtual nodes.
+const podKind = "Pod"
+
 // Kinds of the GVKs the janitor reads metadata-only.
 var (
 	resourceSliceGVK = authv1beta1.GroupVersion.WithKind("ResourceSlice")
@@ -49,7 +52,7 @@ var (
 // for every replicated object of its namespace).
 func (r *Reconciler) targets() []target {
 	ts := []target{
-		{kind: "Pod", list: r.listPods, release: r.releasePod},
+		{kind: podKind, list: r.listPods, release: r.releasePod},
 		r.replicated(resourceSliceGVK),
 		r.replicated(namespaceMapGVK),
 		r.replicated(renewGVK),

@@ -44,6 +44,7 @@ type options struct {
 	dryRun         bool
 	releaseSecrets bool
 	workers        int
+	podEvents      bool
 	kubeAPIQPS     float64
 	kubeAPIBurst   int
 	zap            zap.Options
@@ -77,11 +78,13 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.releaseSecrets, "release-identity-secrets", false,
 		"Also release a dead cluster's control-plane identity Secret (crdreplicator.liqo.io/operator; needed on Liqo v1.0.x). "+
 			"Needs RBAC on Secrets from the opt-in kustomize component.")
+	fs.BoolVar(&o.podEvents, "pod-events", false,
+		"Also emit an Event on every pod the janitor force-deletes (the ForeignCluster's events and the logs record them anyway).")
 	fs.IntVar(&o.workers, "janitor-workers", 32,
 		"How many writes the janitor sends concurrently while releasing a dead cluster's objects.")
-	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 500,
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 1000,
 		"Client-side queries per second towards the API server (high by default: the API server should be the limit).")
-	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000,
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 2000,
 		"Client-side burst towards the API server.")
 	o.zap.BindFlags(fs)
 }
@@ -213,6 +216,7 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 func janitorOptions(o *options) janitor.Options {
 	return janitor.Options{
 		GracePeriod: o.gracePeriod, DryRun: o.dryRun, ReleaseIdentitySecrets: o.releaseSecrets, Workers: o.workers,
+		PodEvents: o.podEvents,
 	}
 }
 
