@@ -23,6 +23,16 @@ K8S_STAMP    := $(K8S_BIN)/.version-$(K8S_VERSION)
 help: ## Show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  \033[36m%-15s\033[0m %s\n",$$1,$$2}' $(MAKEFILE_LIST)
 
+##@ Try it
+
+.PHONY: demo
+demo: control-plane build ## Play out a dead provider on a local control plane (KEEP=1 leaves it running)
+	@go run ./test/demo --binary=$(BIN)/liqo-janitor $(if $(KEEP),--keep)
+
+.PHONY: demo-stop
+demo-stop: ## Stop what `make demo KEEP=1` left running
+	-@pkill -TERM -f '$(BIN)/liqo-janitor --kubeconfig' ; pkill -TERM -f '$(K8S_BIN)/' ; true
+
 ##@ Control plane for tests
 
 .PHONY: control-plane

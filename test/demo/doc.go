@@ -1,0 +1,4 @@
+// Command demo plays out the dead-provider story on a local control plane (`make demo`): a Liqo consumer
+// peered with three providers loses one; marking it dead is refused until it is confirmed, and then
+// liqo-janitor (the real binary) releases exactly what the dead provider left stuck.
+package main

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// width is the terminal width the demo writes for.
+const width = 80
+
+// screen writes the narration: readable on an 80-column terminal, redrawing progress bars in place on a
+// terminal and printing plain periodic lines otherwise (CI logs, pipes).
+type screen struct {
+	w      io.Writer
+	tty    bool
+	failed bool
+}
+
+func newScreen(f *os.File) *screen {
+	st, err := f.Stat()
+	return &screen{w: f, tty: err == nil && st.Mode()&os.ModeCharDevice != 0}
+}
+
+func (s *screen) line(text string) { fmt.Fprintln(s.w, text) }
+
+func (s *screen) color(code, text string) string {
+	if !s.tty {
+		return text
+	}
+	return "\033[" + code + "m" + text + "\033[0m"
+}
+
+func (s *screen) title(text string) {
+	s.line(s.color("1", text))
+	s.line(strings.Repeat("=", min(len(text), width)))
+}
+
+func (s *screen) step(i, n int, name string) {
+	s.line("")
+	s.line(s.color("1;36", fmt.Sprintf("[%d/%d] %s", i, n, name)))
+}
+
+func (s *screen) done(text string)     { s.wrapped("  ✓ ", "    ", text) }
+func (s *screen) note(text string)     { s.wrapped("  ", "  ", text) }
+func (s *screen) command(text string)  { s.wrapped("  $ ", "      ", s.color("33", text)) }
+func (s *screen) accepted(text string) { s.wrapped("  ✓ ", "    ", s.color("32", text)) }
+func (s *screen) refused(text string) {
+	s.wrapped("  ✗ refused: ", "    ", s.color("31", text))
+}
+
+// wrapped prints text word-wrapped to the width, with a first-line and a continuation prefix.
+func (s *screen) wrapped(first, rest, text string) {
+	prefix, line := first, ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len([]rune(prefix+line+" "+word)) > width {
+			s.line(prefix + line)
+			prefix, line = rest, ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	s.line(prefix + line)
+}
+
+func (s *screen) fail(err error, logs []string) {
+	s.failed = true
+	s.line("")
+	s.wrapped("✗ demo failed: ", "  ", err.Error())
+	for _, l := range logs {
+		s.line("  log: " + l)
+	}
+}
+
+func (s *screen) kept(kubeconfig string) {
+	s.line("The control plane and liqo-janitor are still running. Explore with:")
+	s.line("  export KUBECONFIG=" + kubeconfig)
+	s.line("  kubectl get foreignclusters")
+	s.line("Stop everything with: make demo-stop")
+}
+
+// bars draws one progress bar per kind.
+type bars struct {
+	s     *screen
+	drawn int
+	next  time.Time
+}
+
+func (s *screen) bars() *bars { return &bars{s: s} }
+
+func (b *bars) draw(pr []progress, elapsed time.Duration) {
+	if !b.s.tty {
+		if time.Now().Before(b.next) {
+			return
+		}
+		b.next = time.Now().Add(time.Second)
+		parts := make([]string, 0, len(pr))
+		for _, k := range pr {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", k.kind, k.gone, k.total))
+		}
+		b.s.line(fmt.Sprintf("  %5.1fs  %s", elapsed.Seconds(), strings.Join(parts, ", ")))
+		return
+	}
+	if b.drawn > 0 {
+		fmt.Fprintf(b.s.w, "\033[%dA", b.drawn)
+	}
+	for _, k := range pr {
+		b.s.line("\033[2K" + bar(k))
+	}
+	b.s.line(fmt.Sprintf("\033[2K  %.1fs since the mark", elapsed.Seconds()))
+	b.drawn = len(pr) + 1
+}
+
+func (b *bars) finish(pr []progress, elapsed time.Duration) {
+	b.next = time.Time{}
+	if pr != nil {
+		b.draw(pr, elapsed)
+	}
+}
+
+// bar renders "  pods            [#########.....]  120/200  (1 blocked)" within the width.
+func bar(k progress) string {
+	const cells = 40
+	filled := 0
+	if k.total > 0 {
+		filled = k.gone * cells / k.total
+	}
+	text := fmt.Sprintf("  %-15s [%s%s] %4d/%-4d", k.kind, strings.Repeat("#", filled), strings.Repeat(".", cells-filled), k.gone, k.total)
+	if k.blocked > 0 {
+		text += fmt.Sprintf(" %d blocked", k.blocked)
+	}
+	return text
+}
+
+// table prints the final result.
+func (s *screen) table(pr []progress, intact, live int) {
+	s.line("")
+	s.line(fmt.Sprintf("  %-16s %10s %9s", "dead provider", "released", "blocked"))
+	for _, k := range pr {
+		s.line(fmt.Sprintf("  %-16s %10s %9d", k.kind, fmt.Sprintf("%d/%d", k.gone, k.total), k.blocked))
+	}
+	s.line("")
+	s.line(fmt.Sprintf("  live providers: %d/%d objects untouched (resourceVersions unchanged)", intact, live))
+}

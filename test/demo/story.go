@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+)
+
+const (
+	localClusterID = "consumer"
+	operator       = "alice"
+)
+
+// installLiqoBasics creates what the gate reads on a Liqo consumer: Liqo's cluster-ID ConfigMap, and the
+// shipped break-glass ClusterRole bound (with ForeignCluster editing) to the operator.
+func installLiqoBasics(ctx context.Context, env *harness.Env) error {
+	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "rbac", "mark-unreachable.yaml"))
+	if err != nil {
+		return err
+	}
+	markRole := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, markRole); err != nil {
+		return err
+	}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "liqo-clusterid-configmap", Namespace: "liqo",
+			Labels: map[string]string{liqoapi.ClusterIDConfigMapNameLabel: liqoapi.ClusterIDConfigMapNameValue}},
+			Data: map[string]string{liqoapi.ClusterIDConfigMapKey: localClusterID}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "foreigncluster-editor"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}}}},
+		markRole,
+	}
+	for _, role := range []string{"foreigncluster-editor", markRole.Name} {
+		objs = append(objs, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: operator + "-" + strings.ReplaceAll(role, ":", "-")},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operator}}})
+	}
+	for _, o := range objs {
+		if err := env.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func (d *demo) layout(ctx context.Context) error {
+	t0 := time.Now()
+	var err error
+	d.cons, err = fixture.Build(ctx, d.env.Client, fixture.Spec{
+		Prefix: "demo", Providers: 3, PodsPerProvider: d.pods, OffloadedNamespaces: 2, ExtraResourceSlices: 2,
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range d.cons.Providers {
+		d.out.done(fmt.Sprintf("%s: virtual node, %d pods, %d ResourceSlices, NamespaceMap, Renew",
+			p.ID, len(p.Pods), 1+len(p.ExtraSlices)))
+	}
+	d.out.done(fmt.Sprintf("namespaces %s offloaded to all three (NamespaceOffloadings)", strings.Join(d.cons.Namespaces, ", ")))
+	d.out.done(fmt.Sprintf("laid out in %s", time.Since(t0).Round(100*time.Millisecond)))
+	return nil
+}
+
+func (d *demo) dead() *fixture.Provider { return d.cons.Providers[1] }
+
+func (d *demo) killProvider(ctx context.Context) error {
+	p := d.dead()
+	// A pod someone else guards with a finalizer: the janitor must leave that finalizer alone.
+	patch := fmt.Appendf(nil, `{"metadata":{"finalizers":[%q]}}`, fixture.ForeignFinalizer)
+	if err := d.env.Client.Patch(ctx, p.Pods[0], client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	err := fixture.Kill(ctx, d.env.Client, p)
+	if err != nil {
+		return err
+	}
+	d.out.done(fmt.Sprintf("%s's data centre is gone: Liqo reports APIServerStatus Error", p.ID))
+	if err := fixture.Terminate(ctx, d.env.Client, p); err != nil {
+		return err
+	}
+	if d.before, err = fixture.ResourceVersions(ctx, d.env.Client, d.liveObjects()...); err != nil {
+		return err
+	}
+	stuck := len(p.Pods) + 3 + len(p.ExtraSlices)
+	d.out.done(fmt.Sprintf("the unpeering started: %d objects are now Terminating", stuck))
+	d.out.note("...and stay so: the pods' virtual kubelet cannot reach the provider, and the ResourceSlices, " +
+		"NamespaceMap and Renew wait on crdreplicator.liqo.io/resource for a remote delete that never comes. " +
+		"One pod also carries someone else's finalizer, " + fixture.ForeignFinalizer + ".")
+	return nil
+}
+
+func (d *demo) declare(ctx context.Context) error {
+	alice, err := d.env.NewClient(func(c *rest.Config) { c.Impersonate.UserName = operator })
+	if err != nil {
+		return err
+	}
+	p := d.dead()
+	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=true", p.ID, liqoapi.MarkAnnotation))
+	err = fixture.Annotate(ctx, alice, p, map[string]*string{liqoapi.MarkAnnotation: ptr("true")})
+	if err := d.expectRefusal(err); err != nil {
+		return err
+	}
+
+	self := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: localClusterID},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: localClusterID}}
+	if err := d.env.Client.Create(ctx, self); err != nil {
+		return err
+	}
+	d.out.note("A ForeignCluster named after this very cluster exists too (a copy-paste accident). Marking it:")
+	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=%s %s=true",
+		localClusterID, liqoapi.ConfirmAnnotation, localClusterID, liqoapi.MarkAnnotation))
+	err = fixture.Mark(ctx, alice, &fixture.Provider{ID: localClusterID, ForeignCluster: self})
+	if err := d.expectRefusal(err); err != nil {
+		return err
+	}
+
+	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=%s %s=true %s=%q", p.ID,
+		liqoapi.ConfirmAnnotation, p.ID, liqoapi.MarkAnnotation, liqoapi.ReasonAnnotation, "data centre flooded"))
+	if err := fixture.Mark(ctx, alice, p, liqoapi.ReasonAnnotation, "data centre flooded"); err != nil {
+		return fmt.Errorf("the confirmed mark was refused: %w", err)
+	}
+	fc := &liqov1beta1.ForeignCluster{}
+	if err := d.env.Client.Get(ctx, client.ObjectKeyFromObject(p.ForeignCluster), fc); err != nil {
+		return err
+	}
+	d.marked = time.Now()
+	d.out.accepted(fmt.Sprintf("accepted and stamped: marked-by=%s, marked-at=%s",
+		fc.Annotations[liqoapi.MarkedByAnnotation], fc.Annotations[liqoapi.MarkedAtAnnotation]))
+	return nil
+}
+
+// expectRefusal prints the API server's refusal, or fails if the request went through.
+func (d *demo) expectRefusal(err error) error {
+	var status *apierrors.StatusError
+	if !errors.As(err, &status) {
+		return fmt.Errorf("expected the gate to refuse, got %v", err)
+	}
+	d.out.refused(fmt.Sprintf("HTTP %d: %s", status.ErrStatus.Code, status.ErrStatus.Message))
+	return nil
+}
+
+func ptr(s string) *string { return &s }
