@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -31,8 +32,11 @@ func main() {
 	logf.SetLogger(logr.Discard())
 
 	d := &demo{out: newScreen(os.Stdout), binary: *binary, keep: *keep, pods: *pods, grace: *grace}
+	// Ctrl-C (or a closed terminal) stops the story, and the teardown below still runs.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
 	start := time.Now()
-	err := d.run(context.Background())
+	err := d.run(ctx)
 	if err != nil {
 		d.out.fail(err, d.logs())
 	}
