@@ -43,20 +43,25 @@ func (s *screen) step(i, n int, name string) {
 	s.line(s.color("1;36", fmt.Sprintf("[%d/%d] %s", i, n, name)))
 }
 
-func (s *screen) done(text string)     { s.wrapped("  ✓ ", "    ", text) }
-func (s *screen) note(text string)     { s.wrapped("  ", "  ", text) }
-func (s *screen) command(text string)  { s.wrapped("  $ ", "      ", s.color("33", text)) }
-func (s *screen) accepted(text string) { s.wrapped("  ✓ ", "    ", s.color("32", text)) }
-func (s *screen) refused(text string) {
-	s.wrapped("  ✗ refused: ", "    ", s.color("31", text))
-}
+func (s *screen) done(text string)     { s.wrapped("  ✓ ", "    ", text, "") }
+func (s *screen) note(text string)     { s.wrapped("  ", "  ", text, "") }
+func (s *screen) command(text string)  { s.wrapped("  $ ", "      ", text, "33") }
+func (s *screen) accepted(text string) { s.wrapped("  ✓ ", "    ", text, "32") }
+func (s *screen) refused(text string)  { s.wrapped("  ✗ refused: ", "    ", text, "31") }
 
-// wrapped prints text word-wrapped to the width, with a first-line and a continuation prefix.
-func (s *screen) wrapped(first, rest, text string) {
+// wrapped prints text word-wrapped to the width, with a first-line and a continuation prefix, each line
+// in the given color (none if empty).
+func (s *screen) wrapped(first, rest, text, color string) {
+	paint := func(t string) string {
+		if color == "" {
+			return t
+		}
+		return s.color(color, t)
+	}
 	prefix, line := first, ""
 	for _, word := range strings.Fields(text) {
 		if line != "" && len([]rune(prefix+line+" "+word)) > width {
-			s.line(prefix + line)
+			s.line(prefix + paint(line))
 			prefix, line = rest, ""
 		}
 		if line != "" {
@@ -64,13 +69,13 @@ func (s *screen) wrapped(first, rest, text string) {
 		}
 		line += word
 	}
-	s.line(prefix + line)
+	s.line(prefix + paint(line))
 }
 
 func (s *screen) fail(err error, logs []string) {
 	s.failed = true
 	s.line("")
-	s.wrapped("✗ demo failed: ", "  ", err.Error())
+	s.wrapped("✗ demo failed: ", "  ", err.Error(), "31")
 	for _, l := range logs {
 		s.line("  log: " + l)
 	}
