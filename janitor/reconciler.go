@@ -111,8 +111,22 @@ func (r *Reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 		}
 		return nil, Liveness{}, fmt.Errorf("re-reading ForeignCluster %s: %w", name, err)
 	}
+	if !liqoapi.IsMarked(fc.Annotations) {
+		return fc, Liveness{Wait: WaitNotMarked}, nil
+	}
 	m := r.memoryOf(fc)
 	return fc, Assess(fc, m.firstSeen, r.Clock.Now(), r.Options.GracePeriod), nil
+}
+
+// firstSeen is when the janitor first saw fc's mark, or now if it has not reconciled fc marked yet (so a
+// cluster never counts as dead sooner than its own pass would decide).
+func (r *Reconciler) firstSeen(fc *liqov1beta1.ForeignCluster) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.seen[fc.UID]; ok {
+		return m.firstSeen
+	}
+	return r.Clock.Now()
 }
 
 // wait records why a marked cluster is left alone, and comes back when its grace period ends.
@@ -160,7 +174,7 @@ func (r *Reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluste
 	now := r.Clock.Now()
 	for i := range fcs.Items {
 		other := &fcs.Items[i]
-		s.dead[string(other.Spec.ClusterID)] = Assess(other, r.memoryOf(other).firstSeen, now, r.Options.GracePeriod).Dead()
+		s.dead[string(other.Spec.ClusterID)] = Assess(other, r.firstSeen(other), now, r.Options.GracePeriod).Dead()
 	}
 	s.dead[s.clusterID] = true
 	return s, nil
