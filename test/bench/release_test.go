@@ -126,7 +126,12 @@ func boolPtr(v bool) *bool { return &v }
 // waitReleased waits until the janitor reports everything of p released.
 func waitReleased(b *testing.B, p *fixture.Provider) {
 	b.Helper()
-	want := fmt.Sprintf("pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1", pods, pods, slices, slices)
+	waitAnnotation(b, p, fmt.Sprintf("pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1", pods, pods, slices, slices))
+}
+
+// waitAnnotation waits until the janitor's cleanup annotation on p's ForeignCluster reads want.
+func waitAnnotation(b *testing.B, p *fixture.Provider, want string) {
+	b.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Minute, true,
 		func(ctx context.Context) (bool, error) {
 			fc := p.ForeignCluster.DeepCopy()
