@@ -1,0 +1,239 @@
+package manifests_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+)
+
+// apply server-side applies b in its order, as `kubectl apply --server-side -k` would, and returns the
+// warnings the API server answered with.
+func apply(t *testing.T, b built) []string {
+	t.Helper()
+	g := NewWithT(t)
+	warnings := &harness.WarningRecorder{}
+	c, err := env.NewClient(func(cfg *rest.Config) { cfg.WarningHandlerWithContext = warnings })
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, u := range b.raw {
+		g.Expect(c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
+			client.FieldOwner(fieldOwner), client.ForceOwnership)).To(Succeed(), "applying %s", describe(u))
+	}
+	return warnings.Warnings()
+}
+
+// deleteAll removes what apply created (a namespace stays Terminating without kube-controller-manager,
+// which is harmless), so that no webhook configuration outlives the test that applied it.
+func deleteAll(b built) {
+	for _, u := range slices.Backward(b.raw) {
+		_ = client.IgnoreNotFound(env.Client.Delete(context.Background(), u.DeepCopy()))
+	}
+}
+
+// ensureLiqoNamespace creates Liqo's namespace, which Liqo's installation creates on a real cluster.
+func ensureLiqoNamespace(t *testing.T) {
+	t.Helper()
+	err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: liqoNS}})
+	if !apierrors.IsAlreadyExists(err) {
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+func TestKustomizationsApplyToTheAPIServer(t *testing.T) {
+	ensureLiqoNamespace(t)
+	// Applied one after the other (the overlay re-applies the default install and adds to it), and
+	// removed only at the end: a deleted namespace stays Terminating here.
+	for _, dir := range []string{defaultDir, identitySecretDir, policyDir} {
+		b := kustomize(t, dir)
+		t.Cleanup(func() { deleteAll(b) })
+		t.Run(dir, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(apply(t, b)).To(BeEmpty(), "the API server warns about unknown, duplicate or deprecated fields")
+			for _, u := range b.raw {
+				got := &unstructured.Unstructured{}
+				got.SetGroupVersionKind(u.GroupVersionKind())
+				g.Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(u), got)).To(Succeed(), "getting %s", describe(u))
+				g.Expect(got.GetLabels()).To(HaveKeyWithValue(nameLabel, appName))
+			}
+		})
+	}
+}
+
+func TestDeploymentIsHardened(t *testing.T) {
+	g := NewWithT(t)
+	b := kustomize(t, defaultDir)
+	d := one[*appsv1.Deployment](t, b, installNS, appName)
+	g.Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](2)))
+	g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal(appName))
+	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue(nameLabel, appName))
+	g.Expect(labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels))).To(BeTrue())
+
+	pod := d.Spec.Template.Spec
+	g.Expect(pod.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+	g.Expect(pod.SecurityContext.SeccompProfile).To(Equal(&corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}))
+	g.Expect(pod.Containers).To(HaveLen(1))
+	c := pod.Containers[0]
+	g.Expect(c.Image).To(Equal("ghcr.io/liqo-janitor/liqo-janitor:v0.1.0"))
+	g.Expect(c.Args).To(ContainElement("--leader-elect=true"))
+	g.Expect(c.Args).NotTo(ContainElement("--release-identity-secrets"))
+	g.Expect(c.SecurityContext).To(Equal(&corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}))
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		g.Expect(c.Resources.Requests).To(HaveKey(name))
+		g.Expect(c.Resources.Limits).To(HaveKey(name))
+	}
+	g.Expect(c.Resources.Limits.Memory().Cmp(resource.MustParse("128Mi"))).To(BeNumerically(">=", 0))
+
+	// Probes on the health port: ready only once the webhook server serves TLS.
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromInt32(8081)}}}
+	}
+	g.Expect(c.ReadinessProbe).To(HaveField("ProbeHandler", probe("/readyz").ProbeHandler))
+	g.Expect(c.LivenessProbe).To(HaveField("ProbeHandler", probe("/healthz").ProbeHandler))
+	g.Expect(c.Args).To(ContainElement("--health-probe-bind-address=:8081"))
+
+	// The serving certificate: the Certificate's Secret, mounted read-only where --webhook-cert-dir points.
+	cert := one[*certmanagerv1.Certificate](t, b, installNS, "liqo-janitor-serving-cert")
+	certDir := argValue(c.Args, certDirFlag)
+	g.Expect(certDir).NotTo(BeEmpty(), "the Deployment sets %s", certDirFlag)
+	mount := mountAt(c.VolumeMounts, certDir)
+	g.Expect(mount).NotTo(BeNil(), "a volume is mounted at %s", certDir)
+	g.Expect(mount.ReadOnly).To(BeTrue())
+	g.Expect(pod.Volumes).To(ContainElement(corev1.Volume{Name: mount.Name, VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: cert.Spec.SecretName}}}))
+
+	pdb := one[*policyv1.PodDisruptionBudget](t, b, installNS, appName)
+	g.Expect(pdb.Spec.MinAvailable).To(Equal(ptr.To(intstr.FromInt32(1))))
+	g.Expect(labels.SelectorFromSet(pdb.Spec.Selector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels))).To(BeTrue())
+}
+
+func TestServicesReachTheContainerPorts(t *testing.T) {
+	b := kustomize(t, defaultDir)
+	d := one[*appsv1.Deployment](t, b, installNS, appName)
+	tests := map[string]struct {
+		service          string
+		port, targetPort int32
+		flag             string
+	}{
+		"the webhook Service sends 443 to the webhook server": {
+			service: "liqo-janitor-webhook", port: 443, targetPort: 9443, flag: "--webhook-port=9443"},
+		"the metrics Service sends 8080 to the metrics server": {
+			service: "liqo-janitor-metrics", port: 8080, targetPort: 8080, flag: "--metrics-bind-address=:8080"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			svc := one[*corev1.Service](t, b, installNS, tc.service)
+			g.Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels))).To(BeTrue())
+			g.Expect(svc.Spec.Ports).To(HaveLen(1))
+			g.Expect(svc.Spec.Ports[0].Port).To(Equal(tc.port))
+			g.Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromInt32(tc.targetPort)))
+			g.Expect(d.Spec.Template.Spec.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", tc.targetPort)))
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement(tc.flag))
+		})
+	}
+}
+
+func TestWebhookConfigurationsPointAtTheInstall(t *testing.T) {
+	g := NewWithT(t)
+	b := kustomize(t, defaultDir)
+	svc := one[*corev1.Service](t, b, installNS, "liqo-janitor-webhook")
+	cert := one[*certmanagerv1.Certificate](t, b, installNS, "liqo-janitor-serving-cert")
+	issuer := one[*certmanagerv1.Issuer](t, b, installNS, cert.Spec.IssuerRef.Name)
+	g.Expect(cert.Spec.IssuerRef.Kind).To(Equal("Issuer"))
+	g.Expect(issuer.Spec.SelfSigned).NotTo(BeNil())
+	g.Expect(cert.Spec.DNSNames).To(ConsistOf(
+		svc.Name+"."+svc.Namespace+".svc", svc.Name+"."+svc.Namespace+".svc.cluster.local"))
+
+	generatedMut, generatedVal := generatedWebhooks(t)
+	mut := one[*admissionregistrationv1.MutatingWebhookConfiguration](t, b, "", appName)
+	val := one[*admissionregistrationv1.ValidatingWebhookConfiguration](t, b, "", appName)
+	for _, meta := range []metav1.Object{mut, val} {
+		g.Expect(meta.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", cert.Namespace+"/"+cert.Name))
+		g.Expect(meta.GetLabels()).To(HaveKeyWithValue(nameLabel, appName), "the gate's messages select on this label")
+	}
+	// Everything but the Service reference is as generated from the markers (matchConditions,
+	// failurePolicy, timeouts, sideEffects, rules, paths).
+	wantRef := func(path *string) *admissionregistrationv1.ServiceReference {
+		return &admissionregistrationv1.ServiceReference{Name: svc.Name, Namespace: svc.Namespace, Path: path}
+	}
+	g.Expect(mut.Webhooks).To(HaveLen(len(generatedMut.Webhooks)))
+	for i, w := range generatedMut.Webhooks {
+		g.Expect(w.MatchConditions).NotTo(BeEmpty())
+		w.ClientConfig.Service = wantRef(w.ClientConfig.Service.Path)
+		g.Expect(mut.Webhooks[i]).To(Equal(w))
+	}
+	g.Expect(val.Webhooks).To(HaveLen(len(generatedVal.Webhooks)))
+	for i, w := range generatedVal.Webhooks {
+		g.Expect(w.MatchConditions).NotTo(BeEmpty())
+		w.ClientConfig.Service = wantRef(w.ClientConfig.Service.Path)
+		g.Expect(val.Webhooks[i]).To(Equal(w))
+	}
+}
+
+func TestIdentitySecretsComponentTurnsTheFlagOn(t *testing.T) {
+	g := NewWithT(t)
+	d := one[*appsv1.Deployment](t, kustomize(t, identitySecretDir), installNS, appName)
+	args := d.Spec.Template.Spec.Containers[0].Args
+	g.Expect(args).To(ContainElement("--release-identity-secrets"))
+	g.Expect(args).To(ContainElement("--leader-elect=true"), "the component adds to the args, it does not replace them")
+}
+
+// generatedWebhooks reads the configurations `make manifests` generates, as they are before kustomize.
+func generatedWebhooks(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	g := NewWithT(t)
+	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "webhook", "manifests.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	docs := strings.Split(string(data), "\n---\n")
+	g.Expect(docs).To(HaveLen(2))
+	mut := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	val := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	g.Expect(yaml.UnmarshalStrict([]byte(docs[0]), mut)).To(Succeed())
+	g.Expect(yaml.UnmarshalStrict([]byte(docs[1]), val)).To(Succeed())
+	return mut, val
+}
+
+// argValue returns the value of a --flag=value argument, or "" if it is not set.
+func argValue(args []string, prefix string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func mountAt(mounts []corev1.VolumeMount, path string) *corev1.VolumeMount {
+	for i := range mounts {
+		if mounts[i].MountPath == path {
+			return &mounts[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package manifests_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+)
+
+// The kustomizations under test, relative to the repository root.
+const (
+	defaultDir        = "manifests/default"
+	policyDir         = "manifests/policy"
+	identitySecretDir = "test/manifests/testdata/identity-secrets" // an overlay using the opt-in component
+)
+
+// Names the install gives its objects; the tests check every reference between them.
+const (
+	installNS   = "liqo-janitor-system"
+	liqoNS      = "liqo"
+	appName     = "liqo-janitor"
+	nameLabel   = "app.kubernetes.io/name"
+	policyName  = "liqo-janitor-mark-unreachable"
+	fieldOwner  = "liqo-janitor-install-test"
+	certDirFlag = "--webhook-cert-dir="
+)
+
+// decoder decodes strictly (unknown or duplicate fields fail) into Kubernetes, cert-manager and Liqo
+// types; a kind none of them knows fails too.
+var decoder = func() runtime.Decoder {
+	s := runtime.NewScheme()
+	utilruntime.Must(liqoapi.AddToScheme(s))
+	utilruntime.Must(certmanagerv1.AddToScheme(s))
+	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
+}()
+
+// built is the output of one kustomization, in the order `kubectl apply -k` applies it.
+type built struct {
+	raw     []*unstructured.Unstructured // what is sent to the API server
+	objects []client.Object              // the same objects, decoded into their Go types
+}
+
+// kustomize builds dir (relative to the repository root) as `kubectl apply -k` does: builtin plugins only,
+// files loaded from inside the kustomization roots only, legacy resource order unless the kustomization
+// sets its own.
+func kustomize(t *testing.T, dir string) built {
+	t.Helper()
+	g := NewWithT(t)
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionUnspecified
+	resMap, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(env.Root, dir))
+	g.Expect(err).NotTo(HaveOccurred(), "kustomize build %s", dir)
+	var b built
+	for _, r := range resMap.Resources() {
+		data, err := r.MarshalJSON()
+		g.Expect(err).NotTo(HaveOccurred())
+		u := &unstructured.Unstructured{}
+		g.Expect(u.UnmarshalJSON(data)).To(Succeed())
+		obj, _, err := decoder.Decode(data, nil, nil)
+		g.Expect(err).NotTo(HaveOccurred(), "decoding %s from %s", describe(u), dir)
+		typed, ok := obj.(client.Object)
+		g.Expect(ok).To(BeTrue(), "%s from %s is not an object", describe(u), dir)
+		b.raw = append(b.raw, u)
+		b.objects = append(b.objects, typed)
+	}
+	return b
+}
+
+// describe names an object as "Kind namespace/name" (no namespace for cluster-scoped objects).
+func describe(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return u.GetKind() + " " + u.GetName()
+	}
+	return fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+}
+
+// all returns the objects of type T.
+func all[T client.Object](b built) []T {
+	var out []T
+	for _, o := range b.objects {
+		if typed, ok := o.(T); ok {
+			out = append(out, typed)
+		}
+	}
+	return out
+}
+
+// one returns the object of type T with the given namespace and name, failing the test if there is none.
+func one[T client.Object](t *testing.T, b built, namespace, name string) T {
+	t.Helper()
+	for _, o := range all[T](b) {
+		if o.GetNamespace() == namespace && o.GetName() == name {
+			return o
+		}
+	}
+	var zero T
+	t.Fatalf("no %T %s/%s in the build", zero, namespace, name)
+	return zero
+}
+
+// defaultInstall lists every object of manifests/default: all namespaced ones in the install namespace,
+// except the Role and RoleBinding that read Liqo's cluster-ID ConfigMap, which live in Liqo's namespace.
+var defaultInstall = []string{
+	"Namespace " + installNS,
+	"ServiceAccount " + installNS + "/liqo-janitor",
+	"ClusterRole liqo-janitor",
+	"ClusterRoleBinding liqo-janitor",
+	"Role " + liqoNS + "/liqo-janitor",
+	"RoleBinding " + liqoNS + "/liqo-janitor",
+	"Role " + installNS + "/liqo-janitor-leader-election",
+	"RoleBinding " + installNS + "/liqo-janitor-leader-election",
+	"ClusterRole liqo-janitor:mark-unreachable",
+	"Deployment " + installNS + "/liqo-janitor",
+	"PodDisruptionBudget " + installNS + "/liqo-janitor",
+	"Service " + installNS + "/liqo-janitor-webhook",
+	"Service " + installNS + "/liqo-janitor-metrics",
+	"Issuer " + installNS + "/liqo-janitor-selfsigned",
+	"Certificate " + installNS + "/liqo-janitor-serving-cert",
+	"MutatingWebhookConfiguration liqo-janitor",
+	"ValidatingWebhookConfiguration liqo-janitor",
+}
+
+func TestKustomizationsBuildIntoKnownTypes(t *testing.T) {
+	tests := map[string]struct {
+		dir  string
+		want []string
+	}{
+		"the default install": {dir: defaultDir, want: defaultInstall},
+		"an overlay with the identity-secrets component adds the Secret RBAC": {
+			dir: identitySecretDir,
+			want: append([]string{
+				"ClusterRole liqo-janitor:identity-secrets",
+				"ClusterRoleBinding liqo-janitor:identity-secrets",
+			}, defaultInstall...),
+		},
+		"the policy": {dir: policyDir, want: []string{
+			"ValidatingAdmissionPolicy " + policyName,
+			"ValidatingAdmissionPolicyBinding " + policyName,
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := kustomize(t, tc.dir)
+			var got []string
+			for _, u := range b.raw {
+				got = append(got, describe(u))
+				g.Expect(u.GetLabels()).To(HaveKeyWithValue(nameLabel, appName), "labels of %s", describe(u))
+			}
+			g.Expect(got).To(ConsistOf(tc.want))
+		})
+	}
+}
+
+func TestDefaultInstallAppliesNamespaceFirstAndWebhooksLast(t *testing.T) {
+	g := NewWithT(t)
+	b := kustomize(t, defaultDir)
+	// kubectl applies in this order: namespaced objects need their namespace, and the webhook
+	// configurations come last so that they never point at a Service that does not exist yet.
+	g.Expect(describe(b.raw[0])).To(Equal("Namespace " + installNS))
+	last := b.raw[len(b.raw)-2:]
+	g.Expect([]string{last[0].GetKind(), last[1].GetKind()}).To(ConsistOf(
+		"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"))
+}

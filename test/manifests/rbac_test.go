@@ -1,0 +1,146 @@
+package manifests_test
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// grant is one resource a role allows verbs on; Namespace "" means cluster-wide.
+type grant struct {
+	Namespace, Group, Resource string
+}
+
+// needed is what the code calls, from the +kubebuilder:rbac markers in janitor/setup.go and webhook/gate.go,
+// plus leader election (a Lease and the core Events client-go records, in the install namespace). A new
+// marker must be added here on purpose.
+var needed = map[grant][]string{
+	{"", "core.liqo.io", "foreignclusters"}:            {"get", "list", "patch", "watch"},
+	{"", "authentication.liqo.io", "resourceslices"}:   {"get", "list", "patch", "watch"},
+	{"", "authentication.liqo.io", "renews"}:           {"get", "list", "patch", "watch"},
+	{"", "offloading.liqo.io", "namespacemaps"}:        {"get", "list", "patch", "watch"},
+	{"", "offloading.liqo.io", "namespaceoffloadings"}: {"get", "list", "patch", "watch"},
+	{"", "", "nodes"}:               {"get", "list", "watch"},
+	{"", "", "pods"}:                {"delete", "get", "list", "watch"},
+	{"", "events.k8s.io", "events"}: {"create", "patch"},
+	{"", "authorization.k8s.io", "subjectaccessreviews"}: {"create"},
+	{liqoNS, "", "configmaps"}:                           {"get", "list", "watch"},
+	{installNS, "coordination.k8s.io", "leases"}:         {"create", "get", "list", "patch", "update", "watch"},
+	{installNS, "", "events"}:                            {"create", "patch"},
+}
+
+// withIdentitySecrets is what the identity-secrets component adds: the metadata-only watch and the
+// finalizer patch on control-plane identity Secrets, which RBAC cannot narrow by label.
+var withIdentitySecrets = func() map[grant][]string {
+	m := maps.Clone(needed)
+	m[grant{"", "", "secrets"}] = []string{"get", "list", "patch", "watch"}
+	return m
+}()
+
+// serviceAccountGrants resolves what the install's bindings give its ServiceAccount, verbs sorted.
+func serviceAccountGrants(t *testing.T, b built) map[grant][]string {
+	t.Helper()
+	out := map[grant][]string{}
+	add := func(namespace string, rules []rbacv1.PolicyRule) {
+		for _, r := range rules {
+			for _, group := range r.APIGroups {
+				for _, resource := range r.Resources {
+					k := grant{namespace, group, resource}
+					out[k] = slices.Compact(slices.Sorted(slices.Values(append(out[k], r.Verbs...))))
+				}
+			}
+		}
+	}
+	for _, crb := range all[*rbacv1.ClusterRoleBinding](b) {
+		if boundToServiceAccount(crb.Subjects) {
+			add("", one[*rbacv1.ClusterRole](t, b, "", crb.RoleRef.Name).Rules)
+		}
+	}
+	for _, rb := range all[*rbacv1.RoleBinding](b) {
+		if !boundToServiceAccount(rb.Subjects) {
+			continue
+		}
+		if rb.RoleRef.Kind == "ClusterRole" {
+			add(rb.Namespace, one[*rbacv1.ClusterRole](t, b, "", rb.RoleRef.Name).Rules)
+		} else {
+			add(rb.Namespace, one[*rbacv1.Role](t, b, rb.Namespace, rb.RoleRef.Name).Rules)
+		}
+	}
+	return out
+}
+
+func boundToServiceAccount(subjects []rbacv1.Subject) bool {
+	return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+		return s.Kind == rbacv1.ServiceAccountKind && s.Name == appName && s.Namespace == installNS
+	})
+}
+
+// allRules returns every rule of every ClusterRole and Role in the build, bound or not.
+func allRules(b built) []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	for _, cr := range all[*rbacv1.ClusterRole](b) {
+		rules = append(rules, cr.Rules...)
+	}
+	for _, r := range all[*rbacv1.Role](b) {
+		rules = append(rules, r.Rules...)
+	}
+	return rules
+}
+
+func TestServiceAccountGetsExactlyWhatTheCodeCalls(t *testing.T) {
+	tests := map[string]struct {
+		dir  string
+		want map[grant][]string
+	}{
+		"the default install grants the markers and leader election, nothing on Secrets": {
+			dir: defaultDir, want: needed,
+		},
+		"the identity-secrets component adds Secrets, nothing else": {
+			dir: identitySecretDir, want: withIdentitySecrets,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(serviceAccountGrants(t, kustomize(t, tc.dir))).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestRolesHaveNoWildcardsAndDefaultHasNoSecrets(t *testing.T) {
+	for name, dir := range map[string]string{
+		"default": defaultDir, "identity-secrets overlay": identitySecretDir, "policy": policyDir,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := kustomize(t, dir)
+			for _, r := range allRules(b) {
+				g.Expect(r.APIGroups).NotTo(ContainElement("*"), "rule %v", r)
+				g.Expect(r.Resources).NotTo(ContainElement(ContainSubstring("*")), "rule %v", r)
+				g.Expect(r.Verbs).NotTo(ContainElement("*"), "rule %v", r)
+				g.Expect(r.NonResourceURLs).To(BeEmpty(), "rule %v", r)
+				if dir == defaultDir {
+					g.Expect(r.Resources).NotTo(ContainElement("secrets"), "Secrets are for the opt-in component only")
+				}
+			}
+		})
+	}
+}
+
+func TestBreakGlassRoleShipsUnbound(t *testing.T) {
+	g := NewWithT(t)
+	b := kustomize(t, defaultDir)
+	role := one[*rbacv1.ClusterRole](t, b, "", "liqo-janitor:mark-unreachable")
+	g.Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{
+		APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"}, Verbs: []string{"mark-unreachable"},
+	}}))
+	// Who may declare a provider dead is the admin's decision: the install binds the role to nobody.
+	for _, crb := range all[*rbacv1.ClusterRoleBinding](b) {
+		g.Expect(crb.RoleRef.Name).NotTo(Equal(role.Name), "ClusterRoleBinding %s", crb.Name)
+	}
+	for _, rb := range all[*rbacv1.RoleBinding](b) {
+		g.Expect(rb.RoleRef.Name).NotTo(Equal(role.Name), "RoleBinding %s/%s", rb.Namespace, rb.Name)
+	}
+}
