@@ -153,7 +153,7 @@ func (d *demo) declare(ctx context.Context) error {
 func (d *demo) expectRefusal(err error) error {
 	var status *apierrors.StatusError
 	if !errors.As(err, &status) {
-		return fmt.Errorf("expected the gate to refuse, got %v", err)
+		return fmt.Errorf("expected the gate to refuse, got: %w", err)
 	}
 	d.out.refused(fmt.Sprintf("HTTP %d: %s", status.ErrStatus.Code, status.ErrStatus.Message))
 	return nil

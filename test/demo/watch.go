@@ -17,10 +17,9 @@ import (
 
 // progress is how far the clean-up of one kind has come.
 type progress struct {
-	kind          string
-	total, gone   int
-	blocked       int
-	liveUntouched int
+	kind        string
+	total, gone int
+	blocked     int
 }
 
 // measure counts, per kind, the dead provider's objects already gone, and those that stay blocked.
