@@ -111,6 +111,14 @@ $(GOLANGCI_LINT):
 	GOBIN=$(BIN)/tmp go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/tmp/golangci-lint $@
 
+.PHONY: deploy
+deploy: ## Install on the cluster of the current kube context (kubectl apply -k manifests/default)
+	kubectl apply -k manifests/default
+
+.PHONY: undeploy
+undeploy: ## Remove the install from the cluster of the current kube context
+	kubectl delete -k manifests/default --ignore-not-found
+
 .PHONY: clean
 clean: ## Remove build output (keeps the cached control plane and tools in bin/)
 	rm -f $(BIN)/liqo-janitor $(BIN)/test.log
