@@ -20,11 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
@@ -52,7 +48,7 @@ func TestMain(m *testing.M) {
 		if err := setupCluster(e); err != nil {
 			return err
 		}
-		return startGate(e)
+		return e.StartGate(liqoNamespace, webhook.Options{MinUnreachable: time.Minute})
 	}))
 }
 
@@ -90,11 +86,7 @@ func setupCluster(e *harness.Env) error {
 }
 
 func clusterIDConfigMap() *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "liqo-clusterid-configmap", Namespace: liqoNamespace,
-			Labels: map[string]string{liqoapi.ClusterIDConfigMapNameLabel: liqoapi.ClusterIDConfigMapNameValue}},
-		Data: map[string]string{liqoapi.ClusterIDConfigMapKey: localClusterID},
-	}
+	return harness.ClusterIDConfigMap(liqoNamespace, localClusterID)
 }
 
 func shippedMarkRole() (*rbacv1.ClusterRole, error) {
@@ -113,28 +105,6 @@ func binding(name, role string, users ...string) *rbacv1.ClusterRoleBinding {
 		b.Subjects = append(b.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
 	}
 	return b
-}
-
-// startGate runs the gate in a manager wired as cmd/liqo-janitor wires it, serving the webhooks that envtest
-// registered from the generated manifests/webhook.
-func startGate(e *harness.Env) error {
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          crwebhook.NewServer(e.WebhookOptions()),
-		Cache:                  cache.Options{ByObject: liqoapi.CacheByObject(liqoNamespace)},
-	})
-	if err != nil {
-		return err
-	}
-	gate := &webhook.Gate{Client: mgr.GetClient(), Reader: mgr.GetCache(), LiqoNamespace: liqoNamespace,
-		Options: webhook.Options{MinUnreachable: time.Minute}}
-	if err := gate.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	e.Go(mgr.Start)
-	return e.WaitForWebhookServer(context.Background())
 }
 
 var seq atomic.Int64

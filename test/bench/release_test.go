@@ -23,6 +23,7 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 var env *harness.Env
@@ -32,13 +33,21 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run()) // no benchmark asked for: no control plane needed
 	}
-	os.Exit(harness.Run(m, harness.Options{}, func(e *harness.Env) error { env = e; return nil }))
+	// The gate is registered and served throughout, as on a real consumer: the janitor's writes of its
+	// cleanup annotation and the benchmarks' marks go through it.
+	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/webhook"}}, func(e *harness.Env) error {
+		env = e
+		if err := e.InstallLocalClusterID(context.Background(), "liqo", "consumer"); err != nil {
+			return err
+		}
+		return e.StartGate("liqo", webhook.Options{MinUnreachable: time.Minute})
+	}))
 }
 
 // Scale of the scenario: one of three providers dies, leaving this many terminating objects.
 const (
-	pods   = 1000
-	slices = 100
+	pods    = 1000
+	rslices = 100
 )
 
 var layouts atomic.Int64
@@ -50,7 +59,7 @@ func layout(b *testing.B) *fixture.Provider {
 	defer b.StartTimer()
 	ctx := context.Background()
 	cons, err := fixture.Build(ctx, env.Client, fixture.Spec{
-		Prefix: fmt.Sprintf("b%d", layouts.Add(1)), Providers: 3, PodsPerProvider: pods, ExtraResourceSlices: slices - 1,
+		Prefix: fmt.Sprintf("b%d", layouts.Add(1)), Providers: 3, PodsPerProvider: pods, ExtraResourceSlices: rslices - 1,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -80,7 +89,7 @@ func BenchmarkRelease1of3(b *testing.B) {
 			}
 			waitReleased(b, p)
 		}
-		b.ReportMetric(float64(pods+slices+2), "objects/op")
+		b.ReportMetric(float64(pods+rslices+2), "objects/op")
 	})
 	b.Run("raw-client-32-workers", func(b *testing.B) {
 		c := unthrottledClient(b)
@@ -88,7 +97,7 @@ func BenchmarkRelease1of3(b *testing.B) {
 			p := layout(b)
 			rawRelease(b, c, p)
 		}
-		b.ReportMetric(float64(pods+slices+2), "objects/op")
+		b.ReportMetric(float64(pods+rslices+2), "objects/op")
 	})
 }
 
@@ -126,7 +135,7 @@ func boolPtr(v bool) *bool { return &v }
 // waitReleased waits until the janitor reports everything of p released.
 func waitReleased(b *testing.B, p *fixture.Provider) {
 	b.Helper()
-	waitAnnotation(b, p, fmt.Sprintf("pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1", pods, pods, slices, slices))
+	waitAnnotation(b, p, fmt.Sprintf("pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1", pods, pods, rslices, rslices))
 }
 
 // waitAnnotation waits until the janitor's cleanup annotation on p's ForeignCluster reads want.

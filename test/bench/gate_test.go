@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// admissionLabel scopes, for this benchmark only, the gate's webhooks and the policy to their own
+// ForeignCluster each, so that the variants can be measured interleaved, request by request.
+const admissionLabel = "bench.liqo-janitor.io/admission"
+
+var variants = []string{"webhook", "policy", "none"}
+
+// BenchmarkGateLatency measures what admission adds to a ForeignCluster update the gate must see (a
+// change of liqo-janitor.io/reason, so the matchConditions call the validating webhook), three ways
+// interleaved in one loop so that the machine's drift hits all alike: a ForeignCluster only the gate's
+// webhooks see, one only the ValidatingAdmissionPolicy of manifests/policy sees (CEL in the API server),
+// and one neither sees. Reported: p50 and p99 of each update's round trip, in ms, per variant.
+func BenchmarkGateLatency(b *testing.B) {
+	ctx := context.Background()
+	fcs := map[string]*liqov1beta1.ForeignCluster{}
+	for _, v := range variants {
+		fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "latency-" + v,
+			Labels: map[string]string{admissionLabel: v}}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID("latency-" + v)}}
+		if err := env.Client.Create(ctx, fc); err != nil {
+			b.Fatal(err)
+		}
+		fcs[v] = fc
+	}
+	defer scopeWebhooks(b)()
+	defer applyScopedPolicy(b)()
+	waitAdmission(b, fcs["webhook"], true)
+	waitAdmission(b, fcs["policy"], true)
+	waitAdmission(b, fcs["none"], false)
+
+	lat := map[string][]time.Duration{}
+	i := 0
+	for b.Loop() {
+		i++
+		for k := range variants {
+			v := variants[(i+k)%len(variants)] // rotate which goes first
+			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"liqo-janitor.io/reason":"probe %d"}}}`, i)
+			t0 := time.Now()
+			if err := env.Client.Patch(ctx, fcs[v].DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+				b.Fatal(err)
+			}
+			lat[v] = append(lat[v], time.Since(t0))
+		}
+	}
+	for _, v := range variants {
+		slices.Sort(lat[v])
+		b.ReportMetric(ms(lat[v][len(lat[v])/2]), v+"-p50-ms")
+		b.ReportMetric(ms(lat[v][len(lat[v])*99/100]), v+"-p99-ms")
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// scopeWebhooks restricts the gate's webhooks to ForeignClusters labelled for them, and returns a function
+// that restores the configurations.
+func scopeWebhooks(b *testing.B) func() {
+	b.Helper()
+	ctx := context.Background()
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{admissionLabel: "webhook"}}
+	var mw admissionregistrationv1.MutatingWebhookConfigurationList
+	var vw admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := env.Client.List(ctx, &mw); err != nil {
+		b.Fatal(err)
+	}
+	if err := env.Client.List(ctx, &vw); err != nil {
+		b.Fatal(err)
+	}
+	var restore []client.Object
+	for i := range mw.Items {
+		restore = append(restore, mw.Items[i].DeepCopy())
+		for j := range mw.Items[i].Webhooks {
+			mw.Items[i].Webhooks[j].ObjectSelector = selector
+		}
+		if err := env.Client.Update(ctx, &mw.Items[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range vw.Items {
+		restore = append(restore, vw.Items[i].DeepCopy())
+		for j := range vw.Items[i].Webhooks {
+			vw.Items[i].Webhooks[j].ObjectSelector = selector
+		}
+		if err := env.Client.Update(ctx, &vw.Items[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func() {
+		for _, obj := range restore {
+			fresh := obj.DeepCopyObject().(client.Object)
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				b.Error(err)
+				continue
+			}
+			obj.SetResourceVersion(fresh.GetResourceVersion())
+			if err := env.Client.Update(ctx, obj); err != nil {
+				b.Error(err)
+			}
+		}
+	}
+}
+
+// applyScopedPolicy creates manifests/policy's ValidatingAdmissionPolicy, its binding restricted to
+// ForeignClusters labelled for it, and returns a function that deletes them.
+func applyScopedPolicy(b *testing.B) func() {
+	b.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "policy", "policy.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := yaml.Unmarshal([]byte(docs[0]), policy); err != nil {
+		b.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(docs[1]), binding); err != nil {
+		b.Fatal(err)
+	}
+	binding.Spec.MatchResources = &admissionregistrationv1.MatchResources{
+		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{admissionLabel: "policy"}}}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func() {
+		_ = env.Client.Delete(ctx, binding)
+		_ = env.Client.Delete(ctx, policy)
+	}
+}
+
+// waitAdmission polls a dry-run unconfirmed mark of fc until it is refused (or, with refused false,
+// allowed), i.e. until the API server enforces the configuration just written.
+func waitAdmission(b *testing.B, fc *liqov1beta1.ForeignCluster, refused bool) {
+	b.Helper()
+	mark := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"liqo.io/foreign-cluster-permanently-unreachable":"true"}}}`))
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) {
+			return (env.Client.Patch(ctx, fc.DeepCopy(), mark, client.DryRunAll) != nil) == refused, nil
+		})
+	if err != nil {
+		b.Fatalf("admission of %s did not become what the benchmark needs", fc.Name)
+	}
+}
