@@ -70,37 +70,53 @@ func (t *tally) sum(f func(*counts) int) int {
 	return n
 }
 
-// cleanUp walks the table of targets for a dead cluster, releasing in batches of concurrent writes with a
-// live re-check of the cluster before each batch.
+// work is one object to release, and the target that knows how.
+type work struct {
+	tg  target
+	obj client.Object
+}
+
+// cleanUp walks the table of targets for a dead cluster, stage by stage: within a stage the objects of
+// all its targets are released together, in batches of concurrent writes with a live re-check of the
+// cluster before each batch.
 func (r *Reconciler) cleanUp(ctx context.Context, s *scope) (*tally, error) {
 	ts := r.targets()
 	t := newTally(ts)
-	for _, tg := range ts {
-		objs, err := tg.list(ctx, s)
-		if err != nil {
-			return t, err
+	for stage := range stages {
+		var todo []work
+		for _, tg := range ts {
+			if tg.stage != stage {
+				continue
+			}
+			objs, err := tg.list(ctx, s)
+			if err != nil {
+				return t, err
+			}
+			for _, obj := range objs {
+				todo = append(todo, work{tg: tg, obj: obj})
+			}
 		}
-		for start := 0; start < len(objs); start += r.Options.BatchSize {
+		for start := 0; start < len(todo); start += r.Options.BatchSize {
 			if err := r.stillDead(ctx, s); err != nil {
 				return t, err
 			}
-			r.releaseBatch(ctx, s, tg, objs[start:min(start+r.Options.BatchSize, len(objs))], t)
+			r.releaseBatch(ctx, s, todo[start:min(start+r.Options.BatchSize, len(todo))], t)
 		}
 	}
 	return t, nil
 }
 
-// releaseBatch releases objs with up to Options.Workers concurrent writes.
-func (r *Reconciler) releaseBatch(ctx context.Context, s *scope, tg target, objs []client.Object, t *tally) {
+// releaseBatch releases a batch with up to Options.Workers concurrent writes.
+func (r *Reconciler) releaseBatch(ctx context.Context, s *scope, batch []work, t *tally) {
 	sem := make(chan struct{}, r.Options.Workers)
 	var wg sync.WaitGroup
-	for _, obj := range objs {
+	for _, w := range batch {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			o, err := tg.release(ctx, s, obj)
-			t.add(tg.kind, obj.GetUID(), o, err)
-			r.recordObject(ctx, s, tg.kind, obj, o, err)
+			o, err := w.tg.release(ctx, s, w.obj)
+			t.add(w.tg.kind, w.obj.GetUID(), o, err)
+			r.recordObject(ctx, s, w.tg.kind, w.obj, o, err)
 		})
 	}
 	wg.Wait()

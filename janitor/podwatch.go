@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -44,8 +46,11 @@ func newPodWatcher(c metadata.Interface) *podWatcher {
 // pods returns the pods bound to node, starting (and syncing) the node's informer on first use.
 func (w *podWatcher) pods(ctx context.Context, cluster, node string) ([]client.Object, error) {
 	np := w.ensure(cluster, node)
-	if !toolscache.WaitForCacheSync(ctx.Done(), np.informer.HasSynced) {
-		return nil, fmt.Errorf("syncing the pods of virtual node %s: %w", node, ctx.Err())
+	// Poll the sync finely: client-go's WaitForCacheSync checks every 100 ms, a tenth of a whole clean-up.
+	if err := wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
+		return np.informer.HasSynced(), nil
+	}); err != nil {
+		return nil, fmt.Errorf("syncing the pods of virtual node %s: %w", node, err)
 	}
 	var out []client.Object
 	for _, item := range np.informer.GetStore().List() {

@@ -49,6 +49,7 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{
 		metadataOnly(resourceSliceGVK): own,
 		metadataOnly(renewGVK):         own,
+		metadataOnly(namespaceMapGVK):  own,
 		metadataOnly(nodeGVK): {Label: labels.SelectorFromSet(labels.Set{
 			liqoapi.NodeTypeLabel: liqoapi.VirtualNodeType})},
 	}
@@ -78,6 +79,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		return err
 	}
 
+	// The replicated target lists NamespaceMaps metadata-only (the watch below caches them whole): start
+	// that informer with the manager, so the first clean-up does not wait for it to sync.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), metadataOnly(namespaceMapGVK)); err != nil {
+		return fmt.Errorf("watching NamespaceMaps: %w", err)
+	}
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))

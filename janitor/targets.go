@@ -31,6 +31,7 @@ type scope struct {
 // the cluster, and how to release one of them. The janitor walks a table of targets.
 type target struct {
 	kind    string
+	stage   int
 	list    func(ctx context.Context, s *scope) ([]client.Object, error)
 	release func(ctx context.Context, s *scope, obj client.Object) (outcome, error)
 }
@@ -47,19 +48,28 @@ var (
 	secretGVK        = corev1.SchemeGroupVersion.WithKind("Secret")
 )
 
-// targets returns the table, in the order a clean-up should go: pods first (they are what a VirtualNode
-// drain waits on), then replicated objects, NamespaceOffloadings, and the identity Secret last (it waits
-// for every replicated object of its namespace).
+// Stages order a clean-up: first the objects nothing else waits for — pods (what a VirtualNode drain
+// waits on) and the replicated objects — released together; then NamespaceOffloadings, decided on the
+// NamespaceMaps the first stage may have released; last the identity Secret, which waits for every
+// replicated object of its namespace to be gone.
+const (
+	stageFirst = iota
+	stageOffloading
+	stageIdentity
+	stages
+)
+
+// targets returns the table.
 func (r *Reconciler) targets() []target {
 	ts := []target{
-		{kind: podKind, list: r.listPods, release: r.releasePod},
+		{kind: podKind, stage: stageFirst, list: r.listPods, release: r.releasePod},
 		r.replicated(resourceSliceGVK),
 		r.replicated(namespaceMapGVK),
 		r.replicated(renewGVK),
-		{kind: "NamespaceOffloading", list: r.listOffloadings, release: r.releaseOffloading},
+		{kind: "NamespaceOffloading", stage: stageOffloading, list: r.listOffloadings, release: r.releaseOffloading},
 	}
 	if r.Options.ReleaseIdentitySecrets {
-		ts = append(ts, target{kind: "Secret", list: r.listIdentitySecrets, release: r.releaseIdentitySecret})
+		ts = append(ts, target{kind: "Secret", stage: stageIdentity, list: r.listIdentitySecrets, release: r.releaseIdentitySecret})
 	}
 	return ts
 }
@@ -95,7 +105,8 @@ func (r *Reconciler) releasePod(ctx context.Context, s *scope, pod client.Object
 // crdreplicator.liqo.io/resource finalizer.
 func (r *Reconciler) replicated(gvk schema.GroupVersionKind) target {
 	return target{
-		kind: gvk.Kind,
+		kind:  gvk.Kind,
+		stage: stageFirst,
 		list: func(ctx context.Context, s *scope) ([]client.Object, error) {
 			objs, err := r.listMetadata(ctx, gvk, ownCopiesOf(s.clusterID))
 			return terminating(objs), err
