@@ -99,11 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	t, err := r.cleanUp(ctx, s)
-	err = r.report(ctx, s, liveness, t, err)
-	if ctx.Err() != nil {
-		return ctrl.Result{}, nil // the manager is stopping: whatever is left, the next leader finishes
-	}
-	return ctrl.Result{}, err
+	return ctrl.Result{}, r.report(ctx, s, liveness, t, err)
 }
 
 // assessLive re-reads the ForeignCluster from the API server (not the cache) and assesses it.
