@@ -85,8 +85,8 @@ FUZZTIME ?= 30s
 
 .PHONY: fuzz
 fuzz: ## Fuzz the gate's decision and its AdmissionReview handlers for FUZZTIME each (default 30s)
-	go test ./webhook -run='^$$' -fuzz='^FuzzDecide$$' -fuzztime=$(FUZZTIME)
-	go test ./webhook -run='^$$' -fuzz='^FuzzAdmissionReview$$' -fuzztime=$(FUZZTIME)
+	go test ./webhook -run='^$$' -fuzz='^FuzzDecide$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s
+	go test ./webhook -run='^$$' -fuzz='^FuzzAdmissionReview$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint

@@ -32,7 +32,9 @@ func main() {
 	logf.SetLogger(logr.Discard())
 
 	d := &demo{out: newScreen(os.Stdout), binary: *binary, keep: *keep, pods: *pods, grace: *grace}
-	// Ctrl-C (or a closed terminal) stops the story, and the teardown below still runs.
+	// Ctrl-C (or a closed terminal) stops the story, and the teardown below still runs; output piped into
+	// a reader that quits early (| head) must not kill the demo before its teardown either.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	start := time.Now()
@@ -130,6 +132,9 @@ func (d *demo) startJanitor(ctx context.Context) error {
 		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics,
 		"--grace-period="+d.grace.String(), "--min-unreachable=60s", "--zap-log-level=info")
 	d.janitor.Stdout, d.janitor.Stderr = logFile, logFile
+	if !d.keep {
+		d.janitor.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the demo
+	}
 	if err := d.janitor.Start(); err != nil {
 		return fmt.Errorf("starting %s (run `make build` first): %w", d.binary, err)
 	}
