@@ -45,9 +45,9 @@ $(K8S_STAMP): $(CP_DIR)/go.mod $(CP_DIR)/go.sum
 	@echo ">> building Kubernetes v$(K8S_VERSION) control plane into $(K8S_BIN) (first time: ~5 min)"
 	@rm -f $(K8S_BIN)/.version-*
 	@mkdir -p $(K8S_BIN)
-	cd $(CP_DIR) && go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(K8S_BIN)/ \
+	@cd $(CP_DIR) && go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(K8S_BIN)/ \
 	  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-	cd $(CP_DIR) && go build -trimpath -ldflags '-s -w' -o $(K8S_BIN)/etcd go.etcd.io/etcd/server/v3
+	@cd $(CP_DIR) && go build -trimpath -ldflags '-s -w' -o $(K8S_BIN)/etcd go.etcd.io/etcd/server/v3
 	@touch $@
 
 ##@ Development
@@ -61,7 +61,8 @@ PKGS           ?= ./...
 
 .PHONY: build
 build: ## Build bin/liqo-janitor
-	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
+	@echo ">> building bin/liqo-janitor"
+	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
 
 .PHONY: test
 test: control-plane ## Run every test (unit and real-API-server) with the race detector
