@@ -25,7 +25,7 @@ func BenchmarkMemoryWithUnrelatedPods(b *testing.B) {
 			createUnrelatedPods(b, unrelated)
 			for b.Loop() {
 				stop := startJanitor(b)
-				p := layoutSmall(b)
+				p := layout(b, fixture.Spec{Providers: 1, PodsPerProvider: 200})
 				if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
 					b.Fatal(err)
 				}
@@ -79,25 +79,6 @@ func createUnrelatedPods(b *testing.B, n int) {
 	close(jobs)
 	wg.Wait()
 	unrelatedCreated = max(unrelatedCreated, n)
-}
-
-func layoutSmall(b *testing.B) *fixture.Provider {
-	b.Helper()
-	b.StopTimer()
-	defer b.StartTimer()
-	ctx := context.Background()
-	cons, err := fixture.Build(ctx, env.Client, fixture.Spec{Prefix: fmt.Sprintf("m%d", layouts.Add(1)), Providers: 1, PodsPerProvider: 200})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := cons.Providers[0]
-	if err := fixture.Kill(ctx, env.Client, p); err != nil {
-		b.Fatal(err)
-	}
-	if err := fixture.Terminate(ctx, env.Client, p); err != nil {
-		b.Fatal(err)
-	}
-	return p
 }
 
 func waitReleasedSmall(b *testing.B, p *fixture.Provider) {

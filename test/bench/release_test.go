@@ -53,15 +53,17 @@ const (
 
 var layouts atomic.Int64
 
-// layout builds three providers, kills and terminates the first, and returns it (not timed).
-func layout(b *testing.B) *fixture.Provider {
+// scenario1of3 is the consumer of BenchmarkRelease1of3.
+var scenario1of3 = fixture.Spec{Providers: 3, PodsPerProvider: pods, ExtraResourceSlices: rslices - 1}
+
+// layout builds spec, kills and terminates the first provider, and returns it (not timed).
+func layout(b *testing.B, spec fixture.Spec) *fixture.Provider {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx := context.Background()
-	cons, err := fixture.Build(ctx, env.Client, fixture.Spec{
-		Prefix: fmt.Sprintf("b%d", layouts.Add(1)), Providers: 3, PodsPerProvider: pods, ExtraResourceSlices: rslices - 1,
-	})
+	spec.Prefix = fmt.Sprintf("b%d", layouts.Add(1))
+	cons, err := fixture.Build(ctx, env.Client, spec)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func BenchmarkRelease1of3(b *testing.B) {
 	raw := unthrottledClient(b)
 	var janitorTimes, rawTimes []time.Duration
 	for b.Loop() {
-		p := layout(b)
+		p := layout(b, scenario1of3)
 		t0 := time.Now()
 		if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
 			b.Fatal(err)
@@ -95,7 +97,7 @@ func BenchmarkRelease1of3(b *testing.B) {
 		waitReleased(b, p)
 		janitorTimes = append(janitorTimes, time.Since(t0))
 
-		p = layout(b)
+		p = layout(b, scenario1of3)
 		t0 = time.Now()
 		rawRelease(b, raw, p)
 		rawTimes = append(rawTimes, time.Since(t0))
