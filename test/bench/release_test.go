@@ -24,7 +24,6 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 var env *harness.Env
@@ -34,14 +33,15 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run()) // no benchmark asked for: no control plane needed
 	}
-	// The gate is registered and served throughout, as on a real consumer: the janitor's writes of its
-	// cleanup annotation and the benchmarks' marks go through it.
+	// The gate is registered and served throughout, as on a real consumer, by the real binary in its own
+	// process (as in a cluster, where it runs in its own pod): the janitor's writes of its cleanup
+	// annotation and the benchmarks' marks go through it.
 	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/webhook"}}, func(e *harness.Env) error {
 		env = e
 		if err := e.InstallLocalClusterID(context.Background(), "liqo", "consumer"); err != nil {
 			return err
 		}
-		return e.StartGate("liqo", webhook.Options{MinUnreachable: time.Minute})
+		return e.StartBinary("--enable-janitor=false")
 	}))
 }
 
