@@ -354,7 +354,8 @@ func TestRemovingTheMarkWarnsAndDropsStampsAndConfirmation(t *testing.T) {
 
 // TestBlastRadius registers a second copy of the generated webhook configurations pointing at a port
 // where nothing listens (as if liqo-janitor's pods were down): thanks to matchConditions, Liqo's own
-// updates still go through, while setting the mark fails closed.
+// updates and liqo-janitor's informational annotations still go through, while setting the mark, the
+// confirmation or a stamp fails closed.
 func TestBlastRadius(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -364,13 +365,22 @@ func TestBlastRadius(t *testing.T) {
 	registerDeadWebhooks(t)
 	g.Eventually(func() error { return annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")}) }).
 		Should(MatchError(ContainSubstring("failed calling webhook")), "marking fails closed while the gate is down")
+	for _, key := range []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation} {
+		g.Expect(annotate(ctx, alice, fc, map[string]*string{key: s("changed")})).
+			To(MatchError(ContainSubstring("failed calling webhook")), "%s fails closed too", key)
+	}
 
 	latest := get(t, fc)
 	setAPIServerStatus(t, latest, liqov1beta1.ConditionStatusError, time.Minute) // a status update
 	g.Expect(env.Client.Patch(ctx, latest, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"liqo.io/example":"relabelled"}}}`)))).To(Succeed()) // a label change
 	g.Expect(annotate(ctx, alice, fc, map[string]*string{"example.com/note": s("unrelated")})).To(Succeed())
-	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqoapi.MarkAnnotation))
+	// an operator can still pause the janitor, and the janitor can still report, with the gate down
+	g.Expect(annotate(ctx, alice, fc, map[string]*string{
+		liqoapi.PausedAnnotation: s("true"), liqoapi.ReasonAnnotation: s("gate down"), liqoapi.CleanupAnnotation: s("nothing to release"),
+	})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(And(Not(HaveKey(liqoapi.MarkAnnotation)),
+		HaveKeyWithValue(liqoapi.ConfirmAnnotation, fc.Name), HaveKeyWithValue(liqoapi.PausedAnnotation, "true")))
 }
 
 func registerDeadWebhooks(t *testing.T) {

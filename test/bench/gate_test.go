@@ -25,8 +25,9 @@ const admissionLabel = "bench.liqo-janitor.io/admission"
 
 var variants = []string{"webhook", "policy", "none"}
 
-// BenchmarkGateLatency measures what admission adds to a ForeignCluster update the gate must see (a
-// change of liqo-janitor.io/reason, so the matchConditions call the validating webhook), three ways
+// BenchmarkGateLatency measures what admission adds to a ForeignCluster update the gate must see (setting
+// or removing liqo-janitor.io/confirm-cluster-id, so the matchConditions call the validating webhook),
+// three ways
 // interleaved in one loop so that the machine's drift hits all alike: a ForeignCluster only the gate's
 // webhooks see, one only the ValidatingAdmissionPolicy of manifests/policy sees (CEL in the API server),
 // and one neither sees. Reported: p50 and p99 of each update's round trip, in ms, per variant.
@@ -53,7 +54,12 @@ func BenchmarkGateLatency(b *testing.B) {
 		i++
 		for k := range variants {
 			v := variants[(i+k)%len(variants)] // rotate which goes first
-			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"liqo-janitor.io/reason":"probe %d"}}}`, i)
+			// set the confirmation in odd rounds, remove it in even ones: a change the gate must judge
+			confirm := "null"
+			if i%2 == 1 {
+				confirm = fmt.Sprintf("%q", fcs[v].Spec.ClusterID)
+			}
+			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"liqo-janitor.io/confirm-cluster-id":%s}}}`, confirm)
 			t0 := time.Now()
 			if err := env.Client.Patch(ctx, fcs[v].DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
 				b.Fatal(err)
