@@ -74,7 +74,7 @@ test: control-plane ## Run every test (unit and real-API-server) with the race d
 BENCHTIME ?= 5x
 
 .PHONY: bench
-bench: control-plane ## Benchmarks, each side by side with its reference (output: bin/bench.txt)
+bench: control-plane build ## Benchmarks, each side by side with its reference (output: bin/bench.txt)
 	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Release -benchtime=$(BENCHTIME) -count=1 2>&1 \
 	  | tee $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
 	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Memory -benchtime=3x -count=1 2>&1 \
