@@ -31,7 +31,9 @@ demo: control-plane build ## Play out a dead provider on a local control plane (
 
 .PHONY: demo-stop
 demo-stop: ## Stop what `make demo KEEP=1` left running
-	-@pkill -TERM -f '$(BIN)/liqo-janitor --kubeconfig' ; pkill -TERM -f '$(K8S_BIN)/' ; true
+	@# the [x]yz patterns match the processes but not this recipe's own command line
+	@pat='$(BIN)/[l]iqo-janitor --kubeconfig|$(K8S_BIN)/[ek][tu][cb]'; pkill -TERM -f "$$pat" || true; \
+	  for i in $$(seq 30); do pgrep -f "$$pat" >/dev/null || exit 0; sleep 0.5; done; pkill -KILL -f "$$pat" || true
 
 ##@ Control plane for tests
 

@@ -103,6 +103,7 @@ func (d *demo) startControlPlane(context.Context) error {
 	d.env, err = harness.Start(harness.Options{
 		WebhookPaths:      []string{filepath.Join(root, "manifests", "webhook")},
 		ControllerManager: true,
+		Detached:          d.keep,
 	})
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ type controllerManager struct {
 	logPath string
 }
 
-func startControllerManager(binary, kubeconfig, dir string) (*controllerManager, error) {
+func startControllerManager(binary, kubeconfig, dir string, detached bool) (*controllerManager, error) {
 	logPath := filepath.Join(dir, "kube-controller-manager.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -37,6 +37,9 @@ func startControllerManager(binary, kubeconfig, dir string) (*controllerManager,
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Die with the test binary, even when it is killed (envtest's own processes lack this).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if detached {
+		cmd.SysProcAttr.Pdeathsig = 0
+	}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)

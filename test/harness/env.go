@@ -39,6 +39,9 @@ type Options struct {
 	// ControllerManager also starts kube-controller-manager (namespace and garbage-collector controllers),
 	// for tests that need namespace deletion or owner-reference garbage collection to really happen.
 	ControllerManager bool
+	// Detached lets kube-controller-manager outlive this process (`make demo KEEP=1`); by default it dies
+	// with it.
+	Detached bool
 }
 
 // Env is a running control plane.
@@ -114,7 +117,7 @@ func (e *Env) afterStart(opts Options) error {
 	}
 	if opts.ControllerManager {
 		if e.kcm, err = startControllerManager(filepath.Join(e.env.BinaryAssetsDirectory, "kube-controller-manager"),
-			e.KubeconfigPath, e.dir); err != nil {
+			e.KubeconfigPath, e.dir, opts.Detached); err != nil {
 			return err
 		}
 	}
