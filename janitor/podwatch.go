@@ -29,8 +29,9 @@ type podWatcher struct {
 	client metadata.Interface
 	events chan event.GenericEvent
 
-	mu    sync.Mutex
-	nodes map[string]*nodePods // by node name
+	mu      sync.Mutex
+	nodes   map[string]*nodePods // by node name
+	stopped bool                 // the manager is stopping: start no more informers
 }
 
 type nodePods struct {
@@ -46,6 +47,9 @@ func newPodWatcher(c metadata.Interface) *podWatcher {
 // pods returns the pods bound to node, starting (and syncing) the node's informer on first use.
 func (w *podWatcher) pods(ctx context.Context, cluster, node string) ([]client.Object, error) {
 	np := w.ensure(cluster, node)
+	if np == nil {
+		return nil, fmt.Errorf("not watching the pods of virtual node %s: the janitor is stopping", node)
+	}
 	// Poll the sync finely: client-go's WaitForCacheSync checks every 100 ms, a tenth of a whole clean-up.
 	if err := wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
 		return np.informer.HasSynced(), nil
@@ -64,6 +68,9 @@ func (w *podWatcher) pods(ctx context.Context, cluster, node string) ([]client.O
 func (w *podWatcher) ensure(cluster, node string) *nodePods {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stopped {
+		return nil
+	}
 	if np, ok := w.nodes[node]; ok {
 		return np
 	}
@@ -92,6 +99,7 @@ func (w *podWatcher) Start(ctx context.Context) error {
 	<-ctx.Done()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stopped = true
 	for node, np := range w.nodes {
 		close(np.stop)
 		delete(w.nodes, node)
