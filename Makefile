@@ -27,7 +27,7 @@ help: ## Show this help
 
 .PHONY: demo
 demo: control-plane build ## Play out a dead provider on a local control plane (KEEP=1 leaves it running)
-	@go run ./test/demo --binary=$(BIN)/liqo-janitor $(if $(KEEP),--keep)
+	@go run ./test/demo $(if $(KEEP),--keep)
 
 .PHONY: demo-stop
 demo-stop: ## Stop what `make demo KEEP=1` left running

@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
@@ -24,14 +18,13 @@ import (
 )
 
 func main() {
-	binary := flag.String("binary", "bin/liqo-janitor", "the liqo-janitor binary to run")
 	keep := flag.Bool("keep", false, "leave the control plane and liqo-janitor running at the end, to explore with kubectl")
 	pods := flag.Int("pods", 400, "offloaded pods per provider")
 	grace := flag.Duration("grace-period", 5*time.Second, "liqo-janitor's --grace-period")
 	flag.Parse()
 	logf.SetLogger(logr.Discard())
 
-	d := &demo{out: newScreen(os.Stdout), binary: *binary, keep: *keep, pods: *pods, grace: *grace}
+	d := &demo{out: newScreen(os.Stdout), keep: *keep, pods: *pods, grace: *grace}
 	// Ctrl-C (or a closed terminal) stops the story, and the teardown below still runs; output piped into
 	// a reader that quits early (| head) must not kill the demo before its teardown either.
 	signal.Ignore(syscall.SIGPIPE)
@@ -57,18 +50,15 @@ func main() {
 
 // demo holds the running pieces.
 type demo struct {
-	out    *screen
-	binary string
-	keep   bool
-	pods   int
-	grace  time.Duration
+	out   *screen
+	keep  bool
+	pods  int
+	grace time.Duration
 
-	env     *harness.Env
-	janitor *exec.Cmd
-	logDir  string
-	cons    *fixture.Consumer
-	before  map[string]string // resourceVersions of the live providers' objects
-	marked  time.Time
+	env    *harness.Env
+	cons   *fixture.Consumer
+	before map[string]string // resourceVersions of the live providers' objects
+	marked time.Time
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -118,92 +108,31 @@ func (d *demo) startJanitor(ctx context.Context) error {
 	if err := installLiqoBasics(ctx, d.env); err != nil {
 		return err
 	}
-	var err error
-	if d.logDir, err = os.MkdirTemp("", "liqo-janitor-demo-"); err != nil {
+	if err := d.env.StartBinary("--grace-period="+d.grace.String(), "--min-unreachable=60s", "--zap-log-level=info"); err != nil {
 		return err
 	}
-	probe, metrics := freeAddr(), freeAddr()
-	wo := d.env.WebhookOptions()
-	logFile, err := os.Create(filepath.Join(d.logDir, "liqo-janitor.log"))
-	if err != nil {
-		return err
-	}
-	d.janitor = exec.Command(d.binary, "--kubeconfig="+d.env.KubeconfigPath,
-		"--webhook-port="+strconv.Itoa(wo.Port), "--webhook-cert-dir="+wo.CertDir,
-		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics,
-		"--grace-period="+d.grace.String(), "--min-unreachable=60s", "--zap-log-level=info")
-	d.janitor.Stdout, d.janitor.Stderr = logFile, logFile
-	if !d.keep {
-		d.janitor.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the demo
-	}
-	if err := d.janitor.Start(); err != nil {
-		return fmt.Errorf("starting %s (run `make build` first): %w", d.binary, err)
-	}
-	if err := waitReady(ctx, "http://"+probe+"/readyz"); err != nil {
-		return err
-	}
-	d.out.done(fmt.Sprintf("liqo-janitor ready (pid %d, --grace-period=%s, --min-unreachable=60s)", d.janitor.Process.Pid, d.grace))
+	d.out.done(fmt.Sprintf("liqo-janitor ready (--grace-period=%s, --min-unreachable=60s)", d.grace))
 	d.out.done("local cluster ID \"" + localClusterID + "\"; user \"alice\" may mark clusters dead")
 	return nil
 }
 
 func (d *demo) logs() []string {
-	var out []string
-	if d.logDir != "" {
-		out = append(out, filepath.Join(d.logDir, "liqo-janitor.log"))
+	if d.env == nil {
+		return nil
 	}
-	if d.env != nil && d.env.ControllerManagerLog() != "" {
-		out = append(out, d.env.ControllerManagerLog())
-	}
-	return out
+	return []string{d.env.BinaryLog(), d.env.ControllerManagerLog()}
 }
 
-// teardown stops liqo-janitor and the control plane and removes temporary files (logs stay on failure).
+// teardown stops liqo-janitor and the control plane and removes their temporary files. After a failure
+// it keeps the logs: it only stops the processes.
 func (d *demo) teardown() {
-	if d.janitor != nil && d.janitor.Process != nil {
-		_ = d.janitor.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = d.janitor.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = d.janitor.Process.Kill()
-		}
+	if d.env == nil {
+		return
 	}
-	if d.env != nil {
-		if err := d.env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-		}
+	if d.out.failed {
+		d.env.KeepFiles()
 	}
-	if d.logDir != "" && !d.out.failed {
-		_ = os.RemoveAll(d.logDir)
+	if err := d.env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 	}
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func waitReady(ctx context.Context, url string) error {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return errors.New("liqo-janitor did not become ready within 60s")
-	}
-	return nil
 }

@@ -18,7 +18,7 @@ import (
 
 // StartBinary runs the liqo-janitor binary (bin/liqo-janitor, from `make build`) against this control
 // plane until Stop, serving the webhook configurations registered through Options.WebhookPaths, with the
-// given extra flags; it returns once the binary reports ready. Its log is written next to the kubeconfig.
+// given extra flags; it returns once the binary reports ready. Its log is BinaryLog.
 func (e *Env) StartBinary(args ...string) error {
 	binary := filepath.Join(e.Root, "bin", "liqo-janitor")
 	if _, err := os.Stat(binary); err != nil {
@@ -29,7 +29,7 @@ func (e *Env) StartBinary(args ...string) error {
 		return err
 	}
 	wo := e.WebhookOptions()
-	logFile, err := os.Create(filepath.Join(e.dir, "liqo-janitor.log"))
+	logFile, err := os.Create(e.BinaryLog())
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,9 @@ func (e *Env) StartBinary(args ...string) error {
 		"--webhook-port=" + strconv.Itoa(wo.Port), "--webhook-cert-dir=" + wo.CertDir,
 		"--health-probe-bind-address=" + probe, "--metrics-bind-address=0"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if !e.detached {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive this process
+	}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return fmt.Errorf("starting %s: %w", binary, err)
@@ -79,3 +81,6 @@ func waitHTTPOK(ctx context.Context, url string) error {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 }
+
+// BinaryLog is the path of the log of the binary StartBinary started.
+func (e *Env) BinaryLog() string { return filepath.Join(e.dir, "liqo-janitor.log") }

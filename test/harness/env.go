@@ -39,8 +39,8 @@ type Options struct {
 	// ControllerManager also starts kube-controller-manager (namespace and garbage-collector controllers),
 	// for tests that need namespace deletion or owner-reference garbage collection to really happen.
 	ControllerManager bool
-	// Detached lets kube-controller-manager outlive this process (`make demo KEEP=1`); by default it dies
-	// with it.
+	// Detached lets kube-controller-manager and the binary of StartBinary outlive this process (`make demo
+	// KEEP=1`); by default they die with it.
 	Detached bool
 }
 
@@ -57,9 +57,11 @@ type Env struct {
 	// Root is the repository root.
 	Root string
 
-	env *envtest.Environment
-	kcm *controllerManager
-	dir string
+	env       *envtest.Environment
+	kcm       *controllerManager
+	dir       string
+	detached  bool
+	keepFiles bool
 
 	// services are the background processes of the test package (managers, webhook servers), stopped
 	// before the control plane so none of them outlives its API server or certificate directory.
@@ -85,7 +87,7 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Root: root, Scheme: liqoapi.NewScheme()}
+	e := &Env{Root: root, Scheme: liqoapi.NewScheme(), detached: opts.Detached}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: bins,
@@ -146,11 +148,15 @@ func (e *Env) Stop() error {
 		errs = append(errs, e.kcm.stop())
 	}
 	errs = append(errs, e.env.Stop())
-	if e.dir != "" {
+	if e.dir != "" && !e.keepFiles {
 		errs = append(errs, os.RemoveAll(e.dir))
 	}
 	return errors.Join(errs...)
 }
+
+// KeepFiles makes Stop leave the temporary files (kubeconfig, logs) in place, e.g. to read the logs of a
+// failed run.
+func (e *Env) KeepFiles() { e.keepFiles = true }
 
 // ControllerManagerLog returns the path of kube-controller-manager's log, or "" if it was not started.
 func (e *Env) ControllerManagerLog() string {
