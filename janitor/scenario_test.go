@@ -14,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
@@ -160,7 +161,7 @@ func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
 	g.Expect(left).To(BeNumerically(">", 0), "it stopped before the end")
 
 	seen = counter("liqo_janitor_refusals_total", reachable)
-	g.Expect(fixture.Annotate(ctx, env.Client, p, map[string]*string{"example.com/poke": ptrTo("1")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{"example.com/poke": ptr.To("1")})).To(Succeed())
 	g.Eventually(func() float64 { return counter("liqo_janitor_refusals_total", reachable) }).Should(BeNumerically(">", seen))
 	g.Expect(podsLeft(ctx, p)).To(Equal(left), "nothing more is written while the provider answers")
 	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("CleanupStopped"))
@@ -176,7 +177,7 @@ func TestMarkRemovedDuringTheGracePeriodWritesNothing(t *testing.T) {
 	startJanitor(t, janitor.Options{GracePeriod: 3 * time.Second})
 	g.Expect(fixture.Mark(ctx, env.Client, undone, markedAtNow()...)).To(Succeed())
 	g.Expect(fixture.Mark(ctx, env.Client, control, markedAtNow()...)).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, env.Client, undone, map[string]*string{liqoapi.MarkAnnotation: nil})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, env.Client, undone.ForeignCluster, map[string]*string{liqoapi.MarkAnnotation: nil})).To(Succeed())
 	before := rvs(t, append(undone.Objects(), undone.ForeignCluster)...)
 
 	// the control cluster, marked at the same moment with the same grace period, is released once it ends
@@ -199,7 +200,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	g.Expect(rvs(t, append(p.Objects(), p.ForeignCluster)...)).To(Equal(before))
 	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("Waiting"))
 
-	g.Expect(fixture.Annotate(ctx, env.Client, p, map[string]*string{liqoapi.PausedAnnotation: nil})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqoapi.PausedAnnotation: nil})).To(Succeed())
 	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30*time.Second).Should(BeZero(), "unpaused, it proceeds")
 }
 
@@ -344,8 +345,6 @@ func TestIdentitySecretIsReleasedLastAndOnlyWhenOptedIn(t *testing.T) {
 		[]byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`)))).To(Succeed())
 	g.Eventually(gone(ctx, p.IdentitySecret)).WithTimeout(30 * time.Second).Should(BeTrue())
 }
-
-func ptrTo(s string) *string { return &s }
 
 var (
 	_ = corev1.Pod{}

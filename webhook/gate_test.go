@@ -20,10 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
@@ -136,18 +138,7 @@ func setAPIServerStatus(t *testing.T, fc *liqov1beta1.ForeignCluster, status liq
 	NewWithT(t).Expect(env.Client.Status().Update(t.Context(), fc)).To(Succeed())
 }
 
-// annotate merge-patches annotations as `kubectl annotate` does; a nil value removes the key.
-func annotate(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, kv map[string]*string) error {
-	patch := map[string]any{"metadata": map[string]any{"annotations": kv}}
-	data, err := jsonMarshal(patch)
-	if err != nil {
-		return err
-	}
-	obj := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: fc.Name}}
-	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data))
-}
-
-func s(v string) *string { return &v }
+func s(v string) *string { return ptr.To(v) }
 
 func markAndConfirm(fc *liqov1beta1.ForeignCluster) map[string]*string {
 	return map[string]*string{liqoapi.ConfirmAnnotation: s(string(fc.Spec.ClusterID)), liqoapi.MarkAnnotation: s("true")}
@@ -186,18 +177,18 @@ func TestMarkingNeedsTheConfirmationEqualToTheClusterID(t *testing.T) {
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 
-	err := annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})
+	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", fc,
 		fmt.Sprintf("kubectl annotate foreigncluster %s liqo-janitor.io/confirm-cluster-id=%s liqo.io/foreign-cluster-permanently-unreachable=true --overwrite", fc.Name, fc.Name))
 
-	err = annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s("provider-typo")})
+	err = fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s("provider-typo")})
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", fc,
 		fmt.Sprintf("kubectl annotate foreigncluster %s liqo-janitor.io/confirm-cluster-id=%s --overwrite", fc.Name, fc.Name))
 	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqoapi.MarkAnnotation), "nothing was stored")
 
 	// the confirmation may come first, the mark later
-	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
-	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})).To(Succeed())
 	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkAnnotation, "true"))
 }
 
@@ -206,7 +197,7 @@ func TestTheMarkValueMustBeExactlyTrue(t *testing.T) {
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 	kv := markAndConfirm(fc)
 	kv[liqoapi.MarkAnnotation] = s("True")
-	err := annotate(t.Context(), alice, fc, kv)
+	err := fixture.Annotate(t.Context(), alice, fc, kv)
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
 		`exactly "true"`, "liqo.io/foreign-cluster-permanently-unreachable=true --overwrite")
 	g.Expect(get(t, fc).Annotations).To(BeEmpty())
@@ -218,7 +209,7 @@ func TestTheLocalClusterCannotBeMarked(t *testing.T) {
 	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "self"},
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: localClusterID}}
 	g.Expect(env.Client.Create(ctx, fc)).To(Succeed())
-	err := annotate(ctx, alice, fc, markAndConfirm(fc))
+	err := fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))
 	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", fc, "this cluster's own ID", "kubectl get foreignclusters")
 }
 
@@ -232,9 +223,9 @@ func TestMarkingFailsClosedWhenTheLocalClusterIDCannotBeRead(t *testing.T) {
 	})
 
 	// the gate reads the ConfigMap through its cache: wait until the cache has seen the deletion
-	g.Eventually(func() error { return annotate(ctx, alice, fc, markAndConfirm(fc)) }).
+	g.Eventually(func() error { return fixture.Annotate(ctx, alice, fc, markAndConfirm(fc)) }).
 		Should(MatchError(ContainSubstring("local cluster ID cannot be read")))
-	err := annotate(ctx, alice, fc, markAndConfirm(fc))
+	err := fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))
 	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", fc,
 		`no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap with a CLUSTER_ID key in namespace "liqo"`,
 		"kubectl get configmap -A -l app.kubernetes.io/name=clusterid-configmap")
@@ -263,7 +254,7 @@ func TestReachabilityVeto(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			fc := newProvider(t, tc.status, tc.since)
-			err := annotate(t.Context(), alice, fc, markAndConfirm(fc))
+			err := fixture.Annotate(t.Context(), alice, fc, markAndConfirm(fc))
 			if tc.wantAllowed {
 				NewWithT(t).Expect(err).NotTo(HaveOccurred())
 				return
@@ -280,7 +271,7 @@ func TestBreakGlassPermissionWithRealRBAC(t *testing.T) {
 
 	// bob may update ForeignClusters (a label change goes through) but not mark them
 	g.Expect(bob.Patch(ctx, fc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"blue"}}}`)))).To(Succeed())
-	err := annotate(ctx, bob, fc, markAndConfirm(fc))
+	err := fixture.Annotate(ctx, bob, fc, markAndConfirm(fc))
 	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
 		`user "bob" may not mark it permanently unreachable`,
 		"kubectl create clusterrolebinding mark-unreachable-bob --clusterrole=liqo-janitor:mark-unreachable --user=bob")
@@ -288,14 +279,14 @@ func TestBreakGlassPermissionWithRealRBAC(t *testing.T) {
 	// once bound to the shipped ClusterRole, bob may mark; the stamp names him
 	b := binding("mark-unreachable-bob", webhook.MarkRoleName, plainUser)
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
-	g.Eventually(func() error { return annotate(ctx, bob, fc, markAndConfirm(fc)) }).Should(Succeed())
+	g.Eventually(func() error { return fixture.Annotate(ctx, bob, fc, markAndConfirm(fc)) }).Should(Succeed())
 	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkedByAnnotation, plainUser))
 
 	// and removing the mark needs the same permission
 	g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
 	unmark := map[string]*string{liqoapi.MarkAnnotation: nil}
-	g.Eventually(func() error { return annotate(ctx, bob, fc, unmark) }).Should(MatchError(ContainSubstring("may not remove its permanently-unreachable mark")))
-	err = annotate(ctx, bob, fc, unmark)
+	g.Eventually(func() error { return fixture.Annotate(ctx, bob, fc, unmark) }).Should(MatchError(ContainSubstring("may not remove its permanently-unreachable mark")))
+	err = fixture.Annotate(ctx, bob, fc, unmark)
 	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc)
 	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkAnnotation, "true"))
 }
@@ -309,7 +300,7 @@ func TestStampsAreWrittenByTheWebhookAndImmutableWhileMarked(t *testing.T) {
 	kv[liqoapi.MarkedByAnnotation] = s("mallory")
 	kv[liqoapi.MarkedAtAnnotation] = s("2020-01-01T00:00:00Z")
 	before := time.Now().Add(-time.Second)
-	g.Expect(annotate(ctx, alice, fc, kv)).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, kv)).To(Succeed())
 	marked := get(t, fc)
 	g.Expect(marked.Annotations).To(HaveKeyWithValue(liqoapi.MarkedByAnnotation, markerUser), "the forged marked-by is replaced")
 	at, err := time.Parse(time.RFC3339, marked.Annotations[liqoapi.MarkedAtAnnotation])
@@ -317,14 +308,14 @@ func TestStampsAreWrittenByTheWebhookAndImmutableWhileMarked(t *testing.T) {
 	g.Expect(at).To(BeTemporally(">=", before.Truncate(time.Second)), "the forged marked-at is replaced")
 
 	// a later unrelated change keeps the stamps as they are
-	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.ReasonAnnotation: s("data centre flooded")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ReasonAnnotation: s("data centre flooded")})).To(Succeed())
 	stable := get(t, fc).Annotations
 	g.Expect(stable).To(And(
 		HaveKeyWithValue(liqoapi.MarkedByAnnotation, markerUser),
 		HaveKeyWithValue(liqoapi.MarkedAtAnnotation, marked.Annotations[liqoapi.MarkedAtAnnotation])))
 
 	for _, key := range []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation} {
-		err := annotate(ctx, alice, fc, map[string]*string{key: s("changed")})
+		err := fixture.Annotate(ctx, alice, fc, map[string]*string{key: s("changed")})
 		expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations["+key+"]", fc,
 			key+" cannot change while", "kubectl annotate foreigncluster "+fc.Name+" liqo.io/foreign-cluster-permanently-unreachable-")
 	}
@@ -333,7 +324,7 @@ func TestStampsAreWrittenByTheWebhookAndImmutableWhileMarked(t *testing.T) {
 
 func TestStampsCannotBeWrittenWithoutTheMark(t *testing.T) {
 	fc := newProvider(t, "", 0)
-	err := annotate(t.Context(), alice, fc, map[string]*string{liqoapi.MarkedByAnnotation: s("alice")})
+	err := fixture.Annotate(t.Context(), alice, fc, map[string]*string{liqoapi.MarkedByAnnotation: s("alice")})
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/marked-by]", fc,
 		"written only by liqo-janitor")
 }
@@ -342,10 +333,10 @@ func TestRemovingTheMarkWarnsAndDropsStampsAndConfirmation(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
-	g.Expect(annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
-	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.ReasonAnnotation: s("kept")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ReasonAnnotation: s("kept")})).To(Succeed())
 
-	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: nil})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: nil})).To(Succeed())
 	g.Expect(get(t, fc).Annotations).To(Equal(map[string]string{liqoapi.ReasonAnnotation: "kept"}))
 	g.Expect(aliceW.Warnings()).To(ContainElement(And(ContainSubstring(fc.Name),
 		ContainSubstring("pods already force-deleted and finalizers already removed are not restored"),
@@ -360,13 +351,15 @@ func TestBlastRadius(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
-	g.Expect(annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
 
 	registerDeadWebhooks(t)
-	g.Eventually(func() error { return annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")}) }).
+	g.Eventually(func() error {
+		return fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})
+	}).
 		Should(MatchError(ContainSubstring("failed calling webhook")), "marking fails closed while the gate is down")
 	for _, key := range []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation} {
-		g.Expect(annotate(ctx, alice, fc, map[string]*string{key: s("changed")})).
+		g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{key: s("changed")})).
 			To(MatchError(ContainSubstring("failed calling webhook")), "%s fails closed too", key)
 	}
 
@@ -374,9 +367,9 @@ func TestBlastRadius(t *testing.T) {
 	setAPIServerStatus(t, latest, liqov1beta1.ConditionStatusError, time.Minute) // a status update
 	g.Expect(env.Client.Patch(ctx, latest, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"liqo.io/example":"relabelled"}}}`)))).To(Succeed()) // a label change
-	g.Expect(annotate(ctx, alice, fc, map[string]*string{"example.com/note": s("unrelated")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{"example.com/note": s("unrelated")})).To(Succeed())
 	// an operator can still pause the janitor, and the janitor can still report, with the gate down
-	g.Expect(annotate(ctx, alice, fc, map[string]*string{
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{
 		liqoapi.PausedAnnotation: s("true"), liqoapi.ReasonAnnotation: s("gate down"), liqoapi.CleanupAnnotation: s("nothing to release"),
 	})).To(Succeed())
 	g.Expect(get(t, fc).Annotations).To(And(Not(HaveKey(liqoapi.MarkAnnotation)),

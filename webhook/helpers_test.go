@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"encoding/json"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -9,8 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 // deadURL is an address where nothing listens: the API server's calls fail at once.
 const deadURL = "https://127.0.0.1:1/"

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -116,7 +117,7 @@ func (d *demo) declare(ctx context.Context) error {
 	}
 	p := d.dead()
 	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=true", p.ID, liqoapi.MarkAnnotation))
-	err = fixture.Annotate(ctx, alice, p, map[string]*string{liqoapi.MarkAnnotation: ptr("true")})
+	err = fixture.Annotate(ctx, alice, p.ForeignCluster, map[string]*string{liqoapi.MarkAnnotation: ptr.To("true")})
 	if err := d.expectRefusal(err); err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func (d *demo) declare(ctx context.Context) error {
 	d.out.note("A ForeignCluster named after this very cluster exists too (a copy-paste accident). Marking it:")
 	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=%s %s=true",
 		localClusterID, liqoapi.ConfirmAnnotation, localClusterID, liqoapi.MarkAnnotation))
-	err = fixture.Mark(ctx, alice, &fixture.Provider{ID: localClusterID, ForeignCluster: self})
+	err = fixture.MarkCluster(ctx, alice, self)
 	if err := d.expectRefusal(err); err != nil {
 		return err
 	}
@@ -158,5 +159,3 @@ func (d *demo) expectRefusal(err error) error {
 	d.out.refused(fmt.Sprintf("HTTP %d: %s", status.ErrStatus.Code, status.ErrStatus.Message))
 	return nil
 }
-
-func ptr(s string) *string { return &s }
