@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,13 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
@@ -33,36 +27,12 @@ func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{}, func(e *harness.Env) error { env = e; return nil }))
 }
 
-// startJanitor runs a janitor in its own manager, as cmd/liqo-janitor wires it, until the returned stop
-// function (or the end of the test) stops it.
+// startJanitor runs a janitor until the returned stop function (or the end of the test) stops it.
 func startJanitor(t *testing.T, opts janitor.Options) (stop func()) {
 	t.Helper()
-	g := NewWithT(t)
-	if opts.Workers == 0 {
-		opts.Workers = 32
-	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{ByObject: janitor.CacheByObject(opts)},
-		// each test runs its own janitor; controller names need only be unique among running ones
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	r := &janitor.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("liqo-janitor"), Options: opts}
-	g.Expect(r.SetupWithManager(mgr, 4)).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			NewWithT(t).Expect(<-done).To(Succeed())
-		})
-	}
+	stopJanitor, err := env.StartJanitor(opts)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	stop = func() { NewWithT(t).Expect(stopJanitor()).To(Succeed()) }
 	t.Cleanup(stop)
 	return stop
 }

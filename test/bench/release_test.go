@@ -14,11 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
@@ -117,34 +113,16 @@ func median(d []time.Duration) time.Duration {
 
 func startJanitor(b *testing.B) func() {
 	b.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000 // the binary's defaults (--kube-api-qps, --kube-api-burst)
-	opts := janitor.Options{Workers: 32}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache:      cache.Options{ByObject: janitor.CacheByObject(opts)},
-		Controller: config.Controller{SkipNameValidation: boolPtr(true)},
-	})
+	stop, err := env.StartJanitor(janitor.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &janitor.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("liqo-janitor"), Options: opts}
-	if err := r.SetupWithManager(mgr, 4); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	return func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			b.Error(err)
 		}
 	}
 }
-
-func boolPtr(v bool) *bool { return &v }
 
 // waitReleased waits until the janitor reports everything of p released.
 func waitReleased(b *testing.B, p *fixture.Provider) {
