@@ -15,14 +15,12 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
@@ -58,25 +56,13 @@ func TestMain(m *testing.M) {
 // ClusterRole, and two users who may update ForeignClusters, one of them bound to the break-glass role.
 func setupCluster(e *harness.Env) error {
 	ctx := context.Background()
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: liqoNamespace}},
-		clusterIDConfigMap(),
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fc-editor"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch"},
-		}}},
-		binding("fc-editor", "fc-editor", markerUser, plainUser),
-	}
-	markRole, err := shippedMarkRole()
-	if err != nil {
+	if err := e.InstallLocalClusterID(ctx, liqoNamespace, localClusterID); err != nil {
 		return err
 	}
-	objs = append(objs, markRole, binding("mark-unreachable-alice", markRole.Name, markerUser))
-	for _, o := range objs {
-		if err := e.Client.Create(ctx, o); err != nil {
-			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
-		}
+	if err := e.InstallOperators(ctx, []string{markerUser}, []string{plainUser}); err != nil {
+		return err
 	}
+	var err error
 	if alice, err = e.NewClient(func(c *rest.Config) {
 		c.Impersonate.UserName = markerUser
 		c.WarningHandlerWithContext = aliceW
@@ -89,24 +75,6 @@ func setupCluster(e *harness.Env) error {
 
 func clusterIDConfigMap() *corev1.ConfigMap {
 	return harness.ClusterIDConfigMap(liqoNamespace, localClusterID)
-}
-
-func shippedMarkRole() (*rbacv1.ClusterRole, error) {
-	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "rbac", "mark-unreachable.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	role := &rbacv1.ClusterRole{}
-	return role, yaml.UnmarshalStrict(data, role)
-}
-
-func binding(name, role string, users ...string) *rbacv1.ClusterRoleBinding {
-	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
-	for _, u := range users {
-		b.Subjects = append(b.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
-	}
-	return b
 }
 
 var seq atomic.Int64
@@ -277,7 +245,7 @@ func TestBreakGlassPermissionWithRealRBAC(t *testing.T) {
 		"kubectl create clusterrolebinding mark-unreachable-bob --clusterrole=liqo-janitor:mark-unreachable --user=bob")
 
 	// once bound to the shipped ClusterRole, bob may mark; the stamp names him
-	b := binding("mark-unreachable-bob", webhook.MarkRoleName, plainUser)
+	b := harness.ClusterRoleBinding("mark-unreachable-bob", webhook.MarkRoleName, plainUser)
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
 	g.Eventually(func() error { return fixture.Annotate(ctx, bob, fc, markAndConfirm(fc)) }).Should(Succeed())
 	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkedByAnnotation, plainUser))

@@ -4,21 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
@@ -33,35 +28,10 @@ const (
 // installLiqoBasics creates what the gate reads on a Liqo consumer: Liqo's cluster-ID ConfigMap, and the
 // shipped break-glass ClusterRole bound (with ForeignCluster editing) to the operator.
 func installLiqoBasics(ctx context.Context, env *harness.Env) error {
-	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "rbac", "mark-unreachable.yaml"))
-	if err != nil {
+	if err := env.InstallLocalClusterID(ctx, "liqo", localClusterID); err != nil {
 		return err
 	}
-	markRole := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, markRole); err != nil {
-		return err
-	}
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "liqo-clusterid-configmap", Namespace: "liqo",
-			Labels: map[string]string{liqoapi.ClusterIDConfigMapNameLabel: liqoapi.ClusterIDConfigMapNameValue}},
-			Data: map[string]string{liqoapi.ClusterIDConfigMapKey: localClusterID}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "foreigncluster-editor"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}}}},
-		markRole,
-	}
-	for _, role := range []string{"foreigncluster-editor", markRole.Name} {
-		objs = append(objs, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: operator + "-" + strings.ReplaceAll(role, ":", "-")},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operator}}})
-	}
-	for _, o := range objs {
-		if err := env.Client.Create(ctx, o); err != nil {
-			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
-		}
-	}
-	return nil
+	return env.InstallOperators(ctx, []string{operator}, nil)
 }
 
 func (d *demo) layout(ctx context.Context) error {

@@ -3,9 +3,13 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -15,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
@@ -38,6 +43,50 @@ func (e *Env) InstallLocalClusterID(ctx context.Context, ns, id string) error {
 		}
 	}
 	return nil
+}
+
+// MarkRoleFile is the shipped ClusterRole that grants the break-glass verb mark-unreachable.
+const MarkRoleFile = "manifests/rbac/mark-unreachable.yaml"
+
+// EditorRole is a ClusterRole that lets its users update ForeignClusters (and nothing more).
+const EditorRole = "foreigncluster-editor"
+
+// InstallOperators creates the shipped break-glass ClusterRole and the EditorRole, and binds users: editors
+// may update ForeignClusters; markers may update them and, through the shipped role, mark them dead.
+func (e *Env) InstallOperators(ctx context.Context, markers, editors []string) error {
+	data, err := os.ReadFile(filepath.Join(e.Root, MarkRoleFile))
+	if err != nil {
+		return err
+	}
+	markRole := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, markRole); err != nil {
+		return fmt.Errorf("reading %s: %w", MarkRoleFile, err)
+	}
+	objs := []client.Object{
+		markRole,
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: EditorRole}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch"},
+		}}},
+		ClusterRoleBinding(EditorRole, EditorRole, append(slices.Clone(markers), editors...)...),
+		ClusterRoleBinding(markRole.Name, markRole.Name, markers...),
+	}
+	for _, o := range objs {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ClusterRoleBinding binds role to users.
+func ClusterRoleBinding(name, role string, users ...string) *rbacv1.ClusterRoleBinding {
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+	for _, u := range users {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
+	}
+	return b
 }
 
 // StartGate serves the gate in a manager wired as cmd/liqo-janitor wires it, for the webhook
