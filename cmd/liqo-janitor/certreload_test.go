@@ -15,7 +15,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -30,20 +29,21 @@ func TestWebhookCertificateIsHotReloaded(t *testing.T) {
 	t.Setenv("KUBECONFIG", env.KubeconfigPath)
 	dir := t.TempDir()
 	writeCert(t, dir, "first")
-	port := freePort(t)
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	g.Expect(err).NotTo(HaveOccurred())
 
 	var o options
 	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
 	o.bindFlags(fs)
 	g.Expect(fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-janitor=false",
-		"--webhook-port=" + strconv.Itoa(port), "--webhook-cert-dir=" + dir})).To(Succeed())
+		"--webhook-port=" + port, "--webhook-cert-dir=" + dir})).To(Succeed())
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, &o) }()
 	t.Cleanup(func() { cancel(); NewWithT(t).Expect(<-done).To(Succeed()) })
 
 	served := func() string {
-		conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reading the served certificate only
+		conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", port), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reading the served certificate only
 		if err != nil {
 			return ""
 		}
@@ -53,16 +53,6 @@ func TestWebhookCertificateIsHotReloaded(t *testing.T) {
 	g.Eventually(served).WithTimeout(30 * time.Second).Should(Equal("first"))
 	writeCert(t, dir, "renewed")
 	g.Eventually(served).WithTimeout(30*time.Second).Should(Equal("renewed"), "served without a restart")
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // writeCert writes a self-signed certificate for 127.0.0.1 with the given common name as tls.crt and
