@@ -77,7 +77,9 @@ var errStopped = errors.New("the cluster is no longer dead")
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fc := &liqov1beta1.ForeignCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fc); err != nil {
-		r.forget(req.Name, "")
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name, "")
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !liqoapi.IsMarked(fc.Annotations) {
@@ -88,8 +90,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = ctrl.LoggerInto(ctx, log)
 
 	live, liveness, err := r.assessLive(ctx, fc.Name)
-	if err != nil || live == nil {
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if live == nil || liveness.Wait == WaitNotMarked { // the cache lags: it is gone, or no longer marked
+		r.forget(fc.Name, fc.UID)
+		return ctrl.Result{}, nil
 	}
 	if !liveness.Dead() {
 		return r.wait(ctx, live, liveness), nil
