@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -134,7 +135,7 @@ func (r *Reconciler) recordObject(ctx context.Context, s *scope, kind string, ob
 		log.Info("Released object", "action", releaseAction(kind))
 		if kind != podKind || r.Options.PodEvents {
 			r.Recorder.Eventf(obj, s.fc, "Normal", "Released", releaseAction(kind),
-				"Released by liqo-janitor: its cluster %s is marked permanently unreachable", s.clusterID)
+				"Released by liqo-janitor: its cluster %s is marked permanently unreachable%s", s.clusterID, reasonGiven(s.fc))
 		}
 	case o == wouldRelease:
 		objectsTotal.WithLabelValues(kind, resultDryRun).Inc()
@@ -155,9 +156,10 @@ func releaseAction(kind string) string {
 }
 
 // summary is the cleanup annotation: per kind, the objects released and gone over all objects seen
-// (released ones and those still there), then how many stay blocked by others' finalizers, e.g.
-// "pods 118/120, resourceslices 3/3, namespaceoffloadings 2/2, blocked 2".
-func (t *tally) summary(acted map[string]map[types.UID]bool, dryRun bool) string {
+// (released ones and those still there), then how many stay blocked by others' finalizers, then the
+// namespaces whose NamespaceOffloading waits for Liqo, e.g. "pods 118/120, resourceslices 3/3,
+// namespaceoffloadings 1/2, blocked 2, waiting for Liqo: app".
+func (t *tally) summary(acted map[string]map[types.UID]bool, waitingNamespaces []string, dryRun bool) string {
 	var parts []string
 	for _, kind := range t.kinds {
 		c := t.byKind[kind]
@@ -176,6 +178,9 @@ func (t *tally) summary(acted map[string]map[types.UID]bool, dryRun bool) string
 	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 {
 		parts = append(parts, fmt.Sprintf("blocked %d", b))
 	}
+	if len(waitingNamespaces) > 0 {
+		parts = append(parts, "waiting for Liqo: "+listSome(waitingNamespaces, 3))
+	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing to release")
 	}
@@ -187,4 +192,13 @@ func (t *tally) summary(acted map[string]map[types.UID]bool, dryRun bool) string
 
 func joinErrs(err error, errs []error) error {
 	return errors.Join(append([]error{err}, errs...)...)
+}
+
+// listSome joins the first n of names (sorted) and says how many more there are: the summary stays short.
+func listSome(names []string, n int) string {
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

@@ -26,6 +26,9 @@ const (
 	WaitPaused WaitReason = "Paused"
 	// WaitGracePeriod means the mark is younger than the grace period (the window to undo a mistake).
 	WaitGracePeriod WaitReason = "GracePeriod"
+	// WaitDuplicate means another ForeignCluster with the same cluster ID is not dead: one that is
+	// unmarked, unconfirmed, reachable or paused keeps the cluster ID alive.
+	WaitDuplicate WaitReason = "Duplicate"
 )
 
 // Liveness is the janitor's view of one ForeignCluster.
@@ -36,6 +39,8 @@ type Liveness struct {
 	MarkedAt time.Time
 	// GraceLeft is how long until the grace period ends (only with WaitGracePeriod).
 	GraceLeft time.Duration
+	// Duplicate names the ForeignCluster that keeps the cluster ID alive (only with WaitDuplicate).
+	Duplicate string
 }
 
 // Dead reports whether the janitor may act on the cluster.
@@ -74,4 +79,51 @@ func apiServerEstablished(fc *liqov1beta1.ForeignCluster) bool {
 		}
 	}
 	return false
+}
+
+// FirstSeen tells when the janitor first saw a ForeignCluster's mark (the grace period's fallback start).
+type FirstSeen func(*liqov1beta1.ForeignCluster) time.Time
+
+// AssessClusterID decides for the ForeignCluster named name, out of every ForeignCluster fcs, whether its
+// cluster ID is dead: it is itself dead (Assess), and so is every other ForeignCluster with the same
+// spec.clusterID. Liqo probes only one ForeignCluster per cluster ID (GetForeignClusterByID in
+// pkg/utils/foreigncluster/getters.go, Liqo v1.0 to v1.2), so a marked duplicate of a live provider has no
+// APIServerStatus and would look unreachable: it must never condemn the provider. It returns nil when no
+// ForeignCluster has that name.
+func AssessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen FirstSeen, now time.Time, grace time.Duration) (*liqov1beta1.ForeignCluster, Liveness) {
+	var self *liqov1beta1.ForeignCluster
+	for i := range fcs {
+		if fcs[i].Name == name {
+			self = &fcs[i]
+		}
+	}
+	if self == nil {
+		return nil, Liveness{Wait: WaitNotMarked}
+	}
+	l := Assess(self, seen(self), now, grace)
+	if !l.Dead() {
+		return self, l
+	}
+	for i := range fcs {
+		other := &fcs[i]
+		if other.Name != name && other.Spec.ClusterID == self.Spec.ClusterID && !Assess(other, seen(other), now, grace).Dead() {
+			return self, Liveness{Wait: WaitDuplicate, MarkedAt: l.MarkedAt, Duplicate: other.Name}
+		}
+	}
+	return self, l
+}
+
+// DeadClusterIDs says, for every cluster ID with a ForeignCluster, whether it is dead: every
+// ForeignCluster naming it is (cluster IDs without one count as live).
+func DeadClusterIDs(fcs []liqov1beta1.ForeignCluster, seen FirstSeen, now time.Time, grace time.Duration) map[string]bool {
+	dead := map[string]bool{}
+	for i := range fcs {
+		id := string(fcs[i].Spec.ClusterID)
+		d := Assess(&fcs[i], seen(&fcs[i]), now, grace).Dead()
+		if prev, ok := dead[id]; ok {
+			d = d && prev
+		}
+		dead[id] = d
+	}
+	return dead
 }

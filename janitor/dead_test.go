@@ -3,6 +3,8 @@ package janitor
 import (
 	"fmt"
 	"maps"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,48 +107,114 @@ func offloading(ns string, keys ...string) *offloadingv1beta1.NamespaceOffloadin
 	return nso
 }
 
-func TestOffloadingReleasable(t *testing.T) {
+func TestOffloadingWaitsFor(t *testing.T) {
 	t.Parallel()
 	dead := map[string]bool{"dead": true, "dead2": true, "live": false}
 	tests := map[string]struct {
-		nso   *offloadingv1beta1.NamespaceOffloading
-		maps  []offloadingv1beta1.NamespaceMap
-		want  bool
-		tiedX bool
+		nso      *offloadingv1beta1.NamespaceOffloading
+		labelled bool
+		maps     []offloadingv1beta1.NamespaceMap
+		waitsFor string // a fragment of what it waits for; "" means released
+		tiedX    bool
 	}{
-		"only the dead cluster's entry left: released": {
-			nso: offloading("app", "dead"), maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead", "app")}, want: true, tiedX: true},
+		"only the dead cluster's entry left, Liqo's local steps done: released": {
+			nso: offloading("app", "dead"), maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead")}, tiedX: true},
 		"entries of two dead clusters: released": {
 			nso:  offloading("app", "dead", "dead2"),
-			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("dead2", "dead2")}, want: true, tiedX: true},
+			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("dead2", "dead2")}, tiedX: true},
 		"an entry whose NamespaceMap is gone counts as dead": {
-			nso: offloading("app", "dead"), want: true, tiedX: true},
-		"an entry of a live cluster keeps it": {
-			nso:  offloading("app", "dead", "live"),
-			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("live", "live")}, tiedX: true},
+			nso: offloading("app", "dead"), tiedX: true},
+		"the namespace still carries the scheduling label: Liqo has not started, kept": {
+			nso: offloading("app", "dead"), labelled: true, maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead")},
+			waitsFor: "namespace app still carries liqo.io/scheduling-enabled", tiedX: true},
+		"the dead cluster's own NamespaceMap still desires the namespace: Liqo's second step has not run, kept": {
+			nso: offloading("app", "dead"), maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead", "app")},
+			waitsFor: "NamespaceMap /dead (cluster dead) still lists namespace app", tiedX: true},
 		"a live NamespaceMap still listing the namespace keeps it, even without its entry": {
+			nso:      offloading("app", "dead"),
+			maps:     []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("live", "live", "app")},
+			waitsFor: "NamespaceMap /live (cluster live) still lists namespace app", tiedX: true},
+		"an entry of a live cluster keeps it": {
+			nso:      offloading("app", "dead", "live"),
+			maps:     []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("live", "live")},
+			waitsFor: "on live cluster live is not gone yet", tiedX: true},
+		"a NamespaceMap listing another namespace does not keep it": {
 			nso:  offloading("app", "dead"),
-			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("live", "live", "app")}, tiedX: true},
-		"a live NamespaceMap listing another namespace does not": {
-			nso:  offloading("app", "dead"),
-			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead"), nsMap("live", "live", "other")}, want: true, tiedX: true},
+			maps: []offloadingv1beta1.NamespaceMap{nsMap("dead", "dead", "other"), nsMap("live", "live", "other")}, tiedX: true},
 		"a NamespaceMap of a cluster with no ForeignCluster counts as live": {
-			nso: offloading("app", "dead", "mystery"), maps: []offloadingv1beta1.NamespaceMap{nsMap("mystery", "unknown")}, tiedX: true},
+			nso: offloading("app", "dead", "mystery"), maps: []offloadingv1beta1.NamespaceMap{nsMap("mystery", "unknown")},
+			waitsFor: "on live cluster unknown", tiedX: true},
 		"keys are mapped through the NamespaceMap label, not the name": {
-			nso: offloading("app", "nm-1"), maps: []offloadingv1beta1.NamespaceMap{nsMap("nm-1", "dead")}, want: true, tiedX: true},
+			nso: offloading("app", "nm-1"), maps: []offloadingv1beta1.NamespaceMap{nsMap("nm-1", "dead")}, tiedX: true},
 		"an offloading that does not mention the cluster is not tied to it": {
-			nso: offloading("app", "dead2"), maps: []offloadingv1beta1.NamespaceMap{nsMap("dead2", "dead2")}, want: true},
+			nso: offloading("app", "dead2"), maps: []offloadingv1beta1.NamespaceMap{nsMap("dead2", "dead2")}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if got := offloadingReleasable(tc.nso, tc.maps, maps.Clone(dead)); got != tc.want {
-				t.Errorf("offloadingReleasable() = %v, want %v", got, tc.want)
+			got := offloadingWaitsFor(tc.nso, tc.labelled, tc.maps, maps.Clone(dead))
+			if (got == "") != (tc.waitsFor == "") || !strings.Contains(got, tc.waitsFor) {
+				t.Errorf("offloadingWaitsFor() = %q, want %q", got, tc.waitsFor)
 			}
 			if got := mentions(tc.nso, "dead", tc.maps); got != tc.tiedX {
 				t.Errorf("mentions() = %v, want %v", got, tc.tiedX)
 			}
 		})
+	}
+}
+
+func TestAssessClusterID(t *testing.T) {
+	t.Parallel()
+	dup := func(name, id string, ann map[string]string, status liqov1beta1.ConditionStatusType) liqov1beta1.ForeignCluster {
+		fc := cluster(id, ann, status)
+		fc.Name = name
+		return *fc
+	}
+	confirmed := func(id string) map[string]string { return marked(liqoapi.ConfirmAnnotation, id) }
+	seen := func(*liqov1beta1.ForeignCluster) time.Time { return now.Add(-time.Hour) }
+	tests := map[string]struct {
+		fcs       []liqov1beta1.ForeignCluster
+		want      WaitReason
+		duplicate string
+		deadIDs   map[string]bool
+	}{
+		"a lone dead ForeignCluster: its cluster ID is dead": {
+			fcs:  []liqov1beta1.ForeignCluster{dup("x", "x", confirmed("x"), liqov1beta1.ConditionStatusError)},
+			want: NotWaiting, deadIDs: map[string]bool{"x": true}},
+		"a marked duplicate of a live, unmarked provider condemns nothing": {
+			fcs: []liqov1beta1.ForeignCluster{dup("x", "live", confirmed("live"), ""),
+				dup("live", "live", nil, liqov1beta1.ConditionStatusEstablished)},
+			want: WaitDuplicate, duplicate: "live", deadIDs: map[string]bool{"live": false}},
+		"a paused duplicate keeps the cluster ID alive": {
+			fcs: []liqov1beta1.ForeignCluster{dup("x", "y", confirmed("y"), ""),
+				dup("y", "y", marked(liqoapi.ConfirmAnnotation, "y", liqoapi.PausedAnnotation, "true"), "")},
+			want: WaitDuplicate, duplicate: "y", deadIDs: map[string]bool{"y": false}},
+		"two dead ForeignClusters of one cluster ID: dead": {
+			fcs: []liqov1beta1.ForeignCluster{dup("x", "y", confirmed("y"), ""),
+				dup("y", "y", confirmed("y"), liqov1beta1.ConditionStatusError)},
+			want: NotWaiting, deadIDs: map[string]bool{"y": true}},
+		"its own reason comes first": {
+			fcs: []liqov1beta1.ForeignCluster{dup("x", "y", confirmed("y"), liqov1beta1.ConditionStatusEstablished),
+				dup("y", "y", nil, "")},
+			want: WaitReachable, deadIDs: map[string]bool{"y": false}},
+		"other cluster IDs do not matter": {
+			fcs: []liqov1beta1.ForeignCluster{dup("x", "x", confirmed("x"), ""), dup("z", "z", nil, "")},
+			want: NotWaiting, deadIDs: map[string]bool{"x": true, "z": false}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fc, got := AssessClusterID(tc.fcs, "x", seen, now, 30*time.Second)
+			if fc == nil || fc.Name != "x" || got.Wait != tc.want || got.Duplicate != tc.duplicate {
+				t.Fatalf("AssessClusterID() = %v, %+v; want wait %q, duplicate %q", fc, got, tc.want, tc.duplicate)
+			}
+			if ids := DeadClusterIDs(tc.fcs, seen, now, 30*time.Second); !reflect.DeepEqual(ids, tc.deadIDs) {
+				t.Fatalf("DeadClusterIDs() = %v, want %v", ids, tc.deadIDs)
+			}
+		})
+	}
+	if fc, got := AssessClusterID(nil, "x", seen, now, time.Second); fc != nil || got.Dead() {
+		t.Fatalf("a missing ForeignCluster: %v, %+v", fc, got)
 	}
 }
 
@@ -161,12 +229,15 @@ func TestSummary(t *testing.T) {
 	tl.add("Pod", "pod-1", releasedButBlocked, nil) // force-deleted, but someone else's finalizer holds it
 	tl.add("Pod", "pod-2", blocked, nil)
 	tl.add("NamespaceOffloading", "nso-2", waiting, nil)
-	got := tl.summary(acted, false)
-	want := "pods 118/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 2"
+	got := tl.summary(acted, []string{"app-b", "app-a"}, false)
+	want := "pods 118/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 2, waiting for Liqo: app-a, app-b"
 	if got != want {
 		t.Fatalf("summary = %q, want %q", got, want)
 	}
-	if got := newTally(nil).summary(nil, false); got != "nothing to release" {
+	if got := newTally(nil).summary(nil, nil, false); got != "nothing to release" {
 		t.Fatalf("empty summary = %q", got)
+	}
+	if got := listSome([]string{"d", "c", "b", "a", "e"}, 3); got != "a, b, c and 2 more" {
+		t.Fatalf("listSome = %q", got)
 	}
 }

@@ -17,12 +17,13 @@ func (r *Reconciler) listIdentitySecrets(ctx context.Context, s *scope) ([]clien
 	return terminating(secrets), err
 }
 
-// releaseIdentitySecret removes crdreplicator.liqo.io/operator once no replicated object of the cluster
-// (ResourceSlice, NamespaceMap, Renew with liqo.io/replication=true) is left in the Secret's namespace —
-// checked live, as the crdReplicator itself would before stopping its reflector.
+// releaseIdentitySecret removes crdreplicator.liqo.io/operator once no object the crdReplicator replicates
+// (ResourceSlice, NamespaceMap, Renew selected by liqoLocalReplicas) is left in the Secret's namespace —
+// checked live, as the crdReplicator itself checks before stopping its reflector (Reflector.Stop,
+// internal/crdReplicator/reflection/reflector.go, Liqo v1.0 to v1.2).
 func (r *Reconciler) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (outcome, error) {
 	for _, gvk := range replicatedGVKs {
-		left, err := r.countLive(ctx, gvk, client.InNamespace(secret.GetNamespace()), ownCopiesOf(s.clusterID))
+		left, err := r.countLive(ctx, gvk, client.InNamespace(secret.GetNamespace()), liqoLocalReplicas())
 		if err != nil {
 			return 0, err
 		}

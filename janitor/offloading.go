@@ -3,21 +3,34 @@ package janitor
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 )
 
-// listOffloadings returns the terminating NamespaceOffloadings that still hold Liqo's finalizer and
-// mention the dead cluster; releaseOffloading decides on each with the live set of NamespaceMaps.
+// NamespaceOffloadings follow Liqo's own deletion, never get ahead of it. Liqo's deletionLogic
+// (pkg/liqo-controller-manager/offloading/namespaceoffloading-controller/lifecycle.go, the same in Liqo
+// v1.0.3, v1.1.0 and v1.2.0) 1. removes the namespace's liqo.io/scheduling-enabled label
+// (enforceSchedulingLabelAbsence), 2. removes the namespace from spec.desiredMapping of every local
+// NamespaceMap (removeDesiredMappings over getClusterIDMap), 3. waits until
+// status.remoteNamespacesConditions is empty, 4. removes its finalizer. For a dead provider step 3 never
+// ends (its entry goes only with its NamespaceMap), and that is the one step the janitor takes over. If the
+// finalizer went before steps 1–2, the NamespaceOffloading would be gone, Liqo would never remove the label,
+// and Liqo's pod webhook (namespaceSelector on that label, failurePolicy Fail) would refuse every pod of
+// the namespace.
+
+// listOffloadings returns the terminating NamespaceOffloadings that mention the dead cluster;
+// releaseOffloading decides on each with live reads.
 func (r *Reconciler) listOffloadings(ctx context.Context, s *scope) ([]client.Object, error) {
 	var nsos offloadingv1beta1.NamespaceOffloadingList
 	if err := r.Client.List(ctx, &nsos); err != nil {
 		return nil, fmt.Errorf("listing NamespaceOffloadings: %w", err)
 	}
-	maps, err := r.namespaceMaps(ctx)
+	maps, err := namespaceMaps(ctx, r.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -31,26 +44,46 @@ func (r *Reconciler) listOffloadings(ctx context.Context, s *scope) ([]client.Ob
 	return out, nil
 }
 
-func (r *Reconciler) namespaceMaps(ctx context.Context) ([]offloadingv1beta1.NamespaceMap, error) {
+// namespaceMaps lists the NamespaceMaps Liqo's NamespaceOffloading controller works with (liqoLocalReplicas).
+func namespaceMaps(ctx context.Context, c client.Reader) ([]offloadingv1beta1.NamespaceMap, error) {
 	var nms offloadingv1beta1.NamespaceMapList
-	if err := r.Client.List(ctx, &nms, client.MatchingLabels{liqoapi.ReplicationLabel: "true"}); err != nil {
+	if err := c.List(ctx, &nms, liqoLocalReplicas()); err != nil {
 		return nil, fmt.Errorf("listing NamespaceMaps: %w", err)
 	}
 	return nms.Items, nil
 }
 
-// releaseOffloading removes the NamespaceOffloading finalizer when offloadingReleasable holds on the live
-// state of its NamespaceMaps: a NamespaceMap of a live cluster may have gained or kept an entry since the
-// cache was read, so this decision is never taken on a cached view.
+// releaseOffloading removes the NamespaceOffloading finalizer when Liqo has done its local part and only
+// dead clusters are left (offloadingWaitsFor), decided on live reads of the namespace and the
+// NamespaceMaps: the cache may lag behind Liqo's last step. While it waits it records what for.
 func (r *Reconciler) releaseOffloading(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
-	var nms offloadingv1beta1.NamespaceMapList
-	if err := r.APIReader.List(ctx, &nms, client.MatchingLabels{liqoapi.ReplicationLabel: "true"}); err != nil {
-		return 0, fmt.Errorf("listing NamespaceMaps: %w", err)
+	labelled, err := r.schedulingEnabled(ctx, obj.GetNamespace())
+	if err != nil {
+		return 0, err
 	}
-	if !offloadingReleasable(obj.(*offloadingv1beta1.NamespaceOffloading), nms.Items, s.dead) {
+	maps, err := namespaceMaps(ctx, r.APIReader)
+	if err != nil {
+		return 0, err
+	}
+	if why := offloadingWaitsFor(obj.(*offloadingv1beta1.NamespaceOffloading), labelled, maps, s.dead); why != "" {
+		s.waitFor(obj, why)
 		return waiting, nil
 	}
 	return removeFinalizer(ctx, r.Client, r.APIReader, obj, liqoapi.NamespaceOffloadingFinalizer, s.dryRun)
+}
+
+// schedulingEnabled reads, live and metadata-only, whether the namespace still carries Liqo's scheduling
+// label. A namespace that is gone carries none.
+func (r *Reconciler) schedulingEnabled(ctx context.Context, namespace string) (bool, error) {
+	ns := metadataOnly(namespaceGVK)
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	_, ok := ns.Labels[liqoapi.SchedulingLabel]
+	return ok, nil
 }
 
 // clusterOf maps a remoteNamespacesConditions key (a NamespaceMap name) to the cluster ID of that
@@ -75,20 +108,33 @@ func mentions(nso *offloadingv1beta1.NamespaceOffloading, cluster string, maps [
 	return false
 }
 
-// offloadingReleasable is the NamespaceOffloading rule: every remaining remoteNamespacesConditions entry
-// maps to a dead cluster or to no NamespaceMap at all, and no live cluster's NamespaceMap still lists the
-// namespace in spec.desiredMapping (Liqo's own deletion must have reached every live provider). A
-// NamespaceMap whose cluster has no ForeignCluster counts as live.
-func offloadingReleasable(nso *offloadingv1beta1.NamespaceOffloading, maps []offloadingv1beta1.NamespaceMap, dead map[string]bool) bool {
-	for key := range nso.Status.RemoteNamespacesConditions {
-		if id, ok := clusterOf(key, maps); ok && !dead[id] {
-			return false
-		}
+// offloadingWaitsFor is the NamespaceOffloading rule (design.md, the target table). It returns what the
+// NamespaceOffloading still waits for, or "" when the finalizer may go: Liqo has removed the namespace's
+// scheduling label (labelled is false) and every NamespaceMap's desiredMapping entry for the namespace —
+// dead clusters' NamespaceMaps included, since Liqo's step 2 patches those too — and every remaining
+// remoteNamespacesConditions entry maps to a dead cluster or to no NamespaceMap at all. A NamespaceMap
+// whose cluster has no ForeignCluster counts as live.
+func offloadingWaitsFor(nso *offloadingv1beta1.NamespaceOffloading, labelled bool, maps []offloadingv1beta1.NamespaceMap, dead map[string]bool) string {
+	if labelled {
+		return fmt.Sprintf("namespace %s still carries %s: Liqo has not started deleting its offloading (is liqo-controller-manager running?)",
+			nso.Namespace, liqoapi.SchedulingLabel)
 	}
 	for i := range maps {
-		if _, listed := maps[i].Spec.DesiredMapping[nso.Namespace]; listed && !dead[maps[i].Labels[liqoapi.RemoteClusterIDLabel]] {
-			return false
+		if _, listed := maps[i].Spec.DesiredMapping[nso.Namespace]; listed {
+			return fmt.Sprintf("NamespaceMap %s/%s (cluster %s) still lists namespace %s in spec.desiredMapping: Liqo has not removed it yet",
+				maps[i].Namespace, maps[i].Name, maps[i].Labels[liqoapi.RemoteClusterIDLabel], nso.Namespace)
 		}
 	}
-	return true
+	var live []string
+	for key := range nso.Status.RemoteNamespacesConditions {
+		if id, ok := clusterOf(key, maps); ok && !dead[id] {
+			live = append(live, id)
+		}
+	}
+	if len(live) > 0 {
+		sort.Strings(live)
+		return fmt.Sprintf("the remote namespace of %s on live cluster %s is not gone yet: Liqo finishes once that provider reports it deleted",
+			nso.Namespace, live[0])
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -38,18 +39,23 @@ type nodePods struct {
 	cluster  string // the ForeignCluster's name, enqueued on events
 	informer toolscache.SharedIndexInformer
 	stop     chan struct{}
+	// draining: the node's VirtualNode is being deleted, so every pod on it is work, not only
+	// terminating ones.
+	draining atomic.Bool
 }
 
 func newPodWatcher(c metadata.Interface) *podWatcher {
 	return &podWatcher{client: c, events: make(chan event.GenericEvent, 1024), nodes: map[string]*nodePods{}}
 }
 
-// pods returns the pods bound to node, starting (and syncing) the node's informer on first use.
-func (w *podWatcher) pods(ctx context.Context, cluster, node string) ([]client.Object, error) {
+// pods returns the pods bound to node, starting (and syncing) the node's informer on first use; draining
+// says whether every pod event on the node is work, or only those of terminating pods.
+func (w *podWatcher) pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error) {
 	np := w.ensure(cluster, node)
 	if np == nil {
 		return nil, fmt.Errorf("not watching the pods of virtual node %s: the janitor is stopping", node)
 	}
+	np.draining.Store(draining)
 	// Poll the sync finely: client-go's WaitForCacheSync checks every 100 ms, a tenth of a whole clean-up.
 	if err := wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
 		return np.informer.HasSynced(), nil
@@ -80,8 +86,8 @@ func (w *podWatcher) ensure(cluster, node string) *nodePods {
 		}).Informer()
 	np := &nodePods{cluster: cluster, informer: informer, stop: make(chan struct{})}
 	enqueue := func(obj any) {
-		if pod, ok := obj.(*metav1.PartialObjectMetadata); ok && pod.DeletionTimestamp == nil {
-			return // only terminating pods are work
+		if pod, ok := obj.(*metav1.PartialObjectMetadata); ok && pod.DeletionTimestamp == nil && !np.draining.Load() {
+			return // only terminating pods are work, unless the node's VirtualNode is being deleted
 		}
 		w.events <- event.GenericEvent{Object: &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}
 	}

@@ -68,6 +68,11 @@ type memory struct {
 	started     bool
 	lastBlocked int
 	done        bool
+	// offloadingWaits is what each waiting NamespaceOffloading waited for at the last pass (an event is
+	// emitted when that changes).
+	offloadingWaits map[types.UID]string
+	// blocked is how many objects of each kind stayed blocked at the last pass.
+	blocked map[string]int
 }
 
 // errStopped says a pass stopped because the cluster stopped being dead under it.
@@ -89,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := ctrl.LoggerFrom(ctx).WithValues("ForeignCluster", klog.KObj(fc), "clusterID", fc.Spec.ClusterID)
 	ctx = ctrl.LoggerInto(ctx, log)
 
-	live, liveness, err := r.assessLive(ctx, fc.Name)
+	live, liveness, fcs, err := r.assessLive(ctx, fc.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -100,28 +105,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !liveness.Dead() {
 		return r.wait(ctx, live, liveness), nil
 	}
-	s, err := r.newScope(ctx, live)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	s := r.newScope(live, fcs)
 	t, err := r.cleanUp(ctx, s)
 	return ctrl.Result{}, r.report(ctx, s, liveness, t, err)
 }
 
-// assessLive re-reads the ForeignCluster from the API server (not the cache) and assesses it.
-func (r *Reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.ForeignCluster, Liveness, error) {
-	fc := &liqov1beta1.ForeignCluster{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, fc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, Liveness{Wait: WaitNotMarked}, nil
+// assessLive lists the ForeignClusters from the API server (not the cache) and assesses the cluster ID of
+// the one named name (AssessClusterID): it and every other ForeignCluster of its cluster ID must be dead.
+// It returns the live ForeignCluster (nil if gone), its liveness and the whole list.
+func (r *Reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.ForeignCluster, Liveness, []liqov1beta1.ForeignCluster, error) {
+	var fcs liqov1beta1.ForeignClusterList
+	if err := r.APIReader.List(ctx, &fcs); err != nil {
+		return nil, Liveness{}, nil, fmt.Errorf("re-reading ForeignClusters: %w", err)
+	}
+	for i := range fcs.Items {
+		if fc := &fcs.Items[i]; fc.Name == name && liqoapi.IsMarked(fc.Annotations) {
+			r.memoryOf(fc) // remember the first sight of its mark before the time is read
 		}
-		return nil, Liveness{}, fmt.Errorf("re-reading ForeignCluster %s: %w", name, err)
 	}
-	if !liqoapi.IsMarked(fc.Annotations) {
-		return fc, Liveness{Wait: WaitNotMarked}, nil
-	}
-	m := r.memoryOf(fc)
-	return fc, Assess(fc, m.firstSeen, r.Clock.Now(), r.Options.GracePeriod), nil
+	fc, l := AssessClusterID(fcs.Items, name, r.firstSeen, r.Clock.Now(), r.Options.GracePeriod)
+	return fc, l, fcs.Items, nil
 }
 
 // firstSeen is when the janitor first saw fc's mark, or now if it has not reconciled fc marked yet (so a
@@ -163,6 +166,10 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
 		return "Marked permanently unreachable, but Liqo sees its API server answering (APIServerStatus Established): nothing is released"
 	case WaitPaused:
 		return fmt.Sprintf("Paused (%s=true): nothing is released", liqoapi.PausedAnnotation)
+	case WaitDuplicate:
+		return fmt.Sprintf("Marked permanently unreachable, but ForeignCluster %s has the same cluster ID %s and is not dead "+
+			"(unmarked, unconfirmed, reachable, paused or in its grace period): nothing is released while one ForeignCluster "+
+			"of a cluster ID says it is alive; find the stray one with: kubectl get foreignclusters", l.Duplicate, fc.Spec.ClusterID)
 	case WaitGracePeriod:
 		return fmt.Sprintf("Marked permanently unreachable at %s: releasing starts in %s unless the mark is removed",
 			l.MarkedAt.UTC().Format(time.RFC3339), l.GraceLeft.Round(time.Second))
@@ -170,26 +177,20 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
 	return "Not marked permanently unreachable: nothing is released"
 }
 
-// newScope gathers what a pass over the dead cluster needs: which other clusters are dead too.
-func (r *Reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluster) (*scope, error) {
-	var fcs liqov1beta1.ForeignClusterList
-	if err := r.Client.List(ctx, &fcs); err != nil {
-		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
+// newScope gathers what a pass over the dead cluster needs: which cluster IDs are dead, from the same
+// live list of ForeignClusters the pass was decided on.
+func (r *Reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
+	return &scope{
+		fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: r.Options.DryRun,
+		dead:  DeadClusterIDs(fcs, r.firstSeen, r.Clock.Now(), r.Options.GracePeriod),
+		drain: map[types.UID]bool{}, waits: map[types.UID]offloadingWait{},
 	}
-	s := &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dead: map[string]bool{}, dryRun: r.Options.DryRun}
-	now := r.Clock.Now()
-	for i := range fcs.Items {
-		other := &fcs.Items[i]
-		s.dead[string(other.Spec.ClusterID)] = Assess(other, r.firstSeen(other), now, r.Options.GracePeriod).Dead()
-	}
-	s.dead[s.clusterID] = true
-	return s, nil
 }
 
-// stillDead is the live re-check before each batch of irreversible writes: a mark removed, a pause set or
-// a provider answering again a millisecond ago stops the janitor.
+// stillDead is the live re-check before each batch of irreversible writes: a mark removed, a pause set, a
+// provider answering again or a live duplicate appearing a millisecond ago stops the janitor.
 func (r *Reconciler) stillDead(ctx context.Context, s *scope) error {
-	live, l, err := r.assessLive(ctx, s.fc.Name)
+	live, l, _, err := r.assessLive(ctx, s.fc.Name)
 	switch {
 	case err != nil:
 		return err
@@ -206,8 +207,25 @@ func (r *Reconciler) forget(name string, uid types.UID) {
 		return
 	}
 	r.mu.Lock()
-	delete(r.seen, uid)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	if _, ok := r.seen[uid]; ok {
+		delete(r.seen, uid)
+		r.publishBlocked()
+	}
+}
+
+// publishBlocked sets liqo_janitor_blocked_objects to the sum, per kind, over the clusters the janitor
+// remembers. r.mu must be held.
+func (r *Reconciler) publishBlocked() {
+	sums := map[string]int{}
+	for _, m := range r.seen {
+		for kind, n := range m.blocked {
+			sums[kind] += n
+		}
+	}
+	for _, kind := range allKinds {
+		blockedObjects.WithLabelValues(kind).Set(float64(sums[kind]))
+	}
 }
 
 func (r *Reconciler) memoryOf(fc *liqov1beta1.ForeignCluster) *memory {
@@ -215,7 +233,7 @@ func (r *Reconciler) memoryOf(fc *liqov1beta1.ForeignCluster) *memory {
 	defer r.mu.Unlock()
 	m, ok := r.seen[fc.UID]
 	if !ok {
-		m = &memory{firstSeen: r.Clock.Now(), acted: map[string]map[types.UID]bool{}}
+		m = &memory{firstSeen: r.Clock.Now(), acted: map[string]map[types.UID]bool{}, offloadingWaits: map[types.UID]string{}}
 		r.seen[fc.UID] = m
 	}
 	return m

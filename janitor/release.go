@@ -33,10 +33,13 @@ const (
 const maxAttempts = 5
 
 // removeFinalizer removes finalizer from obj — only if obj is being deleted — with a JSON patch that
-// tests the exact list entry before removing it, so a concurrent writer's entries are never lost and the
-// list is never replaced wholesale. When the test fails (the list moved), it re-reads the object from the
-// API server and tries again. obj is updated to the API server's answer.
+// tests the object's UID and the exact list entry before removing it, so a concurrent writer's entries are
+// never lost, the list is never replaced wholesale, and a re-created object of the same name is never
+// touched. When a test fails (the list moved), it re-reads the object from the API server and tries again
+// on the fresh list — unless the object it read is another one (a new UID): that one is not the
+// janitor's to touch. obj is updated to the API server's answer.
 func removeFinalizer(ctx context.Context, c client.Client, live client.Reader, obj client.Object, finalizer string, dryRun bool) (outcome, error) {
+	uid := obj.GetUID()
 	for range maxAttempts {
 		if obj.GetDeletionTimestamp().IsZero() {
 			return waiting, nil
@@ -48,7 +51,7 @@ func removeFinalizer(ctx context.Context, c client.Client, live client.Reader, o
 		if dryRun {
 			return wouldRelease, nil
 		}
-		err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, finalizerPatch(i, finalizer)))
+		err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, finalizerPatch(uid, i, finalizer)))
 		switch {
 		case err == nil:
 			if len(obj.GetFinalizers()) > 0 && !obj.GetDeletionTimestamp().IsZero() {
@@ -60,22 +63,26 @@ func removeFinalizer(ctx context.Context, c client.Client, live client.Reader, o
 		case !apierrors.IsInvalid(err) && !apierrors.IsConflict(err):
 			return 0, fmt.Errorf("removing finalizer %s: %w", finalizer, err)
 		}
-		// The test op failed: someone changed the list. Re-read and retry on the fresh list.
+		// A test op failed: someone changed the list, or the object was replaced. Re-read and retry.
 		if err := live.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return gone, nil
 			}
 			return 0, fmt.Errorf("re-reading after a conflict: %w", err)
 		}
+		if obj.GetUID() != uid {
+			return gone, nil // re-created under the same name: a new object, never the janitor's to touch
+		}
 	}
 	return 0, fmt.Errorf("removing finalizer %s: the finalizer list kept changing (%d attempts)", finalizer, maxAttempts)
 }
 
-// finalizerPatch tests that entry i is finalizer and removes it: a write that can only ever remove that
-// one entry, whatever else changes concurrently.
-func finalizerPatch(i int, finalizer string) []byte {
+// finalizerPatch tests that the object is uid and that entry i is finalizer, and removes that entry: a
+// write that can only ever remove that one entry of that one object, whatever else changes concurrently.
+func finalizerPatch(uid types.UID, i int, finalizer string) []byte {
 	path := fmt.Sprintf("/metadata/finalizers/%d", i)
 	patch, _ := json.Marshal([]map[string]string{
+		{"op": "test", "path": "/metadata/uid", "value": string(uid)},
 		{"op": "test", "path": path, "value": finalizer},
 		{"op": "remove", "path": path},
 	})
@@ -89,11 +96,12 @@ func blockedIfFinalizers(obj client.Object) outcome {
 	return gone
 }
 
-// forceDeletePod deletes a terminating pod with grace period 0 and a UID precondition (a new pod with the
-// same name is never touched). A pod carrying finalizers is deleted all the same — it then goes as soon as
-// its owners release it — but its finalizers are never stripped and it is counted as blocked.
-func forceDeletePod(ctx context.Context, c client.Client, pod client.Object, dryRun bool) (outcome, error) {
-	if pod.GetDeletionTimestamp().IsZero() {
+// forceDeletePod deletes a terminating pod — or, with evenIfRunning, one of a VirtualNode being deleted
+// (listPods) — with grace period 0 and a UID precondition (a new pod with the same name is never touched).
+// A pod carrying finalizers is deleted all the same — it then goes as soon as its owners release it — but
+// its finalizers are never stripped and it is counted as blocked.
+func forceDeletePod(ctx context.Context, c client.Client, pod client.Object, evenIfRunning, dryRun bool) (outcome, error) {
+	if pod.GetDeletionTimestamp().IsZero() && !evenIfRunning {
 		return waiting, nil
 	}
 	if grace := pod.GetDeletionGracePeriodSeconds(); grace != nil && *grace == 0 && len(pod.GetFinalizers()) > 0 {

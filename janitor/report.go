@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,17 +28,17 @@ func (r *Reconciler) report(ctx context.Context, s *scope, l Liveness, t *tally,
 		return joinErrs(nil, t.errs)
 	}
 	m := r.memoryOf(s.fc)
-	summary, phase := r.remember(m, t)
-	for kind, c := range t.byKind {
-		blockedObjects.WithLabelValues(kind).Set(float64(c.blocked))
-	}
+	summary, phase := r.remember(m, t, s.waitingNamespaces())
+	r.rememberBlocked(m, t)
 	switch phase {
 	case phaseStarted:
-		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupStarted", "Release", "Releasing what the dead cluster left stuck: %s", summary)
+		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupStarted", "Release", "Releasing what the dead cluster left stuck%s: %s",
+			reasonGiven(s.fc), summary)
 	case phaseDone:
 		cleanupDuration.Observe(r.Clock.Since(l.MarkedAt.Add(r.Options.GracePeriod)).Seconds())
-		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release", "Nothing left to release: %s", summary)
+		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release", "Nothing left to release%s: %s", reasonGiven(s.fc), summary)
 	}
+	r.reportOffloadingWaits(s, m)
 	if released := t.sum(func(c *counts) int { return c.released }); released > 0 && phase != phaseDone {
 		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupProgress", "Release", "Released %d objects: %s", released, summary)
 	}
@@ -58,8 +60,64 @@ const (
 	phaseDone
 )
 
+// maxReasonLen bounds how much of the operator's reason an event quotes.
+const maxReasonLen = 200
+
+// reasonGiven quotes the operator's liqo-janitor.io/reason, with who marked the cluster, for the clean-up's
+// events ("" when no reason was given).
+func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
+	reason := fc.Annotations[liqoapi.ReasonAnnotation]
+	if reason == "" {
+		return ""
+	}
+	if len(reason) > maxReasonLen {
+		reason = strings.ToValidUTF8(reason[:maxReasonLen], "") + "…"
+	}
+	by := fc.Annotations[liqoapi.MarkedByAnnotation]
+	if by == "" {
+		return fmt.Sprintf(" (marked dead: %q)", reason)
+	}
+	return fmt.Sprintf(" (marked dead by %s: %q)", by, reason)
+}
+
+// waitingNamespaces are the namespaces whose NamespaceOffloading waits for Liqo in this pass.
+func (s *scope) waitingNamespaces() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, w := range s.waits {
+		out = append(out, w.namespace)
+	}
+	return out
+}
+
+// reportOffloadingWaits emits a WaitingForLiqo event on the ForeignCluster for each NamespaceOffloading
+// whose wait began or changed since the last pass (not on every pass), naming the namespace and what it
+// waits for.
+func (r *Reconciler) reportOffloadingWaits(s *scope, m *memory) {
+	s.mu.Lock()
+	waits := maps.Clone(s.waits)
+	s.mu.Unlock()
+	r.mu.Lock()
+	var changed []offloadingWait
+	for uid, w := range waits {
+		if m.offloadingWaits[uid] != w.why {
+			changed = append(changed, w)
+		}
+	}
+	m.offloadingWaits = map[types.UID]string{}
+	for uid, w := range waits {
+		m.offloadingWaits[uid] = w.why
+	}
+	r.mu.Unlock()
+	for _, w := range changed {
+		r.Recorder.Eventf(s.fc, nil, "Normal", "WaitingForLiqo", "Release",
+			"NamespaceOffloading %s/offloading is kept until Liqo has done its part: %s", w.namespace, w.why)
+	}
+}
+
 // remember folds a pass into the cluster's memory and returns the summary and the phase it entered.
-func (r *Reconciler) remember(m *memory, t *tally) (string, phase) {
+func (r *Reconciler) remember(m *memory, t *tally, waitingNamespaces []string) (string, phase) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	acted := m.acted
@@ -74,7 +132,7 @@ func (r *Reconciler) remember(m *memory, t *tally) (string, phase) {
 			acted[kind][uid] = true
 		}
 	}
-	summary := t.summary(acted, r.Options.DryRun)
+	summary := t.summary(acted, waitingNamespaces, r.Options.DryRun)
 	work := t.sum(func(c *counts) int { return c.released + c.pending() }) > 0
 	outstanding := t.sum(func(c *counts) int { return c.pending() }) > 0
 	switch {
@@ -104,6 +162,17 @@ func (r *Reconciler) writeSummary(ctx context.Context, s *scope, summary string)
 		return fmt.Errorf("writing the cleanup summary: %w", err)
 	}
 	return nil
+}
+
+// rememberBlocked records what stayed blocked in this pass, and publishes the sum over dead clusters.
+func (r *Reconciler) rememberBlocked(m *memory, t *tally) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m.blocked = map[string]int{}
+	for kind, c := range t.byKind {
+		m.blocked[kind] = c.blocked
+	}
+	r.publishBlocked()
 }
 
 // blockedChanged reports whether the number of blocked objects differs from the last pass's, so the

@@ -35,6 +35,14 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 		Labels:     map[string]string{liqoapi.RemoteClusterIDLabel: dead.ID, liqoapi.ReplicationLabel: "false", "liqo.io/replicated": "true"}}}
 	g.Expect(env.Client.Create(ctx, pushed)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, pushed)).To(Succeed())
+	// A terminating copy labelled with the dead cluster's ID but routed to a live one (liqo.io/remoteID,
+	// what the crdReplicator sends on): not the dead cluster's.
+	misrouted := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "misrouted", Namespace: dead.TenantNS,
+		Finalizers: []string{liqoapi.ReplicatorFinalizer},
+		Labels: map[string]string{liqoapi.RemoteClusterIDLabel: dead.ID, liqoapi.ReplicationLabel: "true",
+			liqoapi.RemoteIDLabel: live[0].ID}}}
+	g.Expect(env.Client.Create(ctx, misrouted)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, misrouted)).To(Succeed())
 	kill(t, dead)
 	renew := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: "permanent", Namespace: dead.TenantNS,
 		Labels: map[string]string{liqoapi.RemoteClusterIDLabel: dead.ID, liqoapi.ReplicationLabel: "true"}}}
@@ -48,7 +56,7 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 	for _, nso := range cons.Offloadings {
 		untouched = append(untouched, nso)
 	}
-	untouched = append(untouched, pushed, renew, dead.VirtualNode, dead.IdentitySecret)
+	untouched = append(untouched, pushed, misrouted, renew, dead.VirtualNode, dead.IdentitySecret)
 	before := rvs(t, untouched...)
 
 	startJanitor(t, janitor.Options{})

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -30,7 +32,8 @@ import (
 // +kubebuilder:rbac:groups=core.liqo.io,resources=foreignclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=authentication.liqo.io,resources=resourceslices;renews,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps;namespaceoffloadings,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=virtualnodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes;namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -42,8 +45,9 @@ func metadataOnly(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 }
 
 // CacheByObject narrows the manager's caches to what the janitor reads: our own replicated copies of
-// ResourceSlices and Renews, virtual Nodes, and (opt-in) control-plane identity Secrets, all
-// metadata-only and filtered by label on the API server. Pods are never cached (see podWatcher).
+// ResourceSlices and Renews, virtual Nodes, namespaces that carry Liqo's scheduling label, and (opt-in)
+// control-plane identity Secrets, all metadata-only and filtered by label on the API server. Pods are
+// never cached (see podWatcher).
 func CacheByObject(o Options) map[client.Object]cache.ByObject {
 	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{liqoapi.ReplicationLabel: "true"})}
 	out := map[client.Object]cache.ByObject{
@@ -52,6 +56,10 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 		metadataOnly(namespaceMapGVK):  own,
 		metadataOnly(nodeGVK): {Label: labels.SelectorFromSet(labels.Set{
 			liqoapi.NodeTypeLabel: liqoapi.VirtualNodeType})},
+		// Offloaded namespaces only: the label going away (Liqo's first deletion step) reaches this
+		// filtered watch as a delete.
+		metadataOnly(namespaceGVK): {Label: labels.NewSelector().Add(
+			*must(labels.NewRequirement(liqoapi.SchedulingLabel, selection.Exists, nil)))},
 	}
 	if o.ReleaseIdentitySecrets {
 		out[metadataOnly(secretGVK)] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{
@@ -88,16 +96,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))
 	toCluster := handler.EnqueueRequestsFromMapFunc(r.clusterOfLabel)
+	toMarked := handler.EnqueueRequestsFromMapFunc(r.markedClusters)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("liqo-janitor").
 		For(&liqov1beta1.ForeignCluster{}).
+		// One ForeignCluster of a cluster ID changes: the verdict of the others with that ID may change too.
+		Watches(&liqov1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(r.sameClusterID)).
 		// A replicated object of a cluster starts or finishes terminating: work for its ForeignCluster.
 		WatchesMetadata(metadataOnly(resourceSliceGVK), toCluster, terminatingOnly).
 		WatchesMetadata(metadataOnly(renewGVK), toCluster, terminatingOnly).
-		// NamespaceMaps are read whole (spec.desiredMapping decides NamespaceOffloadings); few, one per peer.
-		Watches(&offloadingv1beta1.NamespaceMap{}, toCluster).
+		// NamespaceMaps are read whole (spec.desiredMapping decides NamespaceOffloadings of every marked
+		// cluster, and Liqo's second deletion step changes it); few, one per peer.
+		Watches(&offloadingv1beta1.NamespaceMap{}, toMarked).
 		// A NamespaceOffloading may span several clusters: any terminating one is work for every marked cluster.
-		Watches(&offloadingv1beta1.NamespaceOffloading{}, handler.EnqueueRequestsFromMapFunc(r.markedClusters), terminatingOnly).
+		Watches(&offloadingv1beta1.NamespaceOffloading{}, toMarked, terminatingOnly).
+		// An offloaded namespace loses Liqo's scheduling label (Liqo's first deletion step): a waiting
+		// NamespaceOffloading may go.
+		WatchesMetadata(metadataOnly(namespaceGVK), toMarked, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		// A VirtualNode appears, changes or starts being deleted: its Node's pods and who owns it change.
+		Watches(&offloadingv1beta1.VirtualNode{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfVirtualNode)).
 		// A virtual node appears or goes: its cluster's pod watches change.
 		WatchesMetadata(metadataOnly(nodeGVK), toCluster).
 		// A terminating pod on a dead cluster's virtual node (see podWatcher).
@@ -118,6 +138,26 @@ func (r *Reconciler) clusterOfLabel(ctx context.Context, obj client.Object) []re
 		return nil
 	}
 	return r.clusters(ctx, func(fc *liqov1beta1.ForeignCluster) bool { return string(fc.Spec.ClusterID) == id })
+}
+
+// clusterOfVirtualNode maps a VirtualNode to the ForeignClusters of its spec.clusterID.
+func (r *Reconciler) clusterOfVirtualNode(ctx context.Context, obj client.Object) []reconcile.Request {
+	vn, ok := obj.(*offloadingv1beta1.VirtualNode)
+	if !ok {
+		return nil
+	}
+	return r.clusters(ctx, func(fc *liqov1beta1.ForeignCluster) bool { return fc.Spec.ClusterID == vn.Spec.ClusterID })
+}
+
+// sameClusterID maps a ForeignCluster to the others with its spec.clusterID.
+func (r *Reconciler) sameClusterID(ctx context.Context, obj client.Object) []reconcile.Request {
+	fc, ok := obj.(*liqov1beta1.ForeignCluster)
+	if !ok {
+		return nil
+	}
+	return r.clusters(ctx, func(other *liqov1beta1.ForeignCluster) bool {
+		return other.Name != fc.Name && other.Spec.ClusterID == fc.Spec.ClusterID
+	})
 }
 
 func (r *Reconciler) markedClusters(ctx context.Context, _ client.Object) []reconcile.Request {

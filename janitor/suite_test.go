@@ -122,13 +122,19 @@ func counter(name string, labels map[string]string) float64 {
 	return total
 }
 
-// eventReasons lists the reasons of the events about the object of that kind and name.
-func eventReasons(t *testing.T, kind, regardingName string) []string {
+// events lists every event.
+func events(t *testing.T) []eventsv1.Event {
 	t.Helper()
 	var evs eventsv1.EventList
 	NewWithT(t).Expect(env.Client.List(t.Context(), &evs)).To(Succeed())
+	return evs.Items
+}
+
+// eventReasons lists the reasons of the events about the object of that kind and name.
+func eventReasons(t *testing.T, kind, regardingName string) []string {
+	t.Helper()
 	var reasons []string
-	for _, e := range evs.Items {
+	for _, e := range events(t) {
 		if e.Regarding.Kind == kind && e.Regarding.Name == regardingName {
 			reasons = append(reasons, e.Reason)
 		}

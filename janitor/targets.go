@@ -3,13 +3,19 @@ package janitor
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
@@ -25,6 +31,25 @@ type scope struct {
 	dead map[string]bool
 	// dryRun reports instead of writing.
 	dryRun bool
+	// drain holds the pods that may be force-deleted though not terminating: those bound to the Node of a
+	// VirtualNode of the cluster that is itself being deleted. Filled by listPods before any release.
+	drain map[types.UID]bool
+
+	mu sync.Mutex
+	// waits says, for each NamespaceOffloading that waits for Liqo, what it waits for.
+	waits map[types.UID]offloadingWait
+}
+
+// offloadingWait is what one NamespaceOffloading waits for.
+type offloadingWait struct {
+	namespace, why string
+}
+
+// waitFor records what a NamespaceOffloading waits for (releases run concurrently).
+func (s *scope) waitFor(obj client.Object, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waits[obj.GetUID()] = offloadingWait{namespace: obj.GetNamespace(), why: why}
 }
 
 // target is one kind of object a dead cluster leaves stuck: how to find the terminating objects tied to
@@ -45,6 +70,7 @@ var (
 	renewGVK         = authv1beta1.GroupVersion.WithKind("Renew")
 	namespaceMapGVK  = offloadingv1beta1.SchemeGroupVersion.WithKind("NamespaceMap")
 	nodeGVK          = corev1.SchemeGroupVersion.WithKind("Node")
+	namespaceGVK     = corev1.SchemeGroupVersion.WithKind("Namespace")
 	secretGVK        = corev1.SchemeGroupVersion.WithKind("Secret")
 )
 
@@ -59,6 +85,12 @@ const (
 	stages
 )
 
+// allKinds are the kinds of every target, opt-in ones included (the kind label of the metrics).
+var allKinds = []string{podKind, resourceSliceGVK.Kind, namespaceMapGVK.Kind, renewGVK.Kind, offloadingKind, secretGVK.Kind}
+
+// offloadingKind is the target kind of NamespaceOffloadings.
+const offloadingKind = "NamespaceOffloading"
+
 // targets returns the table.
 func (r *Reconciler) targets() []target {
 	ts := []target{
@@ -66,7 +98,7 @@ func (r *Reconciler) targets() []target {
 		r.replicated(resourceSliceGVK),
 		r.replicated(namespaceMapGVK),
 		r.replicated(renewGVK),
-		{kind: "NamespaceOffloading", stage: stageOffloading, list: r.listOffloadings, release: r.releaseOffloading},
+		{kind: offloadingKind, stage: stageOffloading, list: r.listOffloadings, release: r.releaseOffloading},
 	}
 	if r.Options.ReleaseIdentitySecrets {
 		ts = append(ts, target{kind: "Secret", stage: stageIdentity, list: r.listIdentitySecrets, release: r.releaseIdentitySecret})
@@ -74,34 +106,112 @@ func (r *Reconciler) targets() []target {
 	return ts
 }
 
-// listPods returns the terminating pods bound to the cluster's virtual nodes.
+// listPods returns the pods the janitor may force-delete on the cluster's virtual nodes: the terminating
+// ones, and on a virtual node whose VirtualNode is itself being deleted, every pod but DaemonSet and mirror
+// pods, terminating or not — what Liqo ≥ v1.1's drain does for a dead cluster
+// (pkg/liqo-controller-manager/offloading/virtualnode-controller/drain.go drainNode, forcePodsDeletion; v1.2
+// getPodsForDeletion skips DaemonSet and mirror pods, which go with the Node). On Liqo v1.0 that drain
+// evicts instead, and a PodDisruptionBudget can refuse every eviction forever.
 func (r *Reconciler) listPods(ctx context.Context, s *scope) ([]client.Object, error) {
-	nodes, err := r.listMetadata(ctx, nodeGVK, client.MatchingLabels{
-		liqoapi.NodeTypeLabel: liqoapi.VirtualNodeType, liqoapi.RemoteClusterIDLabel: s.clusterID,
-	})
+	nodes, err := r.virtualNodesOf(ctx, s.clusterID)
 	if err != nil {
 		return nil, err
 	}
 	keep := map[string]bool{}
 	var pods []client.Object
-	for _, node := range nodes {
-		keep[node.GetName()] = true
-		onNode, err := r.pods.pods(ctx, s.fc.Name, node.GetName())
+	for node, draining := range nodes {
+		keep[node] = true
+		onNode, err := r.pods.pods(ctx, s.fc.Name, node, draining)
 		if err != nil {
 			return nil, err
 		}
-		pods = append(pods, terminating(onNode)...)
+		for _, pod := range onNode {
+			switch {
+			case !pod.GetDeletionTimestamp().IsZero():
+				pods = append(pods, pod)
+			case draining && !daemonSetOrMirror(pod):
+				s.drain[pod.GetUID()] = true
+				pods = append(pods, pod)
+			}
+		}
 	}
 	r.pods.retain(s.fc.Name, keep)
 	return pods, nil
 }
 
+// virtualNodesOf returns the Nodes that belong to the cluster, and for each whether its VirtualNode is
+// being deleted. A Node belongs to clusterID only when its labels say so (liqo.io/type=virtual-node,
+// liqo.io/remote-cluster-id) and a VirtualNode of the same name has spec.clusterID clusterID — the pair
+// Liqo's own GetNodeFromVirtualNode (pkg/utils/getters/k8sGetters.go) uses. The labels alone are not
+// enough: Liqo merges the provider's ResourceSlice status.nodeLabels over them
+// (pkg/liqo-controller-manager/offloading/forge/virtualnode.go MutateVirtualNode), so a provider can name
+// any cluster there; spec.clusterID is the consumer's own. A VirtualNode of that name naming another
+// cluster makes the Node nobody's.
+func (r *Reconciler) virtualNodesOf(ctx context.Context, clusterID string) (map[string]bool, error) {
+	nodes, err := r.listMetadata(ctx, nodeGVK, client.MatchingLabels{
+		liqoapi.NodeTypeLabel: liqoapi.VirtualNodeType, liqoapi.RemoteClusterIDLabel: clusterID,
+	})
+	if err != nil || len(nodes) == 0 {
+		return nil, err
+	}
+	var vns offloadingv1beta1.VirtualNodeList
+	if err := r.Client.List(ctx, &vns); err != nil {
+		return nil, fmt.Errorf("listing VirtualNodes: %w", err)
+	}
+	byName := map[string][]*offloadingv1beta1.VirtualNode{}
+	for i := range vns.Items {
+		byName[vns.Items[i].Name] = append(byName[vns.Items[i].Name], &vns.Items[i])
+	}
+	out := map[string]bool{}
+	for _, node := range nodes {
+		named := byName[node.GetName()]
+		if len(named) == 0 || slices.ContainsFunc(named, func(vn *offloadingv1beta1.VirtualNode) bool {
+			return string(vn.Spec.ClusterID) != clusterID
+		}) {
+			continue
+		}
+		draining := false
+		for _, vn := range named {
+			if vn.DeletionTimestamp.IsZero() || draining {
+				continue
+			}
+			if draining, err = r.stillDeleting(ctx, vn); err != nil {
+				return nil, err
+			}
+		}
+		out[node.GetName()] = draining
+	}
+	return out, nil
+}
+
+// stillDeleting re-reads a VirtualNode live before pods that are not terminating are force-deleted on its
+// account: it must still be the same object, of the same cluster, and being deleted.
+func (r *Reconciler) stillDeleting(ctx context.Context, cached *offloadingv1beta1.VirtualNode) (bool, error) {
+	vn := &offloadingv1beta1.VirtualNode{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), vn); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("re-reading VirtualNode %s: %w", client.ObjectKeyFromObject(cached), err)
+	}
+	return vn.UID == cached.UID && vn.Spec.ClusterID == cached.Spec.ClusterID && !vn.DeletionTimestamp.IsZero(), nil
+}
+
+// daemonSetOrMirror reports what Liqo v1.2's drain leaves on the node (isDaemonSetPod, isMirrorPod): a
+// DaemonSet would re-create its pod at once, and a mirror pod belongs to a kubelet.
+func daemonSetOrMirror(pod client.Object) bool {
+	if _, ok := pod.GetAnnotations()[corev1.MirrorPodAnnotationKey]; ok {
+		return true
+	}
+	return slices.ContainsFunc(pod.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
+}
+
 func (r *Reconciler) releasePod(ctx context.Context, s *scope, pod client.Object) (outcome, error) {
-	return forceDeletePod(ctx, r.Client, pod, s.dryRun)
+	return forceDeletePod(ctx, r.Client, pod, s.drain[pod.GetUID()], s.dryRun)
 }
 
 // replicated is the target for one of the crdReplicator's kinds (ResourceSlice, NamespaceMap, Renew):
-// only our own copies (liqo.io/replication=true) of the dead cluster, only when terminating, and only the
+// only our own copies of the dead cluster (ownCopiesOf), only when terminating, and only the
 // crdreplicator.liqo.io/resource finalizer.
 func (r *Reconciler) replicated(gvk schema.GroupVersionKind) target {
 	return target{
@@ -117,8 +227,32 @@ func (r *Reconciler) replicated(gvk schema.GroupVersionKind) target {
 	}
 }
 
+// ownCopiesOf selects the consumer's own replicated copies routed to clusterID: liqo.io/replication=true
+// (ours, not a peer's), liqo.io/remoteID=clusterID (where the crdReplicator sends them: it routes on this
+// label alone, internal/crdReplicator/reflection LocalResourcesLabelSelector) and
+// liqo.io/remote-cluster-id=clusterID. Liqo's forge sets all three (MutateResourceSlice in
+// pkg/liqo-controller-manager/authentication/forge/resourceslice.go; ensureNamespaceMapPresence).
 func ownCopiesOf(clusterID string) client.MatchingLabels {
-	return client.MatchingLabels{liqoapi.RemoteClusterIDLabel: clusterID, liqoapi.ReplicationLabel: "true"}
+	return client.MatchingLabels{
+		liqoapi.RemoteClusterIDLabel: clusterID, liqoapi.RemoteIDLabel: clusterID, liqoapi.ReplicationLabel: "true",
+	}
+}
+
+// liqoLocalReplicas selects what the crdReplicator replicates from this cluster: liqo.io/replication=true
+// and liqo.io/remoteID present (LocalResourcesLabelSelector, internal/crdReplicator/reflection/manager.go,
+// Liqo v1.0 to v1.2). Liqo's NamespaceOffloading controller finds NamespaceMaps with it
+// (getClusterIDMap, namespaceoffloading-controller/clusterselector.go), and the crdReplicator stops a
+// reflector only when none of them is left in its namespace.
+func liqoLocalReplicas() client.MatchingLabelsSelector {
+	return client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{liqoapi.ReplicationLabel: "true"}).
+		Add(*must(labels.NewRequirement(liqoapi.RemoteIDLabel, selection.Exists, nil)))}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // listMetadata lists objects of gvk from the metadata-only cache.

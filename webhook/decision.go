@@ -39,8 +39,13 @@ type Review struct {
 	// LocalClusterID is this cluster's own Liqo cluster ID; LocalClusterIDErr says why it could not be read.
 	LocalClusterID    string
 	LocalClusterIDErr error
-	// Permission is the break-glass review; only consulted when the request sets or removes the mark.
+	// Permission is the break-glass review; only consulted when the request sets or removes the mark, or
+	// unpauses a marked cluster.
 	Permission Permission
+	// Duplicates are the other ForeignClusters with New's spec.clusterID; DuplicatesErr says why they
+	// could not be listed. Only consulted when the request sets the mark.
+	Duplicates    []string
+	DuplicatesErr error
 	// Now is the time of the request.
 	Now time.Time
 }
@@ -75,11 +80,23 @@ func TransitionOf(old, fc *liqov1beta1.ForeignCluster) Transition {
 	}
 }
 
-// NeedsPermission reports whether the request must pass the break-glass SubjectAccessReview.
-func NeedsPermission(t Transition) bool { return t == Marking || t == Unmarking }
+// Unpauses reports whether the request resumes the janitor on a cluster that stays marked: paused was
+// "true" and no longer is (rule 10).
+func Unpauses(old, fc *liqov1beta1.ForeignCluster) bool {
+	return TransitionOf(old, fc) == StaysMarked &&
+		old.Annotations[liqoapi.PausedAnnotation] == "true" && fc.Annotations[liqoapi.PausedAnnotation] != "true"
+}
 
-// NeedsLocalClusterID reports whether the decision needs the local cluster ID.
-func NeedsLocalClusterID(t Transition) bool { return t == Marking }
+// NeedsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
+// removes the mark (rule 5), or unpauses a marked cluster (rule 10).
+func NeedsPermission(old, fc *liqov1beta1.ForeignCluster) bool {
+	t := TransitionOf(old, fc)
+	return t == Marking || t == Unmarking || Unpauses(old, fc)
+}
+
+// NeedsClusterContext reports whether the decision needs the local cluster ID and the other
+// ForeignClusters of the same cluster ID: only a request that sets the mark does.
+func NeedsClusterContext(t Transition) bool { return t == Marking }
 
 // Verdict is the gate's answer to a request.
 type Verdict struct {
@@ -112,6 +129,7 @@ func Decide(r *Review, opts Options) Verdict {
 	case Marking:
 		v.Errors = append(v.Errors, checkConfirmation(r, true)...)
 		v.Errors = append(v.Errors, checkNotLocal(r)...)
+		v.Errors = append(v.Errors, checkNoDuplicate(r)...)
 		v.Errors = append(v.Errors, checkUnreachable(r, opts)...)
 		v.Errors = append(v.Errors, checkStamped(r)...)
 		v.checkPermission(r, t)
@@ -122,6 +140,9 @@ func Decide(r *Review, opts Options) Verdict {
 		}
 	case StaysMarked:
 		v.Errors = append(v.Errors, checkImmutable(r)...)
+		if Unpauses(r.Old, r.New) {
+			v.checkPermission(r, t)
+		}
 	case NotMarked:
 		v.Errors = append(v.Errors, checkConfirmation(r, false)...)
 		v.Errors = append(v.Errors, checkNoStampsWithoutMark(r)...)
@@ -160,6 +181,20 @@ func checkNotLocal(r *Review) field.ErrorList {
 		return field.ErrorList{field.Forbidden(clusterIDPath, msgLocalUnknown(r.New, r.LocalClusterIDErr))}
 	case string(r.New.Spec.ClusterID) == r.LocalClusterID:
 		return field.ErrorList{field.Forbidden(clusterIDPath, msgLocal(r.New))}
+	}
+	return nil
+}
+
+// checkNoDuplicate: one cluster ID, one ForeignCluster (rule 9). Liqo's API-server checker probes only
+// the ForeignCluster it finds for a cluster ID (pkg/utils/foreigncluster/getters.go GetForeignClusterByID,
+// the oldest one labelled liqo.io/remote-cluster-id), so a second one has no APIServerStatus and would
+// pass rule 4 while the provider is alive. Fail closed when the others cannot be listed.
+func checkNoDuplicate(r *Review) field.ErrorList {
+	switch {
+	case r.DuplicatesErr != nil:
+		return field.ErrorList{field.Forbidden(clusterIDPath, msgDuplicatesUnknown(r.New, r.DuplicatesErr))}
+	case len(r.Duplicates) > 0:
+		return field.ErrorList{field.Forbidden(clusterIDPath, msgDuplicate(r.New, r.Duplicates))}
 	}
 	return nil
 }
@@ -225,7 +260,8 @@ func checkNoStampsWithoutMark(r *Review) field.ErrorList {
 	return errs
 }
 
-// checkPermission is the break-glass rule (rule 5), for setting and for removing the mark.
+// checkPermission is the break-glass rule: for setting and for removing the mark (rule 5), and for
+// unpausing a marked cluster (rule 10).
 func (v *Verdict) checkPermission(r *Review, t Transition) {
 	switch {
 	case r.Permission.Err != nil:
@@ -248,15 +284,18 @@ func changed(r *Review, key string) bool {
 	return inNew != inOld || newValue != oldValue
 }
 
-// stampWindow is how old a stamp may be and still count as this request's own: long enough to cover the
-// webhook being re-invoked within one request (reinvocationPolicy IfNeeded) or the request being replayed.
+// stampWindow is how old a stamp may be and still count as this request's own: the mutating webhook
+// writes the stamps on every request that sets the mark, so the validating webhook sees them a moment
+// later, even when the mutating webhook is re-invoked (reinvocationPolicy IfNeeded) or served by another
+// replica. marked-at has whole seconds; clockSkew allows for replicas whose clocks differ a little. A
+// minute here once let a hand-written marked-at=now-59s skip a 30s grace period.
 const (
-	stampWindow = time.Minute
+	stampWindow = 10 * time.Second
 	clockSkew   = 5 * time.Second
 )
 
-// StampsCurrent reports whether annotations carry stamps this request could have written: marked-by is
-// the requesting user and marked-at is a moment of the last minute. Anything else is replaced.
+// StampsCurrent reports whether annotations carry stamps this very request could have written: marked-by
+// is the requesting user and marked-at is at most stampWindow old.
 func StampsCurrent(annotations map[string]string, user string, now time.Time) bool {
 	if annotations[liqoapi.MarkedByAnnotation] != user {
 		return false
@@ -268,15 +307,13 @@ func StampsCurrent(annotations map[string]string, user string, now time.Time) bo
 	return !at.After(now.Add(clockSkew)) && now.Sub(at) <= stampWindow
 }
 
-// Stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at (replacing any a
-// user supplied, keeping ones this same request already wrote); on unmarking it removes the stamps and the
-// confirmation. It returns the annotations to set and the keys to remove.
+// Stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
+// replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
+// grace period, rule 6); on unmarking it removes the stamps and the confirmation. It returns the
+// annotations to set and the keys to remove.
 func Stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set map[string]string, remove []string) {
 	switch TransitionOf(old, fc) {
 	case Marking:
-		if StampsCurrent(fc.Annotations, user, now) {
-			return nil, nil
-		}
 		return map[string]string{
 			liqoapi.MarkedByAnnotation: user,
 			liqoapi.MarkedAtAnnotation: now.UTC().Format(time.RFC3339),

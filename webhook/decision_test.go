@@ -175,6 +175,48 @@ func TestDecide(t *testing.T) {
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
 			wantInMsg: []string{"kubectl get mutatingwebhookconfigurations"},
 		},
+		"marking with stamps of the requester but 59s old is denied: they are not this request's": {
+			review: Review{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-59*time.Second).Format(time.RFC3339)), down),
+				Permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
+		},
+		"marking with stamps of the requester a few seconds old passes (re-invocation)": {
+			review: Review{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-3*time.Second).Format(time.RFC3339)), down),
+				Permission: permitted},
+			wantAllowed: true,
+		},
+		"marking while another ForeignCluster has the same cluster ID is denied, naming it": {
+			review:    Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted, Duplicates: []string{"provider-a-copy"}},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"spec.clusterID"},
+			wantInMsg: []string{"ForeignCluster provider-a-copy has the same cluster ID", "kubectl delete foreigncluster"},
+		},
+		"marking when the other ForeignClusters cannot be listed is denied (fail closed)": {
+			review:    Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted, DuplicatesErr: errors.New("timeout")},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"spec.clusterID"},
+			wantInMsg: []string{"cannot list ForeignClusters", "timeout"},
+		},
+		"unpausing a marked cluster without permission is forbidden": {
+			review:    Review{Old: fc(id, with(marked, liqoapi.PausedAnnotation, "true"), down), New: fc(id, marked, down)},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{"may not unpause it", "kubectl create clusterrolebinding mark-unreachable-alice"},
+		},
+		"changing paused from true to anything else on a marked cluster is unpausing": {
+			review:    Review{Old: fc(id, with(marked, liqoapi.PausedAnnotation, "true"), down), New: fc(id, with(marked, liqoapi.PausedAnnotation, "no"), down)},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+		},
+		"unpausing a marked cluster with permission is allowed": {
+			review:      Review{Old: fc(id, with(marked, liqoapi.PausedAnnotation, "true"), down), New: fc(id, marked, down), Permission: permitted},
+			wantAllowed: true,
+		},
+		"unpausing an unmarked cluster needs nothing": {
+			review:      Review{Old: fc(id, with(nil, liqoapi.PausedAnnotation, "true")), New: fc(id, nil)},
+			wantAllowed: true,
+		},
 		"removing the mark with permission is allowed with a warning": {
 			review:      Review{Old: fc(id, marked, down), New: fc(id, nil, down), Permission: permitted},
 			wantAllowed: true,
@@ -289,9 +331,15 @@ func TestStamp(t *testing.T) {
 			new:     fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339))),
 			wantSet: stamped,
 		},
-		"a stamp this request already wrote is kept on re-invocation": {
-			old: fc(id, confirmed),
-			new: fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-2*time.Second).Format(time.RFC3339))),
+		"a stamp of the right user a few seconds old is replaced too (a replayed request)": {
+			old:     fc(id, confirmed),
+			new:     fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-2*time.Second).Format(time.RFC3339))),
+			wantSet: stamped,
+		},
+		"a hand-written marked-at of now-59s is replaced (it would skip a 30s grace period)": {
+			old:     fc(id, confirmed),
+			new:     fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-59*time.Second).Format(time.RFC3339))),
+			wantSet: stamped,
 		},
 		"unmarking removes the stamps and the confirmation": {
 			old: fc(id, marked), new: fc(id, without(marked, liqoapi.MarkAnnotation)),
@@ -316,22 +364,23 @@ func TestStamp(t *testing.T) {
 }
 
 // TestStampThenDecide is the "default, then validate" check: whatever the mutating webhook writes for a
-// well-formed marking passes validation, and applying it twice changes nothing more.
+// well-formed marking passes validation, also when it is re-invoked a moment later and when the
+// validating webhook runs a few seconds after the stamp.
 func TestStampThenDecide(t *testing.T) {
 	t.Parallel()
 	old := fc(id, confirmed, down)
 	f := fc(id, with(confirmed, liqoapi.MarkAnnotation, "true", liqoapi.MarkedByAnnotation, "mallory"), down)
-	for range 2 {
-		set, remove := Stamp(old, f, alice.Username, now)
+	for i := range 2 { // the first invocation and a re-invocation a second later
+		set, remove := Stamp(old, f, alice.Username, now.Add(time.Duration(i)*time.Second))
 		maps.Copy(f.Annotations, set)
 		for _, k := range remove {
 			delete(f.Annotations, k)
 		}
 	}
-	if set, remove := Stamp(old, f, alice.Username, now.Add(time.Second)); set != nil || remove != nil {
-		t.Fatalf("re-invocation is not idempotent: set %v, remove %v", set, remove)
+	if got := f.Annotations[liqoapi.MarkedAtAnnotation]; got != now.Add(time.Second).Format(time.RFC3339) {
+		t.Fatalf("marked-at = %s, want the last invocation's time", got)
 	}
-	v := Decide(&Review{Old: old, New: f, User: alice, Now: now, Permission: permitted}, opts)
+	v := Decide(&Review{Old: old, New: f, User: alice, Now: now.Add(5 * time.Second), Permission: permitted}, opts)
 	if !v.Allowed() {
 		t.Fatalf("stamped marking denied: %v", v.Errors)
 	}

@@ -117,7 +117,7 @@ func newFuzzGate(tb testing.TB) *Gate {
 			return c.Create(ctx, obj, opts...)
 		},
 	}).Build()
-	return &Gate{Client: c, Reader: c, LiqoNamespace: "liqo", Options: opts, Clock: clocktesting.NewFakePassiveClock(now)}
+	return &Gate{Client: c, Reader: c, APIReader: c, LiqoNamespace: "liqo", Options: opts, Clock: clocktesting.NewFakePassiveClock(now)}
 }
 
 // seedReviews are well-formed reviews for the main paths: marking (allowed and refused) and unmarking.

@@ -33,16 +33,18 @@ const (
 
 // The configurations below are generated into manifests/webhook by `make manifests`. Their
 // matchConditions make the API server call the gate only for requests it could refuse or must stamp: the
-// validating webhook when the mark, the confirmation or a stamp is created, changed or removed; the
-// mutating webhook only when the mark itself changes (it only stamps and unstamps). Every other update of
-// a ForeignCluster — Liqo's status, labels and annotations, and liqo-janitor.io/reason, paused and
-// cleanup — never waits for the gate, and never blocks when its pods are down.
+// validating webhook when the mark, the confirmation or a stamp is created, changed or removed, or when a
+// marked cluster is unpaused (rule 10); the mutating webhook only when the mark itself changes (it only
+// stamps and unstamps). Every other update of a ForeignCluster — Liqo's status, labels and annotations,
+// liqo-janitor.io/reason and cleanup, and pausing — never waits for the gate, and never blocks when its
+// pods are down.
 //
 //nolint:lll // markers are one line each
 // +kubebuilder:webhook:path=/mutate-liqo-io-v1beta1-foreigncluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=mforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"mark-changes","expression":"(request.operation == 'CREATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) || (request.operation == 'UPDATE' && ((has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) ? !(has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == object.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable']) : (has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations)))"}]}`
-// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-annotation-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k]))"}]}`
+// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-annotation-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true'))"}]}`
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups=core.liqo.io,resources=foreignclusters,verbs=list
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=liqo
 
 // Gate serves the mutating and validating admission webhooks on ForeignClusters.
@@ -51,6 +53,9 @@ type Gate struct {
 	Client client.Client
 	// Reader reads Liqo's cluster-ID ConfigMap, through a cache restricted to LiqoNamespace.
 	Reader client.Reader
+	// APIReader lists ForeignClusters live from the API server (rule 9: a duplicate created a moment ago
+	// counts), so webhook-only replicas cache no ForeignClusters.
+	APIReader client.Reader
 	// LiqoNamespace is the namespace of Liqo's cluster-ID ConfigMap.
 	LiqoNamespace string
 	// Options tunes the rules.
@@ -137,11 +142,11 @@ func (g *Gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		return nil, err
 	}
 	r := &Review{Old: old, New: fc, User: req.UserInfo, Now: g.Clock.Now()}
-	t := TransitionOf(old, fc)
-	if NeedsLocalClusterID(t) {
+	if NeedsClusterContext(TransitionOf(old, fc)) {
 		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
+		r.Duplicates, r.DuplicatesErr = g.duplicates(ctx, fc)
 	}
-	if NeedsPermission(t) {
+	if NeedsPermission(old, fc) {
 		r.Permission = g.checkPermission(ctx, fc, req.UserInfo)
 	}
 	v := Decide(r, g.Options)
@@ -171,6 +176,22 @@ func (g *Gate) localClusterID(ctx context.Context) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("several cluster-ID ConfigMaps in namespace %q disagree: %s", g.LiqoNamespace, strings.Join(sortedKeys(ids), ", "))
+}
+
+// duplicates lists, live, the other ForeignClusters whose spec.clusterID is fc's.
+func (g *Gate) duplicates(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]string, error) {
+	var fcs liqov1beta1.ForeignClusterList
+	if err := g.APIReader.List(ctx, &fcs); err != nil {
+		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
+	}
+	var others []string
+	for i := range fcs.Items {
+		if o := &fcs.Items[i]; o.Name != fc.Name && o.Spec.ClusterID == fc.Spec.ClusterID {
+			others = append(others, o.Name)
+		}
+	}
+	sort.Strings(others)
+	return others, nil
 }
 
 // checkPermission asks the API server whether the requesting user may use the break-glass verb on fc.

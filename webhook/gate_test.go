@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -313,13 +316,16 @@ func TestRemovingTheMarkWarnsAndDropsStampsAndConfirmation(t *testing.T) {
 
 // TestBlastRadius registers a second copy of the generated webhook configurations pointing at a port
 // where nothing listens (as if liqo-janitor's pods were down): thanks to matchConditions, Liqo's own
-// updates and liqo-janitor's informational annotations still go through, while setting the mark, the
-// confirmation or a stamp fails closed.
+// updates, pausing and liqo-janitor's informational annotations still go through, while setting the mark,
+// the confirmation or a stamp, and unpausing a marked cluster, fail closed.
 func TestBlastRadius(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
+	paused := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	g.Expect(fixture.Annotate(ctx, alice, paused, markAndConfirm(paused))).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, paused, map[string]*string{liqoapi.PausedAnnotation: s("true")})).To(Succeed())
 
 	registerDeadWebhooks(t)
 	g.Eventually(func() error {
@@ -330,6 +336,10 @@ func TestBlastRadius(t *testing.T) {
 		g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{key: s("changed")})).
 			To(MatchError(ContainSubstring("failed calling webhook")), "%s fails closed too", key)
 	}
+
+	// unpausing a marked cluster is break-glass: it fails closed too
+	g.Expect(fixture.Annotate(ctx, alice, paused, map[string]*string{liqoapi.PausedAnnotation: nil})).
+		To(MatchError(ContainSubstring("failed calling webhook")), "unpausing fails closed")
 
 	latest := get(t, fc)
 	setAPIServerStatus(t, latest, liqov1beta1.ConditionStatusError, time.Minute) // a status update
@@ -361,4 +371,95 @@ func registerDeadWebhooks(t *testing.T) {
 		g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 	}
+}
+
+// TestForgedRecentStampsAreReplacedAndTheGracePeriodHolds: stamps naming the requester and a moment of
+// the last minute (a replayed YAML, or marked-at=now-59s by hand against a 30s grace period) are replaced
+// by the mutating webhook, so the janitor waits out its whole grace period from the real marking.
+func TestForgedRecentStampsAreReplacedAndTheGracePeriodHolds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons, err := fixture.Build(ctx, env.Client, fixture.Spec{Prefix: fmt.Sprintf("g%d", seq.Add(1)), Providers: 1, PodsPerProvider: 3})
+	g.Expect(err).NotTo(HaveOccurred())
+	p := cons.Providers[0]
+	g.Expect(fixture.Kill(ctx, env.Client, p)).To(Succeed())
+	g.Expect(fixture.Terminate(ctx, env.Client, p)).To(Succeed())
+	stop, err := env.StartJanitor(janitor.Options{GracePeriod: 30 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { NewWithT(t).Expect(stop()).To(Succeed()) })
+
+	forged := time.Now().Add(-59 * time.Second).UTC().Format(time.RFC3339)
+	before := time.Now().Add(-time.Second).Truncate(time.Second)
+	g.Expect(fixture.Mark(ctx, alice, p, liqoapi.MarkedByAnnotation, markerUser, liqoapi.MarkedAtAnnotation, forged)).To(Succeed())
+	at, err := time.Parse(time.RFC3339, get(t, p.ForeignCluster).Annotations[liqoapi.MarkedAtAnnotation])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(at).To(BeTemporally(">=", before), "marked-at is the webhook's, not the request's %s", forged)
+
+	g.Eventually(func() []string { return waitingEvents(t, p.ForeignCluster.Name) }).WithTimeout(30*time.Second).
+		Should(ContainElement(ContainSubstring("releasing starts in")), "the janitor waits out its grace period")
+	rs, pod := &authv1beta1.ResourceSlice{}, &corev1.Pod{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p.ResourceSlice), rs)).To(Succeed())
+	g.Expect(rs.Finalizers).To(ContainElement(liqoapi.ReplicatorFinalizer), "nothing released yet")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p.Pods[0]), pod)).To(Succeed())
+	g.Expect(pod.DeletionGracePeriodSeconds).To(HaveValue(BeNumerically("==", 30)), "no pod force-deleted yet")
+}
+
+func waitingEvents(t *testing.T, fcName string) []string {
+	t.Helper()
+	var evs eventsv1.EventList
+	NewWithT(t).Expect(env.Client.List(t.Context(), &evs)).To(Succeed())
+	var msgs []string
+	for _, e := range evs.Items {
+		if e.Regarding.Kind == "ForeignCluster" && e.Regarding.Name == fcName && e.Reason == "Waiting" {
+			msgs = append(msgs, e.Note)
+		}
+	}
+	return msgs
+}
+
+// TestMarkingADuplicateOfALiveClusterIsDenied: a second ForeignCluster with a live provider's cluster ID
+// has no APIServerStatus (Liqo probes only one per cluster ID), so it passes the reachability veto; rule 9
+// refuses to mark it, and names the other one.
+func TestMarkingADuplicateOfALiveClusterIsDenied(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	live := newProvider(t, liqov1beta1.ConditionStatusEstablished, time.Hour)
+	dup := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: live.Name + "-copy"},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: live.Spec.ClusterID}}
+	g.Expect(env.Client.Create(ctx, dup)).To(Succeed())
+
+	err := fixture.Annotate(ctx, alice, dup, markAndConfirm(dup))
+	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", dup,
+		"ForeignCluster "+live.Name+" has the same cluster ID", "kubectl get foreignclusters -o custom-columns")
+	g.Expect(get(t, dup).Annotations).NotTo(HaveKey(liqoapi.MarkAnnotation))
+
+	// once the stray one is gone, the real one may be marked (when it is unreachable)
+	g.Expect(env.Client.Delete(ctx, dup)).To(Succeed())
+	setAPIServerStatus(t, get(t, live), liqov1beta1.ConditionStatusError, time.Hour)
+	g.Expect(fixture.Annotate(ctx, alice, live, markAndConfirm(live))).To(Succeed())
+}
+
+// TestUnpausingAMarkedClusterIsBreakGlass: anyone who may update a ForeignCluster may pause the janitor on
+// it; resuming it on a marked cluster resumes irreversible releases and needs the break-glass verb.
+func TestUnpausingAMarkedClusterIsBreakGlass(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, bob, fc, map[string]*string{liqoapi.PausedAnnotation: s("true")})).To(Succeed(), "bob may pause")
+
+	for _, unpause := range []*string{nil, s("false")} {
+		err := fixture.Annotate(ctx, bob, fc, map[string]*string{liqoapi.PausedAnnotation: unpause})
+		expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
+			`user "bob" may not unpause it`, "kubectl create clusterrolebinding mark-unreachable-bob")
+	}
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.PausedAnnotation, "true"), "still paused")
+
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.PausedAnnotation: nil})).To(Succeed(), "alice holds the verb")
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqoapi.PausedAnnotation))
+
+	// on a cluster that is not marked, pausing and unpausing are nobody's business
+	other := newProvider(t, "", 0)
+	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqoapi.PausedAnnotation: s("true")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqoapi.PausedAnnotation: nil})).To(Succeed())
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -68,6 +69,19 @@ func msgLocalUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
 		describe(fc), err, liqoapi.ClusterIDConfigMapNameLabel, liqoapi.ClusterIDConfigMapNameValue)
 }
 
+func msgDuplicate(fc *liqov1beta1.ForeignCluster, others []string) string {
+	return fmt.Sprintf("%s: ForeignCluster %s has the same cluster ID; Liqo probes only one ForeignCluster per cluster ID, "+
+		"so this one's reachability cannot be trusted and marking it could condemn a live provider; find the stray one with: "+
+		"kubectl get foreignclusters -o custom-columns=NAME:.metadata.name,CLUSTERID:.spec.clusterID, delete it "+
+		"(kubectl delete foreigncluster NAME), then mark the one Liqo uses",
+		describe(fc), strings.Join(others, ", "))
+}
+
+func msgDuplicatesUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
+	return fmt.Sprintf("%s: the mark is refused because liqo-janitor cannot list ForeignClusters to rule out a second one with "+
+		"the same cluster ID (%v); nothing was changed, retry", describe(fc), err)
+}
+
 func msgReachable(fc *liqov1beta1.ForeignCluster, cond *liqov1beta1.Condition) string {
 	return fmt.Sprintf("%s: Liqo reports the provider's API server as reachable (APIServerStatus %s since %s): a cluster that "+
 		"answers is not dead; if it is really gone, wait until Liqo reports it unreachable and retry; see: "+
@@ -107,8 +121,11 @@ func msgPermissionUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
 
 func msgPermissionDenied(fc *liqov1beta1.ForeignCluster, user string, t Transition, reason string) string {
 	action := "mark it permanently unreachable"
-	if t == Unmarking {
+	switch t {
+	case Unmarking:
 		action = "remove its permanently-unreachable mark"
+	case StaysMarked:
+		action = fmt.Sprintf("unpause it (remove %s): that resumes irreversible releases", liqoapi.PausedAnnotation)
 	}
 	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+
 		"a cluster admin can grant it with: kubectl create clusterrolebinding %s --clusterrole=%s --user=%s",

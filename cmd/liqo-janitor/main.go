@@ -204,6 +204,7 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 	gate := &webhook.Gate{
 		Client:        mgr.GetClient(),
 		Reader:        mgr.GetCache(),
+		APIReader:     mgr.GetAPIReader(),
 		LiqoNamespace: o.liqoNamespace,
 		Options:       webhook.Options{MinUnreachable: o.minUnreachable},
 	}

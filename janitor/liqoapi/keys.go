@@ -52,6 +52,12 @@ const (
 	// ReplicationLabel marks our own replicated copies (ResourceSlice, NamespaceMap, Renew): "true" on the
 	// consumer's objects, "false" on the copies a peer replicated to us.
 	ReplicationLabel = consts.ReplicationRequestedLabel
+	// RemoteIDLabel is where the crdReplicator sends a replicated object (internal/crdReplicator/reflection,
+	// LocalResourcesLabelSelector: replication=true and this label present); it routes on this label alone.
+	RemoteIDLabel = consts.ReplicationDestinationLabel
+	// SchedulingLabel on a namespace lets its pods be scheduled on virtual nodes; Liqo's NamespaceOffloading
+	// deletion removes it first, and Liqo's pod webhook matches on it.
+	SchedulingLabel = consts.SchedulingLiqoLabel
 	// NodeTypeLabel and VirtualNodeType identify Liqo virtual Nodes.
 	NodeTypeLabel = consts.TypeLabel
 	// VirtualNodeType is the value of NodeTypeLabel on virtual Nodes.

@@ -103,7 +103,8 @@ func (e *Env) StartGate(liqoNamespace string, opts webhook.Options) error {
 	if err != nil {
 		return err
 	}
-	gate := &webhook.Gate{Client: mgr.GetClient(), Reader: mgr.GetCache(), LiqoNamespace: liqoNamespace, Options: opts}
+	gate := &webhook.Gate{Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
+		LiqoNamespace: liqoNamespace, Options: opts}
 	if err := gate.SetupWithManager(mgr); err != nil {
 		return err
 	}

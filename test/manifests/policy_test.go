@@ -11,12 +11,16 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // annotate merge-patches annotations as `kubectl annotate` does; a nil value removes the key.
@@ -128,4 +132,85 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 	got := &liqov1beta1.ForeignCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
 	g.Expect(got.Annotations).To(Equal(map[string]string{"example.com/owner": "team-b", liqoapi.ConfirmAnnotation: id}))
+}
+
+// TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate: with the webhook absent, the policy asks the API
+// server's authorizer for verb mark-unreachable when a request sets or removes the mark, or unpauses a
+// marked cluster. bob may update ForeignClusters; alice may, and holds the verb.
+func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	b := kustomize(t, policyDir)
+	t.Cleanup(func() { deleteAll(b) })
+	g.Expect(apply(t, b)).To(BeEmpty())
+
+	const editor, marker = "policy-editor", "policy-marker"
+	roles := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: editor}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"}, Verbs: []string{"get", "update", "patch"}}}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: marker}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"}, Verbs: []string{"mark-unreachable"}}}},
+		harness.ClusterRoleBinding(editor, editor, "alice", "bob"),
+		harness.ClusterRoleBinding(marker, marker, "alice"),
+	}
+	for _, o := range roles {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	as := func(user string) client.Client {
+		c, err := env.NewClient(func(c *rest.Config) { c.Impersonate.UserName = user })
+		g.Expect(err).NotTo(HaveOccurred())
+		return c
+	}
+	alice, bob := as("alice"), as("bob")
+
+	const id = "provider-z"
+	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: id}}
+	g.Expect(env.Client.Create(ctx, fc)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), fc) })
+	confirmedMark := map[string]*string{liqoapi.ConfirmAnnotation: s(id), liqoapi.MarkAnnotation: s("true")}
+
+	// wait until the new policy is enforced (dry-run, so an early success changes nothing)
+	g.Eventually(func(g Gomega) {
+		expectPolicyForbidden(g, fixture.Annotate(ctx, bob, fc, confirmedMark, client.DryRunAll), `user "bob" may not mark it`)
+	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+
+	steps := []struct {
+		name        string
+		by          client.Client
+		annotations map[string]*string
+		refused     string // a fragment of the refusal; "" means allowed
+	}{
+		{"bob may not set a confirmed mark", bob, confirmedMark, `user "bob" may not mark it permanently unreachable`},
+		{"alice may", alice, confirmedMark, ""},
+		{"bob may pause the janitor", bob, map[string]*string{liqoapi.PausedAnnotation: s("true")}, ""},
+		{"bob may not unpause it", bob, map[string]*string{liqoapi.PausedAnnotation: nil}, `user "bob" may not unpause it`},
+		{"alice may", alice, map[string]*string{liqoapi.PausedAnnotation: nil}, ""},
+		{"bob may not remove the mark", bob, map[string]*string{liqoapi.MarkAnnotation: nil}, `user "bob" may not remove its permanently-unreachable mark`},
+		{"alice may", alice, map[string]*string{liqoapi.MarkAnnotation: nil}, ""},
+		{"on an unmarked cluster bob may pause and unpause", bob, map[string]*string{liqoapi.PausedAnnotation: s("true")}, ""},
+		{"and unpause", bob, map[string]*string{liqoapi.PausedAnnotation: nil}, ""},
+	}
+	for _, step := range steps {
+		err := fixture.Annotate(ctx, step.by, fc, step.annotations)
+		if step.refused == "" {
+			g.Expect(err).NotTo(HaveOccurred(), step.name)
+			continue
+		}
+		expectPolicyForbidden(g, err, step.refused, "--clusterrole=liqo-janitor:mark-unreachable --user=bob")
+	}
+	got := &liqov1beta1.ForeignCluster{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
+	g.Expect(got.Annotations).To(Equal(map[string]string{liqoapi.ConfirmAnnotation: id}))
+}
+
+// expectPolicyForbidden asserts a 403 from the policy's break-glass check, with each fragment.
+func expectPolicyForbidden(g Gomega, err error, fragments ...string) {
+	var status *apierrors.StatusError
+	g.Expect(errors.As(err, &status)).To(BeTrue(), "want a denial, got %v", err)
+	g.Expect(status.ErrStatus.Code).To(Equal(int32(http.StatusForbidden)), "message: %s", status.ErrStatus.Message)
+	g.Expect(status.ErrStatus.Message).To(ContainSubstring("ValidatingAdmissionPolicy '" + policyName + "'"))
+	for _, f := range fragments {
+		g.Expect(status.ErrStatus.Message).To(ContainSubstring(f))
+	}
 }
