@@ -198,7 +198,7 @@ func TestAssessClusterID(t *testing.T) {
 				dup("y", "y", nil, "")},
 			want: WaitReachable, deadIDs: map[string]bool{"y": false}},
 		"other cluster IDs do not matter": {
-			fcs: []liqov1beta1.ForeignCluster{dup("x", "x", confirmed("x"), ""), dup("z", "z", nil, "")},
+			fcs:  []liqov1beta1.ForeignCluster{dup("x", "x", confirmed("x"), ""), dup("z", "z", nil, "")},
 			want: NotWaiting, deadIDs: map[string]bool{"x": true, "z": false}},
 	}
 	for name, tc := range tests {

@@ -83,7 +83,7 @@ func TestNamespaceOffloadingIsKeptWhileADeadNamespaceMapStillDesiresTheNamespace
 
 	startJanitor(t, janitor.Options{})
 	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
-	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30*time.Second).Should(Equal("namespaceoffloadings 0/1, waiting for Liqo: " + ns))
+	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30 * time.Second).Should(Equal("namespaceoffloadings 0/1, waiting for Liqo: " + ns))
 	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", p.ForeignCluster.Name, "WaitingForLiqo") }).
 		Should(ContainElement(ContainSubstring(fmt.Sprintf("NamespaceMap %s/%s (cluster %s) still lists namespace %s", p.TenantNS, p.NamespaceMap.Name, p.ID, ns))))
 	g.Expect(get(t, nso).Finalizers).To(ConsistOf(liqoapi.NamespaceOffloadingFinalizer))

@@ -125,7 +125,7 @@ func msgPermissionDenied(fc *liqov1beta1.ForeignCluster, user string, t Transiti
 	case Unmarking:
 		action = "remove its permanently-unreachable mark"
 	case StaysMarked:
-		action = fmt.Sprintf("unpause it (remove %s): that resumes irreversible releases", liqoapi.PausedAnnotation)
+		action = fmt.Sprintf("unpause it (remove %s), which resumes irreversible releases", liqoapi.PausedAnnotation)
 	}
 	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+
 		"a cluster admin can grant it with: kubectl create clusterrolebinding %s --clusterrole=%s --user=%s",
