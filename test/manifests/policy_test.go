@@ -35,12 +35,21 @@ func annotate(ctx context.Context, name string, kv map[string]*string, opts ...c
 
 func s(v string) *string { return &v }
 
-// expectPolicyDenied asserts that the API server itself refused the request through the policy, with a
-// message carrying each fragment.
+// expectPolicyDenied asserts that the API server itself refused the request through the policy as
+// invalid (422), with a message carrying each fragment.
 func expectPolicyDenied(g Gomega, err error, fragments ...string) {
+	expectPolicyRefused(g, err, http.StatusUnprocessableEntity, fragments...)
+}
+
+// expectPolicyForbidden asserts a refusal by the policy's break-glass check (403), with each fragment.
+func expectPolicyForbidden(g Gomega, err error, fragments ...string) {
+	expectPolicyRefused(g, err, http.StatusForbidden, fragments...)
+}
+
+func expectPolicyRefused(g Gomega, err error, code int32, fragments ...string) {
 	var status *apierrors.StatusError
 	g.Expect(errors.As(err, &status)).To(BeTrue(), "want a denial, got %v", err)
-	g.Expect(status.ErrStatus.Code).To(Equal(int32(http.StatusUnprocessableEntity)), "message: %s", status.ErrStatus.Message)
+	g.Expect(status.ErrStatus.Code).To(Equal(code), "message: %s", status.ErrStatus.Message)
 	g.Expect(status.ErrStatus.Message).To(ContainSubstring("ValidatingAdmissionPolicy '" + policyName + "'"))
 	for _, f := range fragments {
 		g.Expect(status.ErrStatus.Message).To(ContainSubstring(f))
@@ -202,15 +211,4 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 	got := &liqov1beta1.ForeignCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
 	g.Expect(got.Annotations).To(Equal(map[string]string{liqoapi.ConfirmAnnotation: id}))
-}
-
-// expectPolicyForbidden asserts a 403 from the policy's break-glass check, with each fragment.
-func expectPolicyForbidden(g Gomega, err error, fragments ...string) {
-	var status *apierrors.StatusError
-	g.Expect(errors.As(err, &status)).To(BeTrue(), "want a denial, got %v", err)
-	g.Expect(status.ErrStatus.Code).To(Equal(int32(http.StatusForbidden)), "message: %s", status.ErrStatus.Message)
-	g.Expect(status.ErrStatus.Message).To(ContainSubstring("ValidatingAdmissionPolicy '" + policyName + "'"))
-	for _, f := range fragments {
-		g.Expect(status.ErrStatus.Message).To(ContainSubstring(f))
-	}
 }
