@@ -84,7 +84,7 @@ func apiServerEstablished(fc *liqov1beta1.ForeignCluster) bool {
 // FirstSeen tells when the janitor first saw a ForeignCluster's mark (the grace period's fallback start).
 type FirstSeen func(*liqov1beta1.ForeignCluster) time.Time
 
-// AssessClusterID decides for the ForeignCluster named name, out of every ForeignCluster fcs, whether its
+// AssessClusterID (janitor rule 1) decides for the ForeignCluster named name, out of every ForeignCluster fcs, whether its
 // cluster ID is dead: it is itself dead (Assess), and so is every other ForeignCluster with the same
 // spec.clusterID. Liqo probes only one ForeignCluster per cluster ID (GetForeignClusterByID in
 // pkg/utils/foreigncluster/getters.go, Liqo v1.0 to v1.2), so a marked duplicate of a live provider has no

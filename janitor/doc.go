@@ -2,4 +2,30 @@
 // confirmed and still valid, releases exactly the objects a dead provider leaves stuck: it force-deletes
 // the terminating pods on the cluster's virtual nodes and removes the Liqo finalizers that can never be
 // satisfied, and writes nothing for a live cluster or an object that is not being deleted.
+//
+// # The janitor's rules
+//
+// The code cites them by number.
+//
+//  1. Dead by cluster ID: a cluster ID is dead when every ForeignCluster naming it is marked "true",
+//     confirmed, not Established, not paused, and marked longer ago than --grace-period (marked-at, or the
+//     janitor's first sight of the mark) — re-read from the API server before every batch of writes. One
+//     ForeignCluster that is not keeps the cluster ID alive (AssessClusterID).
+//  2. Marked but not dead: nothing of the cluster is written, its ForeignCluster included; an Event may
+//     say why it waits.
+//  3. Trust: an object is tied to a cluster only through what the consumer's own Liqo controllers write.
+//     A Node is the cluster's when its labels say so and a VirtualNode of the same name has that
+//     spec.clusterID (the provider writes the Node's labels, the consumer the VirtualNode).
+//  4. Targets (targets.go): terminating pods on the cluster's virtual nodes, and every pod of a Node whose
+//     VirtualNode is being deleted (but DaemonSet and mirror pods), are force-deleted; terminating
+//     ResourceSlices, NamespaceMaps and Renews routed to the cluster lose crdreplicator.liqo.io/resource;
+//     terminating NamespaceOffloadings lose their finalizer only after Liqo's own deletion did its local
+//     part (offloading.go); opt-in, the control-plane identity Secret loses crdreplicator.liqo.io/operator.
+//  5. Only finalizers of the allow-list are removed, with JSON patches that test the object's UID and the
+//     exact entry; pods are deleted with grace 0 and a UID precondition; a pod's finalizers are never
+//     stripped.
+//  6. Nothing that is not being deleted is written, but the pods of rule 4's VirtualNode.
+//  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling.
+//  8. Every action is visible: events (quoting the operator's reason), the cleanup annotation, metrics,
+//     logs; --dry-run writes nothing but events and logs.
 package janitor

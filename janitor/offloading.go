@@ -108,7 +108,7 @@ func mentions(nso *offloadingv1beta1.NamespaceOffloading, cluster string, maps [
 	return false
 }
 
-// offloadingWaitsFor is the NamespaceOffloading rule (design.md, the target table). It returns what the
+// offloadingWaitsFor is the NamespaceOffloading rule (janitor rule 4). It returns what the
 // NamespaceOffloading still waits for, or "" when the finalizer may go: Liqo has removed the namespace's
 // scheduling label (labelled is false) and every NamespaceMap's desiredMapping entry for the namespace —
 // dead clusters' NamespaceMaps included, since Liqo's step 2 patches those too — and every remaining

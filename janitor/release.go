@@ -32,7 +32,7 @@ const (
 // maxAttempts bounds the re-read-and-retry loop when the finalizer list changes under the janitor.
 const maxAttempts = 5
 
-// removeFinalizer removes finalizer from obj — only if obj is being deleted — with a JSON patch that
+// removeFinalizer (janitor rule 5) removes finalizer from obj — only if obj is being deleted — with a JSON patch that
 // tests the object's UID and the exact list entry before removing it, so a concurrent writer's entries are
 // never lost, the list is never replaced wholesale, and a re-created object of the same name is never
 // touched. When a test fails (the list moved), it re-reads the object from the API server and tries again

@@ -106,7 +106,7 @@ func (r *Reconciler) targets() []target {
 	return ts
 }
 
-// listPods returns the pods the janitor may force-delete on the cluster's virtual nodes: the terminating
+// listPods (janitor rules 4 and 6) returns the pods the janitor may force-delete on the cluster's virtual nodes: the terminating
 // ones, and on a virtual node whose VirtualNode is itself being deleted, every pod but DaemonSet and mirror
 // pods, terminating or not — what Liqo ≥ v1.1's drain does for a dead cluster
 // (pkg/liqo-controller-manager/offloading/virtualnode-controller/drain.go drainNode, forcePodsDeletion; v1.2
@@ -139,7 +139,7 @@ func (r *Reconciler) listPods(ctx context.Context, s *scope) ([]client.Object, e
 	return pods, nil
 }
 
-// virtualNodesOf returns the Nodes that belong to the cluster, and for each whether its VirtualNode is
+// virtualNodesOf (janitor rule 3) returns the Nodes that belong to the cluster, and for each whether its VirtualNode is
 // being deleted. A Node belongs to clusterID only when its labels say so (liqo.io/type=virtual-node,
 // liqo.io/remote-cluster-id) and a VirtualNode of the same name has spec.clusterID clusterID — the pair
 // Liqo's own GetNodeFromVirtualNode (pkg/utils/getters/k8sGetters.go) uses. The labels alone are not

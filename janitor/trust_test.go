@@ -18,8 +18,8 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 )
 
-// The janitor's trust boundaries and its rule to never get ahead of Liqo (design.md, "The janitor:
-// rules"), each against the real API server.
+// The janitor's trust boundaries and its rule to never get ahead of Liqo (the rules in the package
+// documentation, janitor/doc.go), each against the real API server.
 
 func mergePatch(format string, args ...any) client.Patch {
 	return client.RawPatch(types.MergePatchType, fmt.Appendf(nil, format, args...))

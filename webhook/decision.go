@@ -119,7 +119,7 @@ var (
 	conditionsPath  = field.NewPath("status", "conditions")
 )
 
-// Decide applies the gate's rules (design.md, "The gate: rules") to a request that creates or updates a
+// Decide applies the gate's rules (the package documentation) to a request that creates or updates a
 // ForeignCluster.
 func Decide(r *Review, opts Options) Verdict {
 	var v Verdict
