@@ -16,9 +16,9 @@ var (
 		Name: "liqo_janitor_blocked_objects",
 		Help: "Objects of dead clusters that stay because of finalizers the janitor does not own, by kind, as of the last pass.",
 	}, []string{"kind"})
-	refusalsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "liqo_janitor_refusals_total",
-		Help: "Passes over marked ForeignClusters in which the janitor wrote nothing, by reason.",
+	waitsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "liqo_janitor_waits_total",
+		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, Reachable, Paused, GracePeriod, Duplicate).",
 	}, []string{"reason"})
 	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "liqo_janitor_cleanup_duration_seconds",
@@ -36,5 +36,5 @@ const (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, refusalsTotal, cleanupDuration)
+	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, waitsTotal, cleanupDuration)
 }

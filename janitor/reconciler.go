@@ -140,7 +140,7 @@ func (r *Reconciler) firstSeen(fc *liqov1beta1.ForeignCluster) time.Time {
 
 // wait records why a marked cluster is left alone, and comes back when its grace period ends.
 func (r *Reconciler) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l Liveness) ctrl.Result {
-	refusalsTotal.WithLabelValues(string(l.Wait)).Inc()
+	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
 	r.pods.retain(fc.Name, nil)
 	m := r.memoryOf(fc)
 	r.mu.Lock()

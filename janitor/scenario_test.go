@@ -161,16 +161,16 @@ func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
 		Should(BeNumerically("<=", 290), "releasing has begun")
 
 	reachable := map[string]string{"reason": string(janitor.WaitReachable)}
-	seen := counter("liqo_janitor_refusals_total", reachable)
+	seen := counter("liqo_janitor_waits_total", reachable)
 	g.Expect(fixture.Revive(ctx, env.Client, p)).To(Succeed())
-	g.Eventually(func() float64 { return counter("liqo_janitor_refusals_total", reachable) }).Should(BeNumerically(">", seen),
+	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", reachable) }).Should(BeNumerically(">", seen),
 		"a pass saw the provider answering")
 	left := podsLeft(ctx, p)
 	g.Expect(left).To(BeNumerically(">", 0), "it stopped before the end")
 
-	seen = counter("liqo_janitor_refusals_total", reachable)
+	seen = counter("liqo_janitor_waits_total", reachable)
 	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{"example.com/poke": ptr.To("1")})).To(Succeed())
-	g.Eventually(func() float64 { return counter("liqo_janitor_refusals_total", reachable) }).Should(BeNumerically(">", seen))
+	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", reachable) }).Should(BeNumerically(">", seen))
 	g.Expect(podsLeft(ctx, p)).To(Equal(left), "nothing more is written while the provider answers")
 	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("CleanupStopped"))
 }
@@ -200,11 +200,11 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	p := cons.Providers[0]
 	kill(t, p)
 	paused := map[string]string{"reason": string(janitor.WaitPaused)}
-	seen := counter("liqo_janitor_refusals_total", paused)
+	seen := counter("liqo_janitor_waits_total", paused)
 	startJanitor(t, janitor.Options{})
 	g.Expect(fixture.Mark(ctx, env.Client, p, liqoapi.PausedAnnotation, "true")).To(Succeed())
 	before := rvs(t, append(p.Objects(), p.ForeignCluster)...)
-	g.Eventually(func() float64 { return counter("liqo_janitor_refusals_total", paused) }).Should(BeNumerically(">", seen))
+	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", paused) }).Should(BeNumerically(">", seen))
 	g.Expect(rvs(t, append(p.Objects(), p.ForeignCluster)...)).To(Equal(before))
 	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("Waiting"))
 

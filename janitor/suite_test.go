@@ -14,7 +14,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
@@ -94,33 +93,8 @@ func cleanupAnnotation(t *testing.T, p *fixture.Provider) func() string {
 	}
 }
 
-// counter reads a counter of the controller-runtime registry (the janitor's metrics).
-func counter(name string, labels map[string]string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		return -1
-	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue metrics
-				}
-			}
-			if m.GetCounter() != nil {
-				total += m.GetCounter().GetValue()
-			} else if m.GetGauge() != nil {
-				total += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return total
-}
+// counter reads a counter or gauge of the janitor's metrics.
+func counter(name string, labels map[string]string) float64 { return harness.Metric(name, labels) }
 
 // events lists every event.
 func events(t *testing.T) []eventsv1.Event {

@@ -111,10 +111,10 @@ func TestADuplicateForeignClusterNeverCondemnsALiveProvider(t *testing.T) {
 	before := rvs(t, append(live.Objects(), live.ForeignCluster)...)
 
 	duplicate := map[string]string{"reason": string(janitor.WaitDuplicate)}
-	seen := counter("liqo_janitor_refusals_total", duplicate)
+	seen := counter("liqo_janitor_waits_total", duplicate)
 	startJanitor(t, janitor.Options{})
 	g.Expect(fixture.MarkCluster(ctx, env.Client, dup)).To(Succeed())
-	g.Eventually(func() float64 { return counter("liqo_janitor_refusals_total", duplicate) }).WithTimeout(30*time.Second).
+	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", duplicate) }).WithTimeout(30*time.Second).
 		Should(BeNumerically(">", seen), "a pass saw the live duplicate")
 	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", dup.Name, "Waiting") }).
 		Should(ContainElement(ContainSubstring("ForeignCluster " + live.ForeignCluster.Name + " has the same cluster ID")))

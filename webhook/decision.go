@@ -106,6 +106,34 @@ type Verdict struct {
 	Warnings []string
 	// unauthorized marks a denial for lack of the break-glass permission (HTTP 403, not 422).
 	unauthorized bool
+	// Reason names the first rule that refused the request, or what an allowed request did: one of the
+	// Reason* values (the reason label of liqo_janitor_gate_decisions_total).
+	Reason string
+}
+
+// Reasons of a verdict: a bounded set, one per refusing check, plus what an allowed request did.
+const (
+	ReasonMarkValue    = "MarkValue"
+	ReasonConfirmation = "Confirmation"
+	ReasonLocalCluster = "LocalCluster"
+	ReasonDuplicate    = "Duplicate"
+	ReasonReachable    = "Reachable"
+	ReasonNotStamped   = "NotStamped"
+	ReasonPermission   = "Permission"
+	ReasonImmutable    = "Immutable"
+	ReasonStamps       = "StampsWithoutMark"
+	ReasonMarked       = "Marked"
+	ReasonUnmarked     = "Unmarked"
+	ReasonUnpaused     = "Unpaused"
+	ReasonOther        = "Other"
+)
+
+// deny adds errs to the verdict, naming reason if they are the first.
+func (v *Verdict) deny(reason string, errs field.ErrorList) {
+	if len(errs) > 0 && v.Reason == "" {
+		v.Reason = reason
+	}
+	v.Errors = append(v.Errors, errs...)
 }
 
 // Allowed reports whether the request may proceed.
@@ -123,29 +151,36 @@ var (
 // ForeignCluster.
 func Decide(r *Review, opts Options) Verdict {
 	var v Verdict
-	v.Errors = append(v.Errors, checkMarkValue(r)...)
+	v.deny(ReasonMarkValue, checkMarkValue(r))
 	t := TransitionOf(r.Old, r.New)
+	allowed := ReasonOther
 	switch t {
 	case Marking:
-		v.Errors = append(v.Errors, checkConfirmation(r, true)...)
-		v.Errors = append(v.Errors, checkNotLocal(r)...)
-		v.Errors = append(v.Errors, checkNoDuplicate(r)...)
-		v.Errors = append(v.Errors, checkUnreachable(r, opts)...)
-		v.Errors = append(v.Errors, checkStamped(r)...)
+		v.deny(ReasonConfirmation, checkConfirmation(r, true))
+		v.deny(ReasonLocalCluster, checkNotLocal(r))
+		v.deny(ReasonDuplicate, checkNoDuplicate(r))
+		v.deny(ReasonReachable, checkUnreachable(r, opts))
+		v.deny(ReasonNotStamped, checkStamped(r))
 		v.checkPermission(r, t)
+		allowed = ReasonMarked
 	case Unmarking:
 		v.checkPermission(r, t)
 		if v.Allowed() {
 			v.Warnings = append(v.Warnings, warnUnmarked(r.New))
 		}
+		allowed = ReasonUnmarked
 	case StaysMarked:
-		v.Errors = append(v.Errors, checkImmutable(r)...)
+		v.deny(ReasonImmutable, checkImmutable(r))
 		if Unpauses(r.Old, r.New) {
 			v.checkPermission(r, t)
+			allowed = ReasonUnpaused
 		}
 	case NotMarked:
-		v.Errors = append(v.Errors, checkConfirmation(r, false)...)
-		v.Errors = append(v.Errors, checkNoStampsWithoutMark(r)...)
+		v.deny(ReasonConfirmation, checkConfirmation(r, false))
+		v.deny(ReasonStamps, checkNoStampsWithoutMark(r))
+	}
+	if v.Allowed() {
+		v.Reason = allowed
 	}
 	return v
 }
@@ -265,9 +300,9 @@ func checkNoStampsWithoutMark(r *Review) field.ErrorList {
 func (v *Verdict) checkPermission(r *Review, t Transition) {
 	switch {
 	case r.Permission.Err != nil:
-		v.Errors = append(v.Errors, field.Forbidden(markPath, msgPermissionUnknown(r.New, r.Permission.Err)))
+		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionUnknown(r.New, r.Permission.Err))})
 	case !r.Permission.Allowed:
-		v.Errors = append(v.Errors, field.Forbidden(markPath, msgPermissionDenied(r.New, r.User.Username, t, r.Permission.Reason)))
+		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionDenied(r.New, r.User.Username, t, r.Permission.Reason))})
 	default:
 		return
 	}

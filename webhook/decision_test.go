@@ -385,3 +385,32 @@ func TestStampThenDecide(t *testing.T) {
 		t.Fatalf("stamped marking denied: %v", v.Errors)
 	}
 }
+
+// TestDecisionReasons: every verdict names the first rule that refused it, or what an allowed request did
+// (the reason label of liqo_janitor_gate_decisions_total).
+func TestDecisionReasons(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		review Review
+		want   string
+	}{
+		"an allowed marking":      {Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: permitted}, ReasonMarked},
+		"an allowed unmarking":    {Review{Old: fc(id, marked, down), New: fc(id, nil, down), Permission: permitted}, ReasonUnmarked},
+		"an allowed unpausing":    {Review{Old: fc(id, with(marked, liqoapi.PausedAnnotation, "true"), down), New: fc(id, marked, down), Permission: permitted}, ReasonUnpaused},
+		"an unrelated change":     {Review{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))}, ReasonOther},
+		"the first refusing rule": {Review{Old: fc(id, nil, down), New: fc(id, without(marked, liqoapi.ConfirmAnnotation), down)}, ReasonConfirmation},
+		"a duplicate":             {Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted, Duplicates: []string{"x"}}, ReasonDuplicate},
+		"no permission":           {Review{Old: fc(id, confirmed, down), New: fc(id, marked, down)}, ReasonPermission},
+		"a frozen stamp":          {Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqoapi.MarkedByAnnotation, "mallory"), down)}, ReasonImmutable},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := tc.review
+			r.User, r.Now = alice, now
+			if v := Decide(&r, opts); v.Reason != tc.want {
+				t.Errorf("Reason = %q, want %q (errors: %v)", v.Reason, tc.want, v.Errors)
+			}
+		})
+	}
+}

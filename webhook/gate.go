@@ -150,6 +150,7 @@ func (g *Gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		r.Permission = g.checkPermission(ctx, fc, req.UserInfo)
 	}
 	v := Decide(r, g.Options)
+	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(fc)
 }
 

@@ -428,9 +428,12 @@ func TestMarkingADuplicateOfALiveClusterIsDenied(t *testing.T) {
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: live.Spec.ClusterID}}
 	g.Expect(env.Client.Create(ctx, dup)).To(Succeed())
 
+	deniedDuplicate := map[string]string{"operation": "UPDATE", "result": "denied", "reason": webhook.ReasonDuplicate}
+	seen := harness.Metric("liqo_janitor_gate_decisions_total", deniedDuplicate)
 	err := fixture.Annotate(ctx, alice, dup, markAndConfirm(dup))
 	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", dup,
 		"ForeignCluster "+live.Name+" has the same cluster ID", "kubectl get foreignclusters -o custom-columns")
+	g.Expect(harness.Metric("liqo_janitor_gate_decisions_total", deniedDuplicate)).To(Equal(seen+1), "the decision is counted")
 	g.Expect(get(t, dup).Annotations).NotTo(HaveKey(liqoapi.MarkAnnotation))
 
 	// once the stray one is gone, the real one may be marked (when it is unreachable)
