@@ -5,7 +5,7 @@ import (
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // WaitReason says why a marked cluster is not (yet) dead for the janitor; it is the "reason" label of
@@ -50,35 +50,24 @@ func (l Liveness) Dead() bool { return l.Wait == NotWaiting }
 // spec.clusterID, APIServerStatus is not Established, the cluster is not paused, and the mark (marked-at,
 // or firstSeen when marked-at is absent or unreadable) is older than grace.
 func Assess(fc *liqov1beta1.ForeignCluster, firstSeen, now time.Time, grace time.Duration) Liveness {
-	ann := fc.Annotations
 	switch {
-	case !liqoapi.IsMarked(ann):
+	case !liqojanitor.IsMarked(fc.Annotations):
 		return Liveness{Wait: WaitNotMarked}
-	case ann[liqoapi.ConfirmAnnotation] != string(fc.Spec.ClusterID) || fc.Spec.ClusterID == "":
+	case !liqojanitor.Confirmed(fc):
 		return Liveness{Wait: WaitUnconfirmed}
-	case apiServerEstablished(fc):
+	case liqojanitor.Reachable(fc):
 		return Liveness{Wait: WaitReachable}
-	case ann[liqoapi.PausedAnnotation] == "true":
+	case liqojanitor.Paused(fc):
 		return Liveness{Wait: WaitPaused}
 	}
 	markedAt := firstSeen
-	if at, err := time.Parse(time.RFC3339, ann[liqoapi.MarkedAtAnnotation]); err == nil {
+	if at, ok := liqojanitor.MarkedAt(fc); ok {
 		markedAt = at
 	}
 	if left := markedAt.Add(grace).Sub(now); left > 0 {
 		return Liveness{Wait: WaitGracePeriod, MarkedAt: markedAt, GraceLeft: left}
 	}
 	return Liveness{MarkedAt: markedAt}
-}
-
-// apiServerEstablished reads the first APIServerStatus condition, as Liqo's own IsDead does.
-func apiServerEstablished(fc *liqov1beta1.ForeignCluster) bool {
-	for _, c := range fc.Status.Conditions {
-		if c.Type == liqov1beta1.APIServerStatusCondition {
-			return c.Status == liqov1beta1.ConditionStatusEstablished
-		}
-	}
-	return false
 }
 
 // FirstSeen tells when the janitor first saw a ForeignCluster's mark (the grace period's fallback start).
@@ -104,9 +93,8 @@ func AssessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen FirstSe
 	if !l.Dead() {
 		return self, l
 	}
-	for i := range fcs {
-		other := &fcs[i]
-		if other.Name != name && other.Spec.ClusterID == self.Spec.ClusterID && !Assess(other, seen(other), now, grace).Dead() {
+	for _, other := range liqojanitor.ForeignClustersOf(fcs, self.Spec.ClusterID) {
+		if other.Name != name && !Assess(other, seen(other), now, grace).Dead() {
 			return self, Liveness{Wait: WaitDuplicate, MarkedAt: l.MarkedAt, Duplicate: other.Name}
 		}
 	}

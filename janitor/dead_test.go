@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 var now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -28,8 +28,8 @@ func cluster(id string, ann map[string]string, status liqov1beta1.ConditionStatu
 }
 
 func marked(extra ...string) map[string]string {
-	m := map[string]string{liqoapi.MarkAnnotation: "true", liqoapi.ConfirmAnnotation: "x",
-		liqoapi.MarkedAtAnnotation: now.Add(-time.Minute).Format(time.RFC3339)}
+	m := map[string]string{liqojanitor.MarkAnnotation: "true", liqojanitor.ConfirmAnnotation: "x",
+		liqojanitor.MarkedAtAnnotation: now.Add(-time.Minute).Format(time.RFC3339)}
 	for i := 0; i+1 < len(extra); i += 2 {
 		m[extra[i]] = extra[i+1]
 	}
@@ -52,23 +52,23 @@ func TestAssess(t *testing.T) {
 		"no mark is not dead": {
 			fc: cluster("x", nil, liqov1beta1.ConditionStatusError), want: WaitNotMarked},
 		"a mark other than true is not dead": {
-			fc: cluster("x", marked(liqoapi.MarkAnnotation, "True"), ""), want: WaitNotMarked},
+			fc: cluster("x", marked(liqojanitor.MarkAnnotation, "True"), ""), want: WaitNotMarked},
 		"an unconfirmed mark is not dead": {
-			fc: cluster("x", marked(liqoapi.ConfirmAnnotation, ""), ""), want: WaitUnconfirmed},
+			fc: cluster("x", marked(liqojanitor.ConfirmAnnotation, ""), ""), want: WaitUnconfirmed},
 		"a confirmation naming another cluster is not dead": {
-			fc: cluster("x", marked(liqoapi.ConfirmAnnotation, "y"), ""), want: WaitUnconfirmed},
+			fc: cluster("x", marked(liqojanitor.ConfirmAnnotation, "y"), ""), want: WaitUnconfirmed},
 		"a cluster Liqo sees Established is not dead": {
 			fc: cluster("x", marked(), liqov1beta1.ConditionStatusEstablished), want: WaitReachable},
 		"a paused cluster is not dead": {
-			fc: cluster("x", marked(liqoapi.PausedAnnotation, "true"), ""), want: WaitPaused},
+			fc: cluster("x", marked(liqojanitor.PausedAnnotation, "true"), ""), want: WaitPaused},
 		"a mark younger than the grace period waits for the rest of it": {
-			fc:   cluster("x", marked(liqoapi.MarkedAtAnnotation, now.Add(-10*time.Second).Format(time.RFC3339)), ""),
+			fc:   cluster("x", marked(liqojanitor.MarkedAtAnnotation, now.Add(-10*time.Second).Format(time.RFC3339)), ""),
 			want: WaitGracePeriod, wantLeft: 20 * time.Second},
 		"without marked-at the grace period runs from first sight": {
-			fc: cluster("x", marked(liqoapi.MarkedAtAnnotation, ""), ""), firstSeen: now.Add(-5 * time.Second),
+			fc: cluster("x", marked(liqojanitor.MarkedAtAnnotation, ""), ""), firstSeen: now.Add(-5 * time.Second),
 			want: WaitGracePeriod, wantLeft: 25 * time.Second},
 		"an unreadable marked-at falls back to first sight": {
-			fc: cluster("x", marked(liqoapi.MarkedAtAnnotation, "yesterday"), ""), firstSeen: now.Add(-time.Hour), want: NotWaiting},
+			fc: cluster("x", marked(liqojanitor.MarkedAtAnnotation, "yesterday"), ""), firstSeen: now.Add(-time.Hour), want: NotWaiting},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestAssess(t *testing.T) {
 
 func nsMap(name, cluster string, desired ...string) offloadingv1beta1.NamespaceMap {
 	m := offloadingv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{liqoapi.RemoteClusterIDLabel: cluster}}}
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: cluster}}}
 	m.Spec.DesiredMapping = map[string]string{}
 	for _, ns := range desired {
 		m.Spec.DesiredMapping[ns] = ns + "-remote"
@@ -170,7 +170,7 @@ func TestAssessClusterID(t *testing.T) {
 		fc.Name = name
 		return *fc
 	}
-	confirmed := func(id string) map[string]string { return marked(liqoapi.ConfirmAnnotation, id) }
+	confirmed := func(id string) map[string]string { return marked(liqojanitor.ConfirmAnnotation, id) }
 	seen := func(*liqov1beta1.ForeignCluster) time.Time { return now.Add(-time.Hour) }
 	tests := map[string]struct {
 		fcs       []liqov1beta1.ForeignCluster
@@ -187,7 +187,7 @@ func TestAssessClusterID(t *testing.T) {
 			want: WaitDuplicate, duplicate: "live", deadIDs: map[string]bool{"live": false}},
 		"a paused duplicate keeps the cluster ID alive": {
 			fcs: []liqov1beta1.ForeignCluster{dup("x", "y", confirmed("y"), ""),
-				dup("y", "y", marked(liqoapi.ConfirmAnnotation, "y", liqoapi.PausedAnnotation, "true"), "")},
+				dup("y", "y", marked(liqojanitor.ConfirmAnnotation, "y", liqojanitor.PausedAnnotation, "true"), "")},
 			want: WaitDuplicate, duplicate: "y", deadIDs: map[string]bool{"y": false}},
 		"two dead ForeignClusters of one cluster ID: dead": {
 			fcs: []liqov1beta1.ForeignCluster{dup("x", "y", confirmed("y"), ""),

@@ -5,14 +5,14 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // listIdentitySecrets returns the dead cluster's terminating control-plane identity Secrets (opt-in,
 // --release-identity-secrets; read metadata-only through a cache narrowed to identity Secrets).
 func (r *Reconciler) listIdentitySecrets(ctx context.Context, s *scope) ([]client.Object, error) {
 	secrets, err := r.listMetadata(ctx, secretGVK, client.MatchingLabels{
-		liqoapi.RemoteClusterIDLabel: s.clusterID, liqoapi.IdentityTypeLabel: liqoapi.ControlPlaneIdentity,
+		liqojanitor.RemoteClusterIDLabel: s.clusterID, liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity,
 	})
 	return terminating(secrets), err
 }
@@ -31,5 +31,5 @@ func (r *Reconciler) releaseIdentitySecret(ctx context.Context, s *scope, secret
 			return waiting, nil
 		}
 	}
-	return removeFinalizer(ctx, r.Client, r.APIReader, secret, liqoapi.ReplicatorOperatorFinalizer, s.dryRun)
+	return removeFinalizer(ctx, r.Client, r.APIReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.dryRun)
 }

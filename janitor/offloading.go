@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // NamespaceOffloadings follow Liqo's own deletion, never get ahead of it. Liqo's deletionLogic
@@ -69,7 +69,7 @@ func (r *Reconciler) releaseOffloading(ctx context.Context, s *scope, obj client
 		s.waitFor(obj, why)
 		return waiting, nil
 	}
-	return removeFinalizer(ctx, r.Client, r.APIReader, obj, liqoapi.NamespaceOffloadingFinalizer, s.dryRun)
+	return removeFinalizer(ctx, r.Client, r.APIReader, obj, liqojanitor.NamespaceOffloadingFinalizer, s.dryRun)
 }
 
 // schedulingEnabled reads, live and metadata-only, whether the namespace still carries Liqo's scheduling
@@ -82,7 +82,7 @@ func (r *Reconciler) schedulingEnabled(ctx context.Context, namespace string) (b
 		}
 		return false, fmt.Errorf("reading namespace %s: %w", namespace, err)
 	}
-	_, ok := ns.Labels[liqoapi.SchedulingLabel]
+	_, ok := ns.Labels[liqojanitor.SchedulingLabel]
 	return ok, nil
 }
 
@@ -91,7 +91,7 @@ func (r *Reconciler) schedulingEnabled(ctx context.Context, namespace string) (b
 func clusterOf(key string, maps []offloadingv1beta1.NamespaceMap) (string, bool) {
 	for i := range maps {
 		if maps[i].Name == key {
-			return maps[i].Labels[liqoapi.RemoteClusterIDLabel], true
+			return maps[i].Labels[liqojanitor.RemoteClusterIDLabel], true
 		}
 	}
 	return "", false
@@ -117,12 +117,12 @@ func mentions(nso *offloadingv1beta1.NamespaceOffloading, cluster string, maps [
 func offloadingWaitsFor(nso *offloadingv1beta1.NamespaceOffloading, labelled bool, maps []offloadingv1beta1.NamespaceMap, dead map[string]bool) string {
 	if labelled {
 		return fmt.Sprintf("namespace %s still carries %s: Liqo has not started deleting its offloading (is liqo-controller-manager running?)",
-			nso.Namespace, liqoapi.SchedulingLabel)
+			nso.Namespace, liqojanitor.SchedulingLabel)
 	}
 	for i := range maps {
 		if _, listed := maps[i].Spec.DesiredMapping[nso.Namespace]; listed {
 			return fmt.Sprintf("NamespaceMap %s/%s (cluster %s) still lists namespace %s in spec.desiredMapping: Liqo has not removed it yet",
-				maps[i].Namespace, maps[i].Name, maps[i].Labels[liqoapi.RemoteClusterIDLabel], nso.Namespace)
+				maps[i].Namespace, maps[i].Name, maps[i].Labels[liqojanitor.RemoteClusterIDLabel], nso.Namespace)
 		}
 	}
 	var live []string

@@ -18,7 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // Options tunes the janitor.
@@ -36,8 +36,36 @@ type Options struct {
 	PodEvents bool
 	// Workers is how many writes one pass sends concurrently.
 	Workers int
-	// BatchSize is how many objects are released between two live re-reads of the ForeignCluster.
+	// BatchSize is how many objects are released between two live re-reads of the ForeignClusters.
 	BatchSize int
+	// Concurrency is how many ForeignClusters are reconciled at once.
+	Concurrency int
+}
+
+// Defaults of the janitor's options, and of the client rate limits it wants: releasing thousands of
+// objects must be limited by the API server, not by the janitor.
+const (
+	DefaultGracePeriod = 30 * time.Second
+	DefaultWorkers     = 32
+	DefaultBatchSize   = 250
+	DefaultConcurrency = 4
+	DefaultClientQPS   = 1000
+	DefaultClientBurst = 2000
+)
+
+// Default returns o with every unset (zero) count — Workers, BatchSize, Concurrency — set to its default.
+// GracePeriod stays as given: zero is a valid grace period.
+func (o Options) Default() Options {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	return o
 }
 
 // Reconciler is the janitor: it reconciles ForeignClusters, and for dead ones releases what they leave stuck.
@@ -87,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !liqoapi.IsMarked(fc.Annotations) {
+	if !liqojanitor.IsMarked(fc.Annotations) {
 		r.forget(fc.Name, fc.UID)
 		return ctrl.Result{}, nil
 	}
@@ -119,7 +147,7 @@ func (r *Reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 		return nil, Liveness{}, nil, fmt.Errorf("re-reading ForeignClusters: %w", err)
 	}
 	for i := range fcs.Items {
-		if fc := &fcs.Items[i]; fc.Name == name && liqoapi.IsMarked(fc.Annotations) {
+		if fc := &fcs.Items[i]; fc.Name == name && liqojanitor.IsMarked(fc.Annotations) {
 			r.memoryOf(fc) // remember the first sight of its mark before the time is read
 		}
 	}
@@ -161,11 +189,11 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
 	switch l.Wait {
 	case WaitUnconfirmed:
 		return fmt.Sprintf("Marked permanently unreachable but not confirmed: nothing is released until %s=%s",
-			liqoapi.ConfirmAnnotation, fc.Spec.ClusterID)
+			liqojanitor.ConfirmAnnotation, fc.Spec.ClusterID)
 	case WaitReachable:
 		return "Marked permanently unreachable, but Liqo sees its API server answering (APIServerStatus Established): nothing is released"
 	case WaitPaused:
-		return fmt.Sprintf("Paused (%s=true): nothing is released", liqoapi.PausedAnnotation)
+		return fmt.Sprintf("Paused (%s=true): nothing is released", liqojanitor.PausedAnnotation)
 	case WaitDuplicate:
 		return fmt.Sprintf("Marked permanently unreachable, but ForeignCluster %s has the same cluster ID %s and is not dead "+
 			"(unmarked, unconfirmed, reachable, paused or in its grace period): nothing is released while one ForeignCluster "+

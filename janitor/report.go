@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // report makes a pass visible on the ForeignCluster: phase events (started, progress, blocked, done —
@@ -66,14 +66,14 @@ const maxReasonLen = 200
 // reasonGiven quotes the operator's liqo-janitor.io/reason, with who marked the cluster, for the clean-up's
 // events ("" when no reason was given).
 func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
-	reason := fc.Annotations[liqoapi.ReasonAnnotation]
+	reason := fc.Annotations[liqojanitor.ReasonAnnotation]
 	if reason == "" {
 		return ""
 	}
 	if len(reason) > maxReasonLen {
 		reason = strings.ToValidUTF8(reason[:maxReasonLen], "") + "…"
 	}
-	by := fc.Annotations[liqoapi.MarkedByAnnotation]
+	by := fc.Annotations[liqojanitor.MarkedByAnnotation]
 	if by == "" {
 		return fmt.Sprintf(" (marked dead: %q)", reason)
 	}
@@ -150,11 +150,11 @@ func (r *Reconciler) remember(m *memory, t *tally, waitingNamespaces []string) (
 
 // writeSummary patches the cleanup annotation when it changed (a merge patch of that one key).
 func (r *Reconciler) writeSummary(ctx context.Context, s *scope, summary string) error {
-	if r.Options.DryRun || s.fc.Annotations[liqoapi.CleanupAnnotation] == summary {
+	if r.Options.DryRun || s.fc.Annotations[liqojanitor.CleanupAnnotation] == summary {
 		return nil
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{liqoapi.CleanupAnnotation: summary},
+		"annotations": map[string]string{liqojanitor.CleanupAnnotation: summary},
 	}})
 	fc := &liqov1beta1.ForeignCluster{}
 	fc.Name = s.fc.Name

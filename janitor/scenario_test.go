@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 )
 
@@ -31,21 +31,21 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 	// A ResourceSlice the dead peer replicated to us (not our copy) and a live Renew of the dead peer:
 	// neither may be written, the first because it is not ours, the second because it is not terminating.
 	pushed := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "pushed", Namespace: dead.TenantNS,
-		Finalizers: []string{liqoapi.ReplicatorFinalizer},
-		Labels:     map[string]string{liqoapi.RemoteClusterIDLabel: dead.ID, liqoapi.ReplicationLabel: "false", "liqo.io/replicated": "true"}}}
+		Finalizers: []string{liqojanitor.ReplicatorFinalizer},
+		Labels:     map[string]string{liqojanitor.RemoteClusterIDLabel: dead.ID, liqojanitor.ReplicationLabel: "false", "liqo.io/replicated": "true"}}}
 	g.Expect(env.Client.Create(ctx, pushed)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, pushed)).To(Succeed())
 	// A terminating copy labelled with the dead cluster's ID but routed to a live one (liqo.io/remoteID,
 	// what the crdReplicator sends on): not the dead cluster's.
 	misrouted := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "misrouted", Namespace: dead.TenantNS,
-		Finalizers: []string{liqoapi.ReplicatorFinalizer},
-		Labels: map[string]string{liqoapi.RemoteClusterIDLabel: dead.ID, liqoapi.ReplicationLabel: "true",
-			liqoapi.RemoteIDLabel: live[0].ID}}}
+		Finalizers: []string{liqojanitor.ReplicatorFinalizer},
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: dead.ID, liqojanitor.ReplicationLabel: "true",
+			liqojanitor.RemoteIDLabel: live[0].ID}}}
 	g.Expect(env.Client.Create(ctx, misrouted)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, misrouted)).To(Succeed())
 	kill(t, dead)
 	renew := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Name: "permanent", Namespace: dead.TenantNS,
-		Labels: map[string]string{liqoapi.RemoteClusterIDLabel: dead.ID, liqoapi.ReplicationLabel: "true"}}}
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: dead.ID, liqojanitor.ReplicationLabel: "true"}}}
 	g.Expect(env.Client.Create(ctx, renew)).To(Succeed())
 
 	var untouched []client.Object
@@ -69,7 +69,7 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 	}
 	g.Expect(podsLeft(ctx, dead)).To(BeZero())
 	g.Expect(rvs(t, untouched...)).To(Equal(before), "nothing of the live providers, nothing not ours, nothing not terminating was written")
-	g.Expect(get(t, dead.IdentitySecret).Finalizers).To(ConsistOf(liqoapi.ReplicatorOperatorFinalizer), "identity Secrets are opt-in")
+	g.Expect(get(t, dead.IdentitySecret).Finalizers).To(ConsistOf(liqojanitor.ReplicatorOperatorFinalizer), "identity Secrets are opt-in")
 	g.Eventually(func() []string { return eventReasons(t, "ForeignCluster", dead.ForeignCluster.Name) }).
 		Should(ContainElements("CleanupStarted", "CleanupDone"))
 	g.Eventually(func() []string { return eventReasons(t, "ResourceSlice", dead.ResourceSlice.Name) }).Should(ContainElement("Released"))
@@ -105,7 +105,7 @@ func TestNamespaceOffloadingSpanningADeadAndALiveProvider(t *testing.T) {
 	g.Expect(fixture.Mark(ctx, env.Client, dead)).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(30*time.Second).Should(ContainSubstring("namespaceoffloadings 0/1"),
 		"the pass saw the NamespaceOffloading and kept it")
-	g.Expect(get(t, nso).Finalizers).To(ConsistOf(liqoapi.NamespaceOffloadingFinalizer), "the live provider still has its entry")
+	g.Expect(get(t, nso).Finalizers).To(ConsistOf(liqojanitor.NamespaceOffloadingFinalizer), "the live provider still has its entry")
 
 	// Liqo's own deletion reaches the live provider: its desiredMapping entry and its condition go.
 	g.Expect(env.Client.Patch(ctx, live.NamespaceMap, client.RawPatch(types.MergePatchType,
@@ -115,7 +115,7 @@ func TestNamespaceOffloadingSpanningADeadAndALiveProvider(t *testing.T) {
 	g.Expect(env.Client.Status().Update(ctx, latest)).To(Succeed())
 
 	g.Eventually(gone(ctx, nso)).WithTimeout(30*time.Second).Should(BeTrue(), "released once no live entry is left")
-	g.Expect(get(t, live.NamespaceMap).Finalizers).To(ConsistOf(liqoapi.ReplicatorFinalizer), "the live NamespaceMap keeps its finalizer")
+	g.Expect(get(t, live.NamespaceMap).Finalizers).To(ConsistOf(liqojanitor.ReplicatorFinalizer), "the live NamespaceMap keeps its finalizer")
 }
 
 func TestForeignFinalizersSurviveAndAreCountedAsBlocked(t *testing.T) {
@@ -185,7 +185,7 @@ func TestMarkRemovedDuringTheGracePeriodWritesNothing(t *testing.T) {
 	startJanitor(t, janitor.Options{GracePeriod: 3 * time.Second})
 	g.Expect(fixture.Mark(ctx, env.Client, undone, markedAtNow()...)).To(Succeed())
 	g.Expect(fixture.Mark(ctx, env.Client, control, markedAtNow()...)).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, env.Client, undone.ForeignCluster, map[string]*string{liqoapi.MarkAnnotation: nil})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, env.Client, undone.ForeignCluster, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	before := rvs(t, append(undone.Objects(), undone.ForeignCluster)...)
 
 	// the control cluster, marked at the same moment with the same grace period, is released once it ends
@@ -202,13 +202,13 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	paused := map[string]string{"reason": string(janitor.WaitPaused)}
 	seen := counter("liqo_janitor_waits_total", paused)
 	startJanitor(t, janitor.Options{})
-	g.Expect(fixture.Mark(ctx, env.Client, p, liqoapi.PausedAnnotation, "true")).To(Succeed())
+	g.Expect(fixture.Mark(ctx, env.Client, p, liqojanitor.PausedAnnotation, "true")).To(Succeed())
 	before := rvs(t, append(p.Objects(), p.ForeignCluster)...)
 	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", paused) }).Should(BeNumerically(">", seen))
 	g.Expect(rvs(t, append(p.Objects(), p.ForeignCluster)...)).To(Equal(before))
 	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("Waiting"))
 
-	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqoapi.PausedAnnotation: nil})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqojanitor.PausedAnnotation: nil})).To(Succeed())
 	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30*time.Second).Should(BeZero(), "unpaused, it proceeds")
 }
 
@@ -243,7 +243,7 @@ func TestConcurrentFinalizerWriterLosesNothing(t *testing.T) {
 		theirs = append(theirs, fmt.Sprintf("example.com/writer-%03d", i))
 	}
 	// our finalizer sits behind 100 of theirs, so each of their removals moves its index
-	list := slices.Concat(theirs[:100], []string{liqoapi.ReplicatorFinalizer}, theirs[100:])
+	list := slices.Concat(theirs[:100], []string{liqojanitor.ReplicatorFinalizer}, theirs[100:])
 	patch, _ := json.Marshal([]map[string]any{{"op": "replace", "path": "/metadata/finalizers", "value": list}})
 	g.Expect(env.Client.Patch(ctx, p.ResourceSlice, client.RawPatch(types.JSONPatchType, patch))).To(Succeed())
 	kill(t, p)
@@ -347,7 +347,7 @@ func TestIdentitySecretIsReleasedLastAndOnlyWhenOptedIn(t *testing.T) {
 
 	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30*time.Second).Should(ContainSubstring("secrets 0/1"),
 		"a Renew of the cluster is left in the tenant namespace: the identity Secret waits")
-	g.Expect(get(t, p.IdentitySecret).Finalizers).To(ConsistOf(liqoapi.ReplicatorOperatorFinalizer))
+	g.Expect(get(t, p.IdentitySecret).Finalizers).To(ConsistOf(liqojanitor.ReplicatorOperatorFinalizer))
 
 	g.Expect(env.Client.Patch(ctx, p.Renew, client.RawPatch(types.JSONPatchType,
 		[]byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`)))).To(Succeed())

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // RBAC of the janitor (generated into manifests/rbac by `make manifests`). Secrets are not here: their
@@ -49,35 +49,36 @@ func metadataOnly(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 // control-plane identity Secrets, all metadata-only and filtered by label on the API server. Pods are
 // never cached (see podWatcher).
 func CacheByObject(o Options) map[client.Object]cache.ByObject {
-	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{liqoapi.ReplicationLabel: "true"})}
+	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{liqojanitor.ReplicationLabel: "true"})}
 	out := map[client.Object]cache.ByObject{
 		metadataOnly(resourceSliceGVK): own,
 		metadataOnly(renewGVK):         own,
 		metadataOnly(namespaceMapGVK):  own,
 		metadataOnly(nodeGVK): {Label: labels.SelectorFromSet(labels.Set{
-			liqoapi.NodeTypeLabel: liqoapi.VirtualNodeType})},
+			liqojanitor.NodeTypeLabel: liqojanitor.VirtualNodeType})},
 		// Offloaded namespaces only: the label going away (Liqo's first deletion step) reaches this
 		// filtered watch as a delete.
 		metadataOnly(namespaceGVK): {Label: labels.NewSelector().Add(
-			*must(labels.NewRequirement(liqoapi.SchedulingLabel, selection.Exists, nil)))},
+			*must(labels.NewRequirement(liqojanitor.SchedulingLabel, selection.Exists, nil)))},
 	}
 	if o.ReleaseIdentitySecrets {
 		out[metadataOnly(secretGVK)] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{
-			liqoapi.IdentityTypeLabel: liqoapi.ControlPlaneIdentity})}
+			liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity})}
 	}
 	return out
 }
 
-// SetupWithManager registers the janitor; it runs on the elected leader only.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
+// Setup registers the janitor with the manager; it runs on the elected leader only. The manager's cache
+// must be narrowed with CacheByObject(o).
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("liqo-janitor"),
+		Clock:     clock.RealClock{},
+		Options:   o.Default(),
+		seen:      map[types.UID]*memory{},
 	}
-	r.Options.Workers = max(r.Options.Workers, 1)
-	if r.Options.BatchSize <= 0 {
-		r.Options.BatchSize = 250
-	}
-	r.seen = map[types.UID]*memory{}
 	mc, err := metadata.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the metadata client: %w", err)
@@ -86,12 +87,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	if err := mgr.Add(r.pods); err != nil {
 		return err
 	}
-
 	// The replicated target lists NamespaceMaps metadata-only (the watch below caches them whole): start
 	// that informer with the manager, so the first clean-up does not wait for it to sync.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), metadataOnly(namespaceMapGVK)); err != nil {
+	if _, err := mgr.GetCache().GetInformer(ctx, metadataOnly(namespaceMapGVK)); err != nil {
 		return fmt.Errorf("watching NamespaceMaps: %w", err)
 	}
+	return r.watch(mgr)
+}
+
+// watch builds the controller: what the janitor watches, and which ForeignClusters each event concerns.
+func (r *Reconciler) watch(mgr ctrl.Manager) error {
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))
@@ -122,7 +127,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		WatchesMetadata(metadataOnly(nodeGVK), toCluster).
 		// A terminating pod on a dead cluster's virtual node (see podWatcher).
 		WatchesRawSource(source.Channel(r.pods.events, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Concurrency})
 	if r.Options.ReleaseIdentitySecrets {
 		// A control-plane identity Secret starts or finishes terminating.
 		b = b.WatchesMetadata(metadataOnly(secretGVK), toCluster, terminatingOnly)
@@ -133,7 +138,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 // clusterOfLabel maps an object to the ForeignClusters whose spec.clusterID its liqo.io/remote-cluster-id
 // label names.
 func (r *Reconciler) clusterOfLabel(ctx context.Context, obj client.Object) []reconcile.Request {
-	id, ok := obj.GetLabels()[liqoapi.RemoteClusterIDLabel]
+	id, ok := obj.GetLabels()[liqojanitor.RemoteClusterIDLabel]
 	if !ok {
 		return nil
 	}
@@ -161,7 +166,7 @@ func (r *Reconciler) sameClusterID(ctx context.Context, obj client.Object) []rec
 }
 
 func (r *Reconciler) markedClusters(ctx context.Context, _ client.Object) []reconcile.Request {
-	return r.clusters(ctx, func(fc *liqov1beta1.ForeignCluster) bool { return liqoapi.IsMarked(fc.Annotations) })
+	return r.clusters(ctx, func(fc *liqov1beta1.ForeignCluster) bool { return liqojanitor.IsMarked(fc.Annotations) })
 }
 
 func (r *Reconciler) clusters(ctx context.Context, match func(*liqov1beta1.ForeignCluster) bool) []reconcile.Request {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // scope is what one pass over a dead cluster knows.
@@ -149,7 +149,7 @@ func (r *Reconciler) listPods(ctx context.Context, s *scope) ([]client.Object, e
 // cluster makes the Node nobody's.
 func (r *Reconciler) virtualNodesOf(ctx context.Context, clusterID string) (map[string]bool, error) {
 	nodes, err := r.listMetadata(ctx, nodeGVK, client.MatchingLabels{
-		liqoapi.NodeTypeLabel: liqoapi.VirtualNodeType, liqoapi.RemoteClusterIDLabel: clusterID,
+		liqojanitor.NodeTypeLabel: liqojanitor.VirtualNodeType, liqojanitor.RemoteClusterIDLabel: clusterID,
 	})
 	if err != nil || len(nodes) == 0 {
 		return nil, err
@@ -222,7 +222,7 @@ func (r *Reconciler) replicated(gvk schema.GroupVersionKind) target {
 			return terminating(objs), err
 		},
 		release: func(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
-			return removeFinalizer(ctx, r.Client, r.APIReader, obj, liqoapi.ReplicatorFinalizer, s.dryRun)
+			return removeFinalizer(ctx, r.Client, r.APIReader, obj, liqojanitor.ReplicatorFinalizer, s.dryRun)
 		},
 	}
 }
@@ -234,7 +234,7 @@ func (r *Reconciler) replicated(gvk schema.GroupVersionKind) target {
 // pkg/liqo-controller-manager/authentication/forge/resourceslice.go; ensureNamespaceMapPresence).
 func ownCopiesOf(clusterID string) client.MatchingLabels {
 	return client.MatchingLabels{
-		liqoapi.RemoteClusterIDLabel: clusterID, liqoapi.RemoteIDLabel: clusterID, liqoapi.ReplicationLabel: "true",
+		liqojanitor.RemoteClusterIDLabel: clusterID, liqojanitor.RemoteIDLabel: clusterID, liqojanitor.ReplicationLabel: "true",
 	}
 }
 
@@ -244,8 +244,8 @@ func ownCopiesOf(clusterID string) client.MatchingLabels {
 // (getClusterIDMap, namespaceoffloading-controller/clusterselector.go), and the crdReplicator stops a
 // reflector only when none of them is left in its namespace.
 func liqoLocalReplicas() client.MatchingLabelsSelector {
-	return client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{liqoapi.ReplicationLabel: "true"}).
-		Add(*must(labels.NewRequirement(liqoapi.RemoteIDLabel, selection.Exists, nil)))}
+	return client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{liqojanitor.ReplicationLabel: "true"}).
+		Add(*must(labels.NewRequirement(liqojanitor.RemoteIDLabel, selection.Exists, nil)))}
 }
 
 func must[T any](v T, err error) T {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 )
 
@@ -33,7 +33,7 @@ func setSchedulingLabel(t *testing.T, ns string, on bool) {
 		value = `"true"`
 	}
 	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-	NewWithT(t).Expect(env.Client.Patch(t.Context(), obj, mergePatch(`{"metadata":{"labels":{%q:%s}}}`, liqoapi.SchedulingLabel, value))).To(Succeed())
+	NewWithT(t).Expect(env.Client.Patch(t.Context(), obj, mergePatch(`{"metadata":{"labels":{%q:%s}}}`, liqojanitor.SchedulingLabel, value))).To(Succeed())
 }
 
 // eventMessages lists the messages of the events about the object of that kind and name with that reason.
@@ -63,7 +63,7 @@ func TestNamespaceOffloadingIsKeptWhileItsNamespaceCarriesTheSchedulingLabel(t *
 		Should(HaveSuffix("namespaceoffloadings 0/1, waiting for Liqo: "+ns), "the dead NamespaceMap is released, the offloading kept")
 	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", p.ForeignCluster.Name, "WaitingForLiqo") }).
 		Should(ContainElement(And(ContainSubstring(ns+"/offloading"), ContainSubstring("still carries liqo.io/scheduling-enabled"))))
-	g.Expect(get(t, nso).Finalizers).To(ConsistOf(liqoapi.NamespaceOffloadingFinalizer))
+	g.Expect(get(t, nso).Finalizers).To(ConsistOf(liqojanitor.NamespaceOffloadingFinalizer))
 
 	// Liqo removes the label: the janitor sees it through its namespace watch, with no other event.
 	setSchedulingLabel(t, ns, false)
@@ -86,8 +86,8 @@ func TestNamespaceOffloadingIsKeptWhileADeadNamespaceMapStillDesiresTheNamespace
 	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30 * time.Second).Should(Equal("namespaceoffloadings 0/1, waiting for Liqo: " + ns))
 	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", p.ForeignCluster.Name, "WaitingForLiqo") }).
 		Should(ContainElement(ContainSubstring(fmt.Sprintf("NamespaceMap %s/%s (cluster %s) still lists namespace %s", p.TenantNS, p.NamespaceMap.Name, p.ID, ns))))
-	g.Expect(get(t, nso).Finalizers).To(ConsistOf(liqoapi.NamespaceOffloadingFinalizer))
-	g.Expect(get(t, p.NamespaceMap).Finalizers).To(ConsistOf(liqoapi.ReplicatorFinalizer), "a NamespaceMap not being deleted is never written")
+	g.Expect(get(t, nso).Finalizers).To(ConsistOf(liqojanitor.NamespaceOffloadingFinalizer))
+	g.Expect(get(t, p.NamespaceMap).Finalizers).To(ConsistOf(liqojanitor.ReplicatorFinalizer), "a NamespaceMap not being deleted is never written")
 
 	// Liqo removes the entry (a local patch, which works for a dead cluster too): the NamespaceMap watch
 	// brings the janitor back, and the entry left for the dead cluster no longer holds the offloading.
@@ -119,7 +119,7 @@ func TestADuplicateForeignClusterNeverCondemnsALiveProvider(t *testing.T) {
 	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", dup.Name, "Waiting") }).
 		Should(ContainElement(ContainSubstring("ForeignCluster " + live.ForeignCluster.Name + " has the same cluster ID")))
 	g.Expect(rvs(t, append(live.Objects(), live.ForeignCluster)...)).To(Equal(before), "nothing of the live provider was written")
-	g.Expect(get(t, dup).Annotations).NotTo(HaveKey(liqoapi.CleanupAnnotation), "nor the duplicate's ForeignCluster")
+	g.Expect(get(t, dup).Annotations).NotTo(HaveKey(liqojanitor.CleanupAnnotation), "nor the duplicate's ForeignCluster")
 }
 
 // TestPodsAreTiedToAClusterByTheirVirtualNodeNotByNodeLabels: a live provider labels its virtual Node with
@@ -130,7 +130,7 @@ func TestPodsAreTiedToAClusterByTheirVirtualNodeNotByNodeLabels(t *testing.T) {
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 4})
 	dead, liar := cons.Providers[0], cons.Providers[1]
-	g.Expect(env.Client.Patch(ctx, liar.Node, mergePatch(`{"metadata":{"labels":{%q:%q}}}`, liqoapi.RemoteClusterIDLabel, dead.ID))).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, liar.Node, mergePatch(`{"metadata":{"labels":{%q:%q}}}`, liqojanitor.RemoteClusterIDLabel, dead.ID))).To(Succeed())
 	for _, pod := range liar.Pods {
 		g.Expect(env.Client.Delete(ctx, pod, client.GracePeriodSeconds(30))).To(Succeed()) // its kubelet will finish them
 	}
@@ -185,7 +185,7 @@ func TestAFinalizerPatchNeverTouchesARecreatedObject(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
 	newSlice := func() *authv1beta1.ResourceSlice {
 		rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "slice", Namespace: ns.Name,
-			Finalizers: []string{liqoapi.ReplicatorFinalizer}}}
+			Finalizers: []string{liqojanitor.ReplicatorFinalizer}}}
 		g.Expect(env.Client.Create(ctx, rs)).To(Succeed())
 		g.Expect(env.Client.Delete(ctx, rs)).To(Succeed())
 		return get(t, rs)
@@ -196,13 +196,13 @@ func TestAFinalizerPatchNeverTouchesARecreatedObject(t *testing.T) {
 	fresh := newSlice()
 	g.Expect(fresh.UID).NotTo(Equal(stale.UID))
 
-	o, err := janitor.RemoveFinalizer(ctx, env.Client, env.Client, stale, liqoapi.ReplicatorFinalizer, false)
+	o, err := janitor.RemoveFinalizer(ctx, env.Client, env.Client, stale, liqojanitor.ReplicatorFinalizer, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o).To(Equal(janitor.Gone), "the object the janitor meant is gone")
-	g.Expect(get(t, fresh).Finalizers).To(Equal([]string{liqoapi.ReplicatorFinalizer}), "the new one is untouched")
+	g.Expect(get(t, fresh).Finalizers).To(Equal([]string{liqojanitor.ReplicatorFinalizer}), "the new one is untouched")
 	g.Expect(get(t, fresh).ResourceVersion).To(Equal(fresh.ResourceVersion))
 
-	o, err = janitor.RemoveFinalizer(ctx, env.Client, env.Client, fresh, liqoapi.ReplicatorFinalizer, false)
+	o, err = janitor.RemoveFinalizer(ctx, env.Client, env.Client, fresh, liqojanitor.ReplicatorFinalizer, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o).To(Equal(janitor.Released), "with its own UID the same patch goes through")
 	g.Eventually(gone(ctx, fresh)).Should(BeTrue())
@@ -215,7 +215,7 @@ func TestTheOperatorsReasonIsQuotedInTheCleanupEvents(t *testing.T) {
 	p := cons.Providers[0]
 	kill(t, p)
 	startJanitor(t, janitor.Options{})
-	g.Expect(fixture.Mark(ctx, env.Client, p, liqoapi.ReasonAnnotation, "data centre flooded")).To(Succeed())
+	g.Expect(fixture.Mark(ctx, env.Client, p, liqojanitor.ReasonAnnotation, "data centre flooded")).To(Succeed())
 	for _, reason := range []string{"CleanupStarted", "CleanupDone"} {
 		g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", p.ForeignCluster.Name, reason) }).
 			WithTimeout(30*time.Second).Should(ContainElement(ContainSubstring(`"data centre flooded"`)), reason)

@@ -4,17 +4,34 @@ import (
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"github.com/liqotech/liqo/pkg/consts"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// Options tunes the gate's rules.
+// Options configures the gate.
 type Options struct {
+	// LiqoNamespace is the namespace of Liqo's cluster-ID ConfigMap (rule 3).
+	LiqoNamespace string
 	// MinUnreachable is how long the APIServerStatus condition must have been not Established before the
-	// mark is accepted: a blip is not a death.
+	// mark is accepted: a blip is not a death (rule 4). Zero accepts any unreachable provider.
 	MinUnreachable time.Duration
+}
+
+// Defaults of the gate's options (the binary's flag defaults).
+const (
+	DefaultLiqoNamespace  = consts.DefaultLiqoNamespace
+	DefaultMinUnreachable = 60 * time.Second
+)
+
+// Default returns o with an empty LiqoNamespace set to DefaultLiqoNamespace.
+func (o Options) Default() Options {
+	if o.LiqoNamespace == "" {
+		o.LiqoNamespace = DefaultLiqoNamespace
+	}
+	return o
 }
 
 // Permission is the outcome of the break-glass SubjectAccessReview (verb mark-unreachable on
@@ -66,8 +83,8 @@ const (
 
 // TransitionOf classifies a request by the mark on its old (nil on CREATE) and new objects.
 func TransitionOf(old, fc *liqov1beta1.ForeignCluster) Transition {
-	before := old != nil && liqoapi.IsMarked(old.Annotations)
-	after := fc != nil && liqoapi.IsMarked(fc.Annotations)
+	before := old != nil && liqojanitor.IsMarked(old.Annotations)
+	after := fc != nil && liqojanitor.IsMarked(fc.Annotations)
 	switch {
 	case after && !before:
 		return Marking
@@ -84,7 +101,7 @@ func TransitionOf(old, fc *liqov1beta1.ForeignCluster) Transition {
 // "true" and no longer is (rule 10).
 func Unpauses(old, fc *liqov1beta1.ForeignCluster) bool {
 	return TransitionOf(old, fc) == StaysMarked &&
-		old.Annotations[liqoapi.PausedAnnotation] == "true" && fc.Annotations[liqoapi.PausedAnnotation] != "true"
+		old.Annotations[liqojanitor.PausedAnnotation] == "true" && fc.Annotations[liqojanitor.PausedAnnotation] != "true"
 }
 
 // NeedsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
@@ -141,8 +158,8 @@ func (v *Verdict) Allowed() bool { return len(v.Errors) == 0 }
 
 var (
 	annotationsPath = field.NewPath("metadata", "annotations")
-	markPath        = annotationsPath.Key(liqoapi.MarkAnnotation)
-	confirmPath     = annotationsPath.Key(liqoapi.ConfirmAnnotation)
+	markPath        = annotationsPath.Key(liqojanitor.MarkAnnotation)
+	confirmPath     = annotationsPath.Key(liqojanitor.ConfirmAnnotation)
 	clusterIDPath   = field.NewPath("spec", "clusterID")
 	conditionsPath  = field.NewPath("status", "conditions")
 )
@@ -187,8 +204,8 @@ func Decide(r *Review, opts Options) Verdict {
 
 // checkMarkValue: the mark's value must be exactly "true" (rule 2), whenever a request sets or changes it.
 func checkMarkValue(r *Review) field.ErrorList {
-	value, ok := r.New.Annotations[liqoapi.MarkAnnotation]
-	if !ok || value == liqoapi.MarkValue || !changed(r, liqoapi.MarkAnnotation) {
+	value, ok := r.New.Annotations[liqojanitor.MarkAnnotation]
+	if !ok || value == liqojanitor.MarkValue || !changed(r, liqojanitor.MarkAnnotation) {
 		return nil
 	}
 	return field.ErrorList{field.Invalid(markPath, value, msgMarkValue(r.New))}
@@ -197,13 +214,13 @@ func checkMarkValue(r *Review) field.ErrorList {
 // checkConfirmation: the confirmation must equal spec.clusterID when the mark is set (rule 1); a wrong
 // confirmation added ahead of the mark is refused at once, so the mistake shows where it is made.
 func checkConfirmation(r *Review, marking bool) field.ErrorList {
-	value, ok := r.New.Annotations[liqoapi.ConfirmAnnotation]
+	value, ok := r.New.Annotations[liqojanitor.ConfirmAnnotation]
 	switch {
 	case !ok && marking:
 		return field.ErrorList{field.Required(confirmPath, msgConfirmMissing(r.New))}
 	case !ok || value == string(r.New.Spec.ClusterID):
 		return nil
-	case marking || changed(r, liqoapi.ConfirmAnnotation):
+	case marking || changed(r, liqojanitor.ConfirmAnnotation):
 		return field.ErrorList{field.Invalid(confirmPath, value, msgConfirmWrong(r.New))}
 	}
 	return nil
@@ -237,7 +254,7 @@ func checkNoDuplicate(r *Review) field.ErrorList {
 // checkUnreachable is the reachability veto (rule 4): Liqo must not see the provider answering, and must
 // not have seen it answering for at least MinUnreachable. No APIServerStatus condition counts as unreachable.
 func checkUnreachable(r *Review, opts Options) field.ErrorList {
-	cond := apiServerStatus(r.New)
+	cond := liqojanitor.APIServerStatus(r.New)
 	switch {
 	case cond == nil:
 		return nil
@@ -254,29 +271,19 @@ func checkUnreachable(r *Review, opts Options) field.ErrorList {
 	return nil
 }
 
-// apiServerStatus returns the first APIServerStatus condition, the one Liqo's own IsDead reads.
-func apiServerStatus(fc *liqov1beta1.ForeignCluster) *liqov1beta1.Condition {
-	for i := range fc.Status.Conditions {
-		if fc.Status.Conditions[i].Type == liqov1beta1.APIServerStatusCondition {
-			return &fc.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // checkStamped: when the mark is set the stamps must be the mutating webhook's (rule 6); if they are not,
 // the mutating webhook did not run, and the mark would go unaudited.
 func checkStamped(r *Review) field.ErrorList {
-	if StampsCurrent(r.New.Annotations, r.User.Username, r.Now) {
+	if StampsCurrent(r.New, r.User.Username, r.Now) {
 		return nil
 	}
-	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqoapi.MarkedByAnnotation), msgNotStamped(r.New))}
+	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.MarkedByAnnotation), msgNotStamped(r.New))}
 }
 
 // checkImmutable: while the mark is set, the confirmation and the stamps do not change (rule 6).
 func checkImmutable(r *Review) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation} {
+	for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
 		if changed(r, key) {
 			errs = append(errs, field.Forbidden(annotationsPath.Key(key), msgImmutable(r.New, key)))
 		}
@@ -287,7 +294,7 @@ func checkImmutable(r *Review) field.ErrorList {
 // checkNoStampsWithoutMark: stamps are written only by the mutating webhook, together with the mark.
 func checkNoStampsWithoutMark(r *Review) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation} {
+	for _, key := range []string{liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
 		if _, ok := r.New.Annotations[key]; ok && changed(r, key) {
 			errs = append(errs, field.Forbidden(annotationsPath.Key(key), msgStampWithoutMark(r.New, key)))
 		}
@@ -329,17 +336,12 @@ const (
 	clockSkew   = 5 * time.Second
 )
 
-// StampsCurrent reports whether annotations carry stamps this very request could have written: marked-by
-// is the requesting user and marked-at is at most stampWindow old.
-func StampsCurrent(annotations map[string]string, user string, now time.Time) bool {
-	if annotations[liqoapi.MarkedByAnnotation] != user {
-		return false
-	}
-	at, err := time.Parse(time.RFC3339, annotations[liqoapi.MarkedAtAnnotation])
-	if err != nil {
-		return false
-	}
-	return !at.After(now.Add(clockSkew)) && now.Sub(at) <= stampWindow
+// StampsCurrent reports whether fc carries stamps this very request could have written: marked-by is the
+// requesting user and marked-at is at most stampWindow old.
+func StampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) bool {
+	at, ok := liqojanitor.MarkedAt(fc)
+	return ok && fc.Annotations[liqojanitor.MarkedByAnnotation] == user &&
+		!at.After(now.Add(clockSkew)) && now.Sub(at) <= stampWindow
 }
 
 // Stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
@@ -350,11 +352,11 @@ func Stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set
 	switch TransitionOf(old, fc) {
 	case Marking:
 		return map[string]string{
-			liqoapi.MarkedByAnnotation: user,
-			liqoapi.MarkedAtAnnotation: now.UTC().Format(time.RFC3339),
+			liqojanitor.MarkedByAnnotation: user,
+			liqojanitor.MarkedAtAnnotation: now.UTC().Format(time.RFC3339),
 		}, nil
 	case Unmarking:
-		for _, key := range []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation} {
+		for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
 			if _, ok := fc.Annotations[key]; ok {
 				remove = append(remove, key)
 			}

@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 var (
@@ -21,8 +21,8 @@ var (
 	opts    = Options{MinUnreachable: time.Minute}
 	alice   = authenticationv1.UserInfo{Username: "alice", Groups: []string{"ops"}}
 	stamped = map[string]string{
-		liqoapi.MarkedByAnnotation: "alice",
-		liqoapi.MarkedAtAnnotation: now.Format(time.RFC3339),
+		liqojanitor.MarkedByAnnotation: "alice",
+		liqojanitor.MarkedAtAnnotation: now.Format(time.RFC3339),
 	}
 )
 
@@ -70,8 +70,8 @@ func without(base map[string]string, keys ...string) map[string]string {
 const id = "provider-a"
 
 var (
-	confirmed = map[string]string{liqoapi.ConfirmAnnotation: id}
-	marked    = with(stamped, liqoapi.ConfirmAnnotation, id, liqoapi.MarkAnnotation, "true")
+	confirmed = map[string]string{liqojanitor.ConfirmAnnotation: id}
+	marked    = with(stamped, liqojanitor.ConfirmAnnotation, id, liqojanitor.MarkAnnotation, "true")
 	down      = apiServer(liqov1beta1.ConditionStatusError, time.Hour)
 	permitted = Permission{Allowed: true}
 )
@@ -99,19 +99,19 @@ func TestDecide(t *testing.T) {
 			wantAllowed: true,
 		},
 		"marking without the confirmation is denied with the annotate command": {
-			review:    Review{Old: fc(id, nil, down), New: fc(id, without(marked, liqoapi.ConfirmAnnotation), down), Permission: permitted},
+			review:    Review{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down), Permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{`"provider-a"`, "kubectl annotate foreigncluster provider-a liqo-janitor.io/confirm-cluster-id=provider-a liqo.io/foreign-cluster-permanently-unreachable=true --overwrite"},
 		},
 		"marking with a wrong confirmation is denied with the right ID": {
-			review:    Review{Old: fc(id, nil, down), New: fc(id, with(marked, liqoapi.ConfirmAnnotation, "provider-b"), down), Permission: permitted},
+			review:    Review{Old: fc(id, nil, down), New: fc(id, with(marked, liqojanitor.ConfirmAnnotation, "provider-b"), down), Permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo-janitor.io/confirm-cluster-id=provider-a --overwrite"},
 		},
 		"a wrong confirmation added ahead of the mark is denied at once": {
-			review:    Review{Old: fc(id, nil), New: fc(id, with(nil, liqoapi.ConfirmAnnotation, "provider-b"))},
+			review:    Review{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.ConfirmAnnotation, "provider-b"))},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{"liqo-janitor.io/confirm-cluster-id=provider-a"},
@@ -121,7 +121,7 @@ func TestDecide(t *testing.T) {
 			wantAllowed: true,
 		},
 		"a mark value other than true is denied": {
-			review:    Review{Old: fc(id, confirmed, down), New: fc(id, with(confirmed, liqoapi.MarkAnnotation, "yes"), down)},
+			review:    Review{Old: fc(id, confirmed, down), New: fc(id, with(confirmed, liqojanitor.MarkAnnotation, "yes"), down)},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{`exactly "true"`, "liqo.io/foreign-cluster-permanently-unreachable=true --overwrite"},
@@ -170,19 +170,19 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{"cannot check", "timeout"},
 		},
 		"marking without the mutating webhook's stamps is denied": {
-			review:    Review{Old: fc(id, confirmed, down), New: fc(id, without(marked, liqoapi.MarkedByAnnotation), down), Permission: permitted},
+			review:    Review{Old: fc(id, confirmed, down), New: fc(id, without(marked, liqojanitor.MarkedByAnnotation), down), Permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
 			wantInMsg: []string{"kubectl get mutatingwebhookconfigurations"},
 		},
 		"marking with stamps of the requester but 59s old is denied: they are not this request's": {
-			review: Review{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-59*time.Second).Format(time.RFC3339)), down),
+			review: Review{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-59*time.Second).Format(time.RFC3339)), down),
 				Permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
 		},
 		"marking with stamps of the requester a few seconds old passes (re-invocation)": {
-			review: Review{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-3*time.Second).Format(time.RFC3339)), down),
+			review: Review{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-3*time.Second).Format(time.RFC3339)), down),
 				Permission: permitted},
 			wantAllowed: true,
 		},
@@ -199,22 +199,22 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{"cannot list ForeignClusters", "timeout"},
 		},
 		"unpausing a marked cluster without permission is forbidden": {
-			review:    Review{Old: fc(id, with(marked, liqoapi.PausedAnnotation, "true"), down), New: fc(id, marked, down)},
+			review:    Review{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down)},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{"may not unpause it", "kubectl create clusterrolebinding mark-unreachable-alice"},
 		},
 		"changing paused from true to anything else on a marked cluster is unpausing": {
-			review:    Review{Old: fc(id, with(marked, liqoapi.PausedAnnotation, "true"), down), New: fc(id, with(marked, liqoapi.PausedAnnotation, "no"), down)},
+			review:    Review{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, with(marked, liqojanitor.PausedAnnotation, "no"), down)},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 		},
 		"unpausing a marked cluster with permission is allowed": {
-			review:      Review{Old: fc(id, with(marked, liqoapi.PausedAnnotation, "true"), down), New: fc(id, marked, down), Permission: permitted},
+			review:      Review{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), Permission: permitted},
 			wantAllowed: true,
 		},
 		"unpausing an unmarked cluster needs nothing": {
-			review:      Review{Old: fc(id, with(nil, liqoapi.PausedAnnotation, "true")), New: fc(id, nil)},
+			review:      Review{Old: fc(id, with(nil, liqojanitor.PausedAnnotation, "true")), New: fc(id, nil)},
 			wantAllowed: true,
 		},
 		"removing the mark with permission is allowed with a warning": {
@@ -229,28 +229,28 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{"may not remove its permanently-unreachable mark"},
 		},
 		"turning the mark's value to false is denied": {
-			review:    Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqoapi.MarkAnnotation, "false"), down), Permission: permitted},
+			review:    Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.MarkAnnotation, "false"), down), Permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo.io/foreign-cluster-permanently-unreachable-"},
 		},
 		"changing the confirmation while marked is denied, naming it": {
-			review:    Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqoapi.ConfirmAnnotation, "provider-b"), down)},
+			review:    Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.ConfirmAnnotation, "provider-b"), down)},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{"liqo-janitor.io/confirm-cluster-id cannot change while", "liqo.io/foreign-cluster-permanently-unreachable-"},
 		},
 		"changing marked-by and removing marked-at while marked are both denied": {
-			review:    Review{Old: fc(id, marked, down), New: fc(id, without(with(marked, liqoapi.MarkedByAnnotation, "mallory"), liqoapi.MarkedAtAnnotation), down)},
+			review:    Review{Old: fc(id, marked, down), New: fc(id, without(with(marked, liqojanitor.MarkedByAnnotation, "mallory"), liqojanitor.MarkedAtAnnotation), down)},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]", "metadata.annotations[liqo-janitor.io/marked-at]"},
 		},
 		"other annotations on a marked cluster pass": {
-			review:      Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqoapi.PausedAnnotation, "true", liqoapi.ReasonAnnotation, "dc lost"), down)},
+			review:      Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.PausedAnnotation, "true", liqojanitor.ReasonAnnotation, "dc lost"), down)},
 			wantAllowed: true,
 		},
 		"stamps without the mark are denied": {
-			review:    Review{Old: fc(id, nil), New: fc(id, with(nil, liqoapi.MarkedByAnnotation, "alice"))},
+			review:    Review{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.MarkedByAnnotation, "alice"))},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
 			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo-janitor.io/marked-by-"},
@@ -318,35 +318,35 @@ func TestStamp(t *testing.T) {
 		wantRemove []string
 	}{
 		"marking stamps the requesting user and the time": {
-			old: fc(id, confirmed), new: fc(id, with(confirmed, liqoapi.MarkAnnotation, "true")),
+			old: fc(id, confirmed), new: fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true")),
 			wantSet: stamped,
 		},
 		"forged stamps are replaced": {
 			old:     fc(id, confirmed),
-			new:     fc(id, with(confirmed, liqoapi.MarkAnnotation, "true", liqoapi.MarkedByAnnotation, "mallory", liqoapi.MarkedAtAnnotation, "2020-01-01T00:00:00Z")),
+			new:     fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true", liqojanitor.MarkedByAnnotation, "mallory", liqojanitor.MarkedAtAnnotation, "2020-01-01T00:00:00Z")),
 			wantSet: stamped,
 		},
 		"a stamp of the right user but from the past is replaced": {
 			old:     fc(id, confirmed),
-			new:     fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339))),
+			new:     fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339))),
 			wantSet: stamped,
 		},
 		"a stamp of the right user a few seconds old is replaced too (a replayed request)": {
 			old:     fc(id, confirmed),
-			new:     fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-2*time.Second).Format(time.RFC3339))),
+			new:     fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-2*time.Second).Format(time.RFC3339))),
 			wantSet: stamped,
 		},
 		"a hand-written marked-at of now-59s is replaced (it would skip a 30s grace period)": {
 			old:     fc(id, confirmed),
-			new:     fc(id, with(marked, liqoapi.MarkedAtAnnotation, now.Add(-59*time.Second).Format(time.RFC3339))),
+			new:     fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-59*time.Second).Format(time.RFC3339))),
 			wantSet: stamped,
 		},
 		"unmarking removes the stamps and the confirmation": {
-			old: fc(id, marked), new: fc(id, without(marked, liqoapi.MarkAnnotation)),
-			wantRemove: []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation},
+			old: fc(id, marked), new: fc(id, without(marked, liqojanitor.MarkAnnotation)),
+			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation},
 		},
 		"a request that does not touch the mark is left alone": {
-			old: fc(id, marked), new: fc(id, with(marked, liqoapi.PausedAnnotation, "true")),
+			old: fc(id, marked), new: fc(id, with(marked, liqojanitor.PausedAnnotation, "true")),
 		},
 	}
 	for name, tc := range tests {
@@ -369,7 +369,7 @@ func TestStamp(t *testing.T) {
 func TestStampThenDecide(t *testing.T) {
 	t.Parallel()
 	old := fc(id, confirmed, down)
-	f := fc(id, with(confirmed, liqoapi.MarkAnnotation, "true", liqoapi.MarkedByAnnotation, "mallory"), down)
+	f := fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true", liqojanitor.MarkedByAnnotation, "mallory"), down)
 	for i := range 2 { // the first invocation and a re-invocation a second later
 		set, remove := Stamp(old, f, alice.Username, now.Add(time.Duration(i)*time.Second))
 		maps.Copy(f.Annotations, set)
@@ -377,7 +377,7 @@ func TestStampThenDecide(t *testing.T) {
 			delete(f.Annotations, k)
 		}
 	}
-	if got := f.Annotations[liqoapi.MarkedAtAnnotation]; got != now.Add(time.Second).Format(time.RFC3339) {
+	if got := f.Annotations[liqojanitor.MarkedAtAnnotation]; got != now.Add(time.Second).Format(time.RFC3339) {
 		t.Fatalf("marked-at = %s, want the last invocation's time", got)
 	}
 	v := Decide(&Review{Old: old, New: f, User: alice, Now: now.Add(5 * time.Second), Permission: permitted}, opts)
@@ -396,12 +396,12 @@ func TestDecisionReasons(t *testing.T) {
 	}{
 		"an allowed marking":      {Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: permitted}, ReasonMarked},
 		"an allowed unmarking":    {Review{Old: fc(id, marked, down), New: fc(id, nil, down), Permission: permitted}, ReasonUnmarked},
-		"an allowed unpausing":    {Review{Old: fc(id, with(marked, liqoapi.PausedAnnotation, "true"), down), New: fc(id, marked, down), Permission: permitted}, ReasonUnpaused},
+		"an allowed unpausing":    {Review{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), Permission: permitted}, ReasonUnpaused},
 		"an unrelated change":     {Review{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))}, ReasonOther},
-		"the first refusing rule": {Review{Old: fc(id, nil, down), New: fc(id, without(marked, liqoapi.ConfirmAnnotation), down)}, ReasonConfirmation},
+		"the first refusing rule": {Review{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down)}, ReasonConfirmation},
 		"a duplicate":             {Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted, Duplicates: []string{"x"}}, ReasonDuplicate},
 		"no permission":           {Review{Old: fc(id, confirmed, down), New: fc(id, marked, down)}, ReasonPermission},
-		"a frozen stamp":          {Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqoapi.MarkedByAnnotation, "mallory"), down)}, ReasonImmutable},
+		"a frozen stamp":          {Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.MarkedByAnnotation, "mallory"), down)}, ReasonImmutable},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // FuzzDecide drives the pure decision with arbitrary annotations, conditions and inputs: it never panics,
@@ -32,8 +32,8 @@ func FuzzDecide(f *testing.F) {
 		sinceSeconds int64, permitted bool, localID string, localErr bool) {
 		ann := func(mark, confirm, by, at string) map[string]string {
 			m := map[string]string{}
-			for k, v := range map[string]string{liqoapi.MarkAnnotation: mark, liqoapi.ConfirmAnnotation: confirm,
-				liqoapi.MarkedByAnnotation: by, liqoapi.MarkedAtAnnotation: at} {
+			for k, v := range map[string]string{liqojanitor.MarkAnnotation: mark, liqojanitor.ConfirmAnnotation: confirm,
+				liqojanitor.MarkedByAnnotation: by, liqojanitor.MarkedAtAnnotation: at} {
 				if v != "" {
 					m[k] = v
 				}
@@ -80,7 +80,7 @@ func FuzzAdmissionReview(f *testing.F) {
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x"}}`))
 	f.Add([]byte(`not json`))
-	mutating, validating := newFuzzGate(f).webhooks(liqoapi.NewScheme())
+	mutating, validating := newFuzzGate(f).webhooks(liqojanitor.NewScheme())
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, h := range []http.Handler{mutating, validating} {
 			rec := httptest.NewRecorder()
@@ -103,12 +103,12 @@ func FuzzAdmissionReview(f *testing.F) {
 
 // newFuzzGate is a gate over a fake client (pure logic under test; the real API server tests are in
 // gate_test.go): the cluster-ID ConfigMap exists and SubjectAccessReviews allow only alice.
-func newFuzzGate(tb testing.TB) *Gate {
+func newFuzzGate(tb testing.TB) *gate {
 	tb.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "liqo-clusterid-configmap", Namespace: "liqo",
-		Labels: map[string]string{liqoapi.ClusterIDConfigMapNameLabel: liqoapi.ClusterIDConfigMapNameValue}},
-		Data: map[string]string{liqoapi.ClusterIDConfigMapKey: "local"}}
-	c := fake.NewClientBuilder().WithScheme(liqoapi.NewScheme()).WithObjects(cm).WithInterceptorFuncs(interceptor.Funcs{
+		Labels: map[string]string{liqojanitor.ClusterIDConfigMapNameLabel: liqojanitor.ClusterIDConfigMapNameValue}},
+		Data: map[string]string{liqojanitor.ClusterIDConfigMapKey: "local"}}
+	c := fake.NewClientBuilder().WithScheme(liqojanitor.NewScheme()).WithObjects(cm).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
 				sar.Status.Allowed = sar.Spec.User == alice.Username
@@ -117,7 +117,7 @@ func newFuzzGate(tb testing.TB) *Gate {
 			return c.Create(ctx, obj, opts...)
 		},
 	}).Build()
-	return &Gate{Client: c, Reader: c, APIReader: c, LiqoNamespace: "liqo", Options: opts, Clock: clocktesting.NewFakePassiveClock(now)}
+	return &gate{client: c, reader: c, apiReader: c, options: opts.Default(), clock: clocktesting.NewFakePassiveClock(now)}
 }
 
 // seedReviews are well-formed reviews for the main paths: marking (allowed and refused) and unmarking.
@@ -129,10 +129,10 @@ func seedReviews(tb testing.TB) [][]byte {
 		old, new *liqov1beta1.ForeignCluster
 		user     string
 	}{
-		{admissionv1.Update, fc(id, confirmed, down), fc(id, with(confirmed, liqoapi.MarkAnnotation, "true"), down), "alice"},
-		{admissionv1.Update, fc(id, nil, down), fc(id, with(nil, liqoapi.MarkAnnotation, "true"), down), "bob"},
-		{admissionv1.Update, fc(id, marked, down), fc(id, without(marked, liqoapi.MarkAnnotation), down), "alice"},
-		{admissionv1.Create, nil, fc("local", with(nil, liqoapi.MarkAnnotation, "true", liqoapi.ConfirmAnnotation, "local")), "alice"},
+		{admissionv1.Update, fc(id, confirmed, down), fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true"), down), "alice"},
+		{admissionv1.Update, fc(id, nil, down), fc(id, with(nil, liqojanitor.MarkAnnotation, "true"), down), "bob"},
+		{admissionv1.Update, fc(id, marked, down), fc(id, without(marked, liqojanitor.MarkAnnotation), down), "alice"},
+		{admissionv1.Create, nil, fc("local", with(nil, liqojanitor.MarkAnnotation, "true", liqojanitor.ConfirmAnnotation, "local")), "alice"},
 	}
 	var out [][]byte
 	for _, p := range pairs {

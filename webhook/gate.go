@@ -15,14 +15,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // Paths the webhooks are served on; the generated configurations in manifests/webhook point at them.
@@ -47,29 +49,45 @@ const (
 // +kubebuilder:rbac:groups=core.liqo.io,resources=foreignclusters,verbs=list
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=liqo
 
-// Gate serves the mutating and validating admission webhooks on ForeignClusters.
-type Gate struct {
-	// Client creates SubjectAccessReviews.
-	Client client.Client
-	// Reader reads Liqo's cluster-ID ConfigMap, through a cache restricted to LiqoNamespace.
-	Reader client.Reader
-	// APIReader lists ForeignClusters live from the API server (rule 9: a duplicate created a moment ago
+// gate serves the mutating and validating admission webhooks on ForeignClusters.
+type gate struct {
+	// client creates SubjectAccessReviews.
+	client client.Client
+	// reader reads Liqo's cluster-ID ConfigMap, through a cache restricted to its namespace (CacheByObject).
+	reader client.Reader
+	// apiReader lists ForeignClusters live from the API server (rule 9: a duplicate created a moment ago
 	// counts), so webhook-only replicas cache no ForeignClusters.
-	APIReader client.Reader
-	// LiqoNamespace is the namespace of Liqo's cluster-ID ConfigMap.
-	LiqoNamespace string
-	// Options tunes the rules.
-	Options Options
-	// Clock tells the time (injected for tests).
-	Clock clock.PassiveClock
+	apiReader client.Reader
+	// options configures the rules.
+	options Options
+	// clock tells the time (injected for tests).
+	clock clock.PassiveClock
 
 	decoder admission.Decoder
 }
 
-var _ admission.Validator[*liqov1beta1.ForeignCluster] = &Gate{}
+var _ admission.Validator[*liqov1beta1.ForeignCluster] = &gate{}
 
-// SetupWithManager registers both webhooks with the manager's webhook server.
-func (g *Gate) SetupWithManager(mgr manager.Manager) error {
+// CacheByObject restricts the manager's cache for what the gate reads but must not cache cluster-wide:
+// only Liqo's cluster-ID ConfigMap, in the Liqo namespace.
+func CacheByObject(o Options) map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{o.Default().LiqoNamespace: {}},
+			Label: labels.SelectorFromSet(labels.Set{
+				liqojanitor.ClusterIDConfigMapNameLabel: liqojanitor.ClusterIDConfigMapNameValue}),
+		},
+	}
+}
+
+// Setup registers the gate's two webhooks with the manager's webhook server, and starts the cluster-ID
+// ConfigMap informer with the manager so the first marking does not wait for it. The manager's cache must
+// be narrowed with CacheByObject.
+func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
+		return fmt.Errorf("watching Liqo's cluster-ID ConfigMap: %w", err)
+	}
+	g := &gate{client: mgr.GetClient(), reader: mgr.GetCache(), apiReader: mgr.GetAPIReader(), options: o.Default()}
 	mutating, validating := g.webhooks(mgr.GetScheme())
 	mgr.GetWebhookServer().Register(MutatePath, mutating)
 	mgr.GetWebhookServer().Register(ValidatePath, validating)
@@ -77,9 +95,9 @@ func (g *Gate) SetupWithManager(mgr manager.Manager) error {
 }
 
 // webhooks builds the mutating and the validating webhook.
-func (g *Gate) webhooks(scheme *runtime.Scheme) (mutating, validating *admission.Webhook) {
-	if g.Clock == nil {
-		g.Clock = clock.RealClock{}
+func (g *gate) webhooks(scheme *runtime.Scheme) (mutating, validating *admission.Webhook) {
+	if g.clock == nil {
+		g.clock = clock.RealClock{}
 	}
 	g.decoder = admission.NewDecoder(scheme)
 	// The mutating webhook is a raw handler: it answers with a JSON patch of exactly the annotations it
@@ -92,7 +110,7 @@ func (g *Gate) webhooks(scheme *runtime.Scheme) (mutating, validating *admission
 
 // Mutate stamps marked-by and marked-at on marking, and removes the stamps and the confirmation on
 // unmarking.
-func (g *Gate) Mutate(_ context.Context, req admission.Request) admission.Response {
+func (g *gate) Mutate(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
@@ -100,14 +118,14 @@ func (g *Gate) Mutate(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	set, remove := Stamp(old, fc, req.UserInfo.Username, g.Clock.Now())
+	set, remove := Stamp(old, fc, req.UserInfo.Username, g.clock.Now())
 	if len(set) == 0 && len(remove) == 0 {
 		return admission.Allowed("")
 	}
 	return admission.Patched("", annotationPatch(fc.Annotations, set, remove)...)
 }
 
-func (g *Gate) decode(req admission.Request) (fc, old *liqov1beta1.ForeignCluster, err error) {
+func (g *gate) decode(req admission.Request) (fc, old *liqov1beta1.ForeignCluster, err error) {
 	fc = &liqov1beta1.ForeignCluster{}
 	if err := g.decoder.DecodeRaw(req.Object, fc); err != nil {
 		return nil, nil, fmt.Errorf("decoding the ForeignCluster: %w", err)
@@ -122,26 +140,26 @@ func (g *Gate) decode(req admission.Request) (fc, old *liqov1beta1.ForeignCluste
 }
 
 // ValidateCreate applies the rules to a new ForeignCluster.
-func (g *Gate) ValidateCreate(ctx context.Context, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+func (g *gate) ValidateCreate(ctx context.Context, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
 	return g.validate(ctx, nil, fc)
 }
 
 // ValidateUpdate applies the rules to a changed ForeignCluster.
-func (g *Gate) ValidateUpdate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+func (g *gate) ValidateUpdate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
 	return g.validate(ctx, old, fc)
 }
 
 // ValidateDelete allows every deletion: the gate guards the mark, not the object's life.
-func (g *Gate) ValidateDelete(context.Context, *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+func (g *gate) ValidateDelete(context.Context, *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (g *Gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r := &Review{Old: old, New: fc, User: req.UserInfo, Now: g.Clock.Now()}
+	r := &Review{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now()}
 	if NeedsClusterContext(TransitionOf(old, fc)) {
 		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
 		r.Duplicates, r.DuplicatesErr = g.duplicates(ctx, fc)
@@ -149,45 +167,45 @@ func (g *Gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 	if NeedsPermission(old, fc) {
 		r.Permission = g.checkPermission(ctx, fc, req.UserInfo)
 	}
-	v := Decide(r, g.Options)
+	v := Decide(r, g.options)
 	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(fc)
 }
 
 // localClusterID reads CLUSTER_ID from Liqo's cluster-ID ConfigMap, selected by label as Liqo does.
-func (g *Gate) localClusterID(ctx context.Context) (string, error) {
+func (g *gate) localClusterID(ctx context.Context) (string, error) {
 	var cms corev1.ConfigMapList
-	if err := g.Reader.List(ctx, &cms, client.InNamespace(g.LiqoNamespace),
-		client.MatchingLabels{liqoapi.ClusterIDConfigMapNameLabel: liqoapi.ClusterIDConfigMapNameValue}); err != nil {
-		return "", fmt.Errorf("listing ConfigMaps in namespace %q: %w", g.LiqoNamespace, err)
+	if err := g.reader.List(ctx, &cms, client.InNamespace(g.options.LiqoNamespace),
+		client.MatchingLabels{liqojanitor.ClusterIDConfigMapNameLabel: liqojanitor.ClusterIDConfigMapNameValue}); err != nil {
+		return "", fmt.Errorf("listing ConfigMaps in namespace %q: %w", g.options.LiqoNamespace, err)
 	}
 	ids := map[string]bool{}
 	for i := range cms.Items {
-		if id := cms.Items[i].Data[liqoapi.ClusterIDConfigMapKey]; id != "" {
+		if id := cms.Items[i].Data[liqojanitor.ClusterIDConfigMapKey]; id != "" {
 			ids[id] = true
 		}
 	}
 	switch len(ids) {
 	case 0:
 		return "", fmt.Errorf("no ConfigMap labelled %s=%s with a %s key in namespace %q",
-			liqoapi.ClusterIDConfigMapNameLabel, liqoapi.ClusterIDConfigMapNameValue, liqoapi.ClusterIDConfigMapKey, g.LiqoNamespace)
+			liqojanitor.ClusterIDConfigMapNameLabel, liqojanitor.ClusterIDConfigMapNameValue, liqojanitor.ClusterIDConfigMapKey, g.options.LiqoNamespace)
 	case 1:
 		for id := range ids {
 			return id, nil
 		}
 	}
-	return "", fmt.Errorf("several cluster-ID ConfigMaps in namespace %q disagree: %s", g.LiqoNamespace, strings.Join(sortedKeys(ids), ", "))
+	return "", fmt.Errorf("several cluster-ID ConfigMaps in namespace %q disagree: %s", g.options.LiqoNamespace, strings.Join(sortedKeys(ids), ", "))
 }
 
 // duplicates lists, live, the other ForeignClusters whose spec.clusterID is fc's.
-func (g *Gate) duplicates(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]string, error) {
+func (g *gate) duplicates(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]string, error) {
 	var fcs liqov1beta1.ForeignClusterList
-	if err := g.APIReader.List(ctx, &fcs); err != nil {
+	if err := g.apiReader.List(ctx, &fcs); err != nil {
 		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
 	}
 	var others []string
-	for i := range fcs.Items {
-		if o := &fcs.Items[i]; o.Name != fc.Name && o.Spec.ClusterID == fc.Spec.ClusterID {
+	for _, o := range liqojanitor.ForeignClustersOf(fcs.Items, fc.Spec.ClusterID) {
+		if o.Name != fc.Name {
 			others = append(others, o.Name)
 		}
 	}
@@ -196,7 +214,7 @@ func (g *Gate) duplicates(ctx context.Context, fc *liqov1beta1.ForeignCluster) (
 }
 
 // checkPermission asks the API server whether the requesting user may use the break-glass verb on fc.
-func (g *Gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignCluster, user authenticationv1.UserInfo) Permission {
+func (g *gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignCluster, user authenticationv1.UserInfo) Permission {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra(user.Extra),
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -204,7 +222,7 @@ func (g *Gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignClust
 			Resource: "foreignclusters", Name: fc.Name,
 		},
 	}}
-	if err := g.Client.Create(ctx, sar); err != nil {
+	if err := g.client.Create(ctx, sar); err != nil {
 		return Permission{Err: err}
 	}
 	return Permission{Allowed: sar.Status.Allowed, Reason: sar.Status.Reason}

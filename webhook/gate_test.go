@@ -24,8 +24,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 		if err := setupCluster(e); err != nil {
 			return err
 		}
-		return e.StartGate(liqoNamespace, webhook.Options{MinUnreachable: time.Minute})
+		return e.StartGate(webhook.Options{LiqoNamespace: liqoNamespace, MinUnreachable: time.Minute})
 	}))
 }
 
@@ -89,7 +89,7 @@ func newProvider(t *testing.T, status liqov1beta1.ConditionStatusType, since tim
 	g := NewWithT(t)
 	id := fmt.Sprintf("provider-%d", seq.Add(1))
 	fc := &liqov1beta1.ForeignCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{liqoapi.RemoteClusterIDLabel: id}},
+		ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: id}},
 		Spec:       liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)},
 	}
 	g.Expect(env.Client.Create(t.Context(), fc)).To(Succeed())
@@ -112,7 +112,7 @@ func setAPIServerStatus(t *testing.T, fc *liqov1beta1.ForeignCluster, status liq
 func s(v string) *string { return ptr.To(v) }
 
 func markAndConfirm(fc *liqov1beta1.ForeignCluster) map[string]*string {
-	return map[string]*string{liqoapi.ConfirmAnnotation: s(string(fc.Spec.ClusterID)), liqoapi.MarkAnnotation: s("true")}
+	return map[string]*string{liqojanitor.ConfirmAnnotation: s(string(fc.Spec.ClusterID)), liqojanitor.MarkAnnotation: s("true")}
 }
 
 func get(t *testing.T, fc *liqov1beta1.ForeignCluster) *liqov1beta1.ForeignCluster {
@@ -148,26 +148,26 @@ func TestMarkingNeedsTheConfirmationEqualToTheClusterID(t *testing.T) {
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 
-	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})
+	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: s("true")})
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", fc,
 		fmt.Sprintf("kubectl annotate foreigncluster %s liqo-janitor.io/confirm-cluster-id=%s liqo.io/foreign-cluster-permanently-unreachable=true --overwrite", fc.Name, fc.Name))
 
-	err = fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s("provider-typo")})
+	err = fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ConfirmAnnotation: s("provider-typo")})
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", fc,
 		fmt.Sprintf("kubectl annotate foreigncluster %s liqo-janitor.io/confirm-cluster-id=%s --overwrite", fc.Name, fc.Name))
-	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqoapi.MarkAnnotation), "nothing was stored")
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.MarkAnnotation), "nothing was stored")
 
 	// the confirmation may come first, the mark later
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})).To(Succeed())
-	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkAnnotation, "true"))
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: s("true")})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"))
 }
 
 func TestTheMarkValueMustBeExactlyTrue(t *testing.T) {
 	g := NewWithT(t)
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 	kv := markAndConfirm(fc)
-	kv[liqoapi.MarkAnnotation] = s("True")
+	kv[liqojanitor.MarkAnnotation] = s("True")
 	err := fixture.Annotate(t.Context(), alice, fc, kv)
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
 		`exactly "true"`, "liqo.io/foreign-cluster-permanently-unreachable=true --overwrite")
@@ -251,15 +251,15 @@ func TestBreakGlassPermissionWithRealRBAC(t *testing.T) {
 	b := harness.ClusterRoleBinding("mark-unreachable-bob", webhook.MarkRoleName, plainUser)
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
 	g.Eventually(func() error { return fixture.Annotate(ctx, bob, fc, markAndConfirm(fc)) }).Should(Succeed())
-	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkedByAnnotation, plainUser))
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, plainUser))
 
 	// and removing the mark needs the same permission
 	g.Expect(env.Client.Delete(ctx, b)).To(Succeed())
-	unmark := map[string]*string{liqoapi.MarkAnnotation: nil}
+	unmark := map[string]*string{liqojanitor.MarkAnnotation: nil}
 	g.Eventually(func() error { return fixture.Annotate(ctx, bob, fc, unmark) }).Should(MatchError(ContainSubstring("may not remove its permanently-unreachable mark")))
 	err = fixture.Annotate(ctx, bob, fc, unmark)
 	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc)
-	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.MarkAnnotation, "true"))
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"))
 }
 
 func TestStampsAreWrittenByTheWebhookAndImmutableWhileMarked(t *testing.T) {
@@ -268,24 +268,24 @@ func TestStampsAreWrittenByTheWebhookAndImmutableWhileMarked(t *testing.T) {
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 
 	kv := markAndConfirm(fc)
-	kv[liqoapi.MarkedByAnnotation] = s("mallory")
-	kv[liqoapi.MarkedAtAnnotation] = s("2020-01-01T00:00:00Z")
+	kv[liqojanitor.MarkedByAnnotation] = s("mallory")
+	kv[liqojanitor.MarkedAtAnnotation] = s("2020-01-01T00:00:00Z")
 	before := time.Now().Add(-time.Second)
 	g.Expect(fixture.Annotate(ctx, alice, fc, kv)).To(Succeed())
 	marked := get(t, fc)
-	g.Expect(marked.Annotations).To(HaveKeyWithValue(liqoapi.MarkedByAnnotation, markerUser), "the forged marked-by is replaced")
-	at, err := time.Parse(time.RFC3339, marked.Annotations[liqoapi.MarkedAtAnnotation])
+	g.Expect(marked.Annotations).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, markerUser), "the forged marked-by is replaced")
+	at, err := time.Parse(time.RFC3339, marked.Annotations[liqojanitor.MarkedAtAnnotation])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(at).To(BeTemporally(">=", before.Truncate(time.Second)), "the forged marked-at is replaced")
 
 	// a later unrelated change keeps the stamps as they are
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ReasonAnnotation: s("data centre flooded")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ReasonAnnotation: s("data centre flooded")})).To(Succeed())
 	stable := get(t, fc).Annotations
 	g.Expect(stable).To(And(
-		HaveKeyWithValue(liqoapi.MarkedByAnnotation, markerUser),
-		HaveKeyWithValue(liqoapi.MarkedAtAnnotation, marked.Annotations[liqoapi.MarkedAtAnnotation])))
+		HaveKeyWithValue(liqojanitor.MarkedByAnnotation, markerUser),
+		HaveKeyWithValue(liqojanitor.MarkedAtAnnotation, marked.Annotations[liqojanitor.MarkedAtAnnotation])))
 
-	for _, key := range []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation} {
+	for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
 		err := fixture.Annotate(ctx, alice, fc, map[string]*string{key: s("changed")})
 		expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations["+key+"]", fc,
 			key+" cannot change while", "kubectl annotate foreigncluster "+fc.Name+" liqo.io/foreign-cluster-permanently-unreachable-")
@@ -295,7 +295,7 @@ func TestStampsAreWrittenByTheWebhookAndImmutableWhileMarked(t *testing.T) {
 
 func TestStampsCannotBeWrittenWithoutTheMark(t *testing.T) {
 	fc := newProvider(t, "", 0)
-	err := fixture.Annotate(t.Context(), alice, fc, map[string]*string{liqoapi.MarkedByAnnotation: s("alice")})
+	err := fixture.Annotate(t.Context(), alice, fc, map[string]*string{liqojanitor.MarkedByAnnotation: s("alice")})
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/marked-by]", fc,
 		"written only by liqo-janitor")
 }
@@ -305,10 +305,10 @@ func TestRemovingTheMarkWarnsAndDropsStampsAndConfirmation(t *testing.T) {
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ReasonAnnotation: s("kept")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ReasonAnnotation: s("kept")})).To(Succeed())
 
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: nil})).To(Succeed())
-	g.Expect(get(t, fc).Annotations).To(Equal(map[string]string{liqoapi.ReasonAnnotation: "kept"}))
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(Equal(map[string]string{liqojanitor.ReasonAnnotation: "kept"}))
 	g.Expect(aliceW.Warnings()).To(ContainElement(And(ContainSubstring(fc.Name),
 		ContainSubstring("pods already force-deleted and finalizers already removed are not restored"),
 		ContainSubstring("workloads on the provider may still be running"))))
@@ -322,23 +322,23 @@ func TestBlastRadius(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
 	paused := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 	g.Expect(fixture.Annotate(ctx, alice, paused, markAndConfirm(paused))).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, alice, paused, map[string]*string{liqoapi.PausedAnnotation: s("true")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, paused, map[string]*string{liqojanitor.PausedAnnotation: s("true")})).To(Succeed())
 
 	registerDeadWebhooks(t)
 	g.Eventually(func() error {
-		return fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.MarkAnnotation: s("true")})
+		return fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: s("true")})
 	}).
 		Should(MatchError(ContainSubstring("failed calling webhook")), "marking fails closed while the gate is down")
-	for _, key := range []string{liqoapi.ConfirmAnnotation, liqoapi.MarkedByAnnotation} {
+	for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation} {
 		g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{key: s("changed")})).
 			To(MatchError(ContainSubstring("failed calling webhook")), "%s fails closed too", key)
 	}
 
 	// unpausing a marked cluster is break-glass: it fails closed too
-	g.Expect(fixture.Annotate(ctx, alice, paused, map[string]*string{liqoapi.PausedAnnotation: nil})).
+	g.Expect(fixture.Annotate(ctx, alice, paused, map[string]*string{liqojanitor.PausedAnnotation: nil})).
 		To(MatchError(ContainSubstring("failed calling webhook")), "unpausing fails closed")
 
 	latest := get(t, fc)
@@ -348,10 +348,10 @@ func TestBlastRadius(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{"example.com/note": s("unrelated")})).To(Succeed())
 	// an operator can still pause the janitor, and the janitor can still report, with the gate down
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{
-		liqoapi.PausedAnnotation: s("true"), liqoapi.ReasonAnnotation: s("gate down"), liqoapi.CleanupAnnotation: s("nothing to release"),
+		liqojanitor.PausedAnnotation: s("true"), liqojanitor.ReasonAnnotation: s("gate down"), liqojanitor.CleanupAnnotation: s("nothing to release"),
 	})).To(Succeed())
-	g.Expect(get(t, fc).Annotations).To(And(Not(HaveKey(liqoapi.MarkAnnotation)),
-		HaveKeyWithValue(liqoapi.ConfirmAnnotation, fc.Name), HaveKeyWithValue(liqoapi.PausedAnnotation, "true")))
+	g.Expect(get(t, fc).Annotations).To(And(Not(HaveKey(liqojanitor.MarkAnnotation)),
+		HaveKeyWithValue(liqojanitor.ConfirmAnnotation, fc.Name), HaveKeyWithValue(liqojanitor.PausedAnnotation, "true")))
 }
 
 func registerDeadWebhooks(t *testing.T) {
@@ -390,8 +390,8 @@ func TestForgedRecentStampsAreReplacedAndTheGracePeriodHolds(t *testing.T) {
 
 	forged := time.Now().Add(-59 * time.Second).UTC().Format(time.RFC3339)
 	before := time.Now().Add(-time.Second).Truncate(time.Second)
-	g.Expect(fixture.Mark(ctx, alice, p, liqoapi.MarkedByAnnotation, markerUser, liqoapi.MarkedAtAnnotation, forged)).To(Succeed())
-	at, err := time.Parse(time.RFC3339, get(t, p.ForeignCluster).Annotations[liqoapi.MarkedAtAnnotation])
+	g.Expect(fixture.Mark(ctx, alice, p, liqojanitor.MarkedByAnnotation, markerUser, liqojanitor.MarkedAtAnnotation, forged)).To(Succeed())
+	at, err := time.Parse(time.RFC3339, get(t, p.ForeignCluster).Annotations[liqojanitor.MarkedAtAnnotation])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(at).To(BeTemporally(">=", before), "marked-at is the webhook's, not the request's %s", forged)
 
@@ -399,7 +399,7 @@ func TestForgedRecentStampsAreReplacedAndTheGracePeriodHolds(t *testing.T) {
 		Should(ContainElement(ContainSubstring("releasing starts in")), "the janitor waits out its grace period")
 	rs, pod := &authv1beta1.ResourceSlice{}, &corev1.Pod{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p.ResourceSlice), rs)).To(Succeed())
-	g.Expect(rs.Finalizers).To(ContainElement(liqoapi.ReplicatorFinalizer), "nothing released yet")
+	g.Expect(rs.Finalizers).To(ContainElement(liqojanitor.ReplicatorFinalizer), "nothing released yet")
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p.Pods[0]), pod)).To(Succeed())
 	g.Expect(pod.DeletionGracePeriodSeconds).To(HaveValue(BeNumerically("==", 30)), "no pod force-deleted yet")
 }
@@ -434,7 +434,7 @@ func TestMarkingADuplicateOfALiveClusterIsDenied(t *testing.T) {
 	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", dup,
 		"ForeignCluster "+live.Name+" has the same cluster ID", "kubectl get foreignclusters -o custom-columns")
 	g.Expect(harness.Metric("liqo_janitor_gate_decisions_total", deniedDuplicate)).To(Equal(seen+1), "the decision is counted")
-	g.Expect(get(t, dup).Annotations).NotTo(HaveKey(liqoapi.MarkAnnotation))
+	g.Expect(get(t, dup).Annotations).NotTo(HaveKey(liqojanitor.MarkAnnotation))
 
 	// once the stray one is gone, the real one may be marked (when it is unreachable)
 	g.Expect(env.Client.Delete(ctx, dup)).To(Succeed())
@@ -449,20 +449,20 @@ func TestUnpausingAMarkedClusterIsBreakGlass(t *testing.T) {
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, bob, fc, map[string]*string{liqoapi.PausedAnnotation: s("true")})).To(Succeed(), "bob may pause")
+	g.Expect(fixture.Annotate(ctx, bob, fc, map[string]*string{liqojanitor.PausedAnnotation: s("true")})).To(Succeed(), "bob may pause")
 
 	for _, unpause := range []*string{nil, s("false")} {
-		err := fixture.Annotate(ctx, bob, fc, map[string]*string{liqoapi.PausedAnnotation: unpause})
+		err := fixture.Annotate(ctx, bob, fc, map[string]*string{liqojanitor.PausedAnnotation: unpause})
 		expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
 			`user "bob" may not unpause it`, "kubectl create clusterrolebinding mark-unreachable-bob")
 	}
-	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqoapi.PausedAnnotation, "true"), "still paused")
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqojanitor.PausedAnnotation, "true"), "still paused")
 
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqoapi.PausedAnnotation: nil})).To(Succeed(), "alice holds the verb")
-	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqoapi.PausedAnnotation))
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.PausedAnnotation: nil})).To(Succeed(), "alice holds the verb")
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.PausedAnnotation))
 
 	// on a cluster that is not marked, pausing and unpausing are nobody's business
 	other := newProvider(t, "", 0)
-	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqoapi.PausedAnnotation: s("true")})).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqoapi.PausedAnnotation: nil})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqojanitor.PausedAnnotation: s("true")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqojanitor.PausedAnnotation: nil})).To(Succeed())
 }

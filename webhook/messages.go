@@ -7,7 +7,7 @@ import (
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // Messages are for a person at a terminal: what was refused, why, and the exact next step.
@@ -30,24 +30,24 @@ func annotateCmd(fc *liqov1beta1.ForeignCluster, kv string) string {
 }
 
 func unmarkCmd(fc *liqov1beta1.ForeignCluster) string {
-	return fmt.Sprintf("kubectl annotate foreigncluster %s %s-", fc.Name, liqoapi.MarkAnnotation)
+	return fmt.Sprintf("kubectl annotate foreigncluster %s %s-", fc.Name, liqojanitor.MarkAnnotation)
 }
 
 func confirmKV(fc *liqov1beta1.ForeignCluster) string {
-	return fmt.Sprintf("%s=%s", liqoapi.ConfirmAnnotation, fc.Spec.ClusterID)
+	return fmt.Sprintf("%s=%s", liqojanitor.ConfirmAnnotation, fc.Spec.ClusterID)
 }
 
 func msgMarkValue(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf(`%s: the mark's value must be exactly "true" (the only value Liqo reads); to mark the cluster dead run: %s; `+
 		`to leave it alive, remove the annotation instead: %s`,
-		describe(fc), annotateCmd(fc, liqoapi.MarkAnnotation+"="+liqoapi.MarkValue), unmarkCmd(fc))
+		describe(fc), annotateCmd(fc, liqojanitor.MarkAnnotation+"="+liqojanitor.MarkValue), unmarkCmd(fc))
 }
 
 func msgConfirmMissing(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s: marking a cluster permanently unreachable needs a second key, the confirmation annotation %s "+
 		"equal to its cluster ID %q; if this really is the provider that is gone, confirm it and mark it in one step: %s",
-		describe(fc), liqoapi.ConfirmAnnotation, fc.Spec.ClusterID,
-		annotateCmd(fc, confirmKV(fc)+" "+liqoapi.MarkAnnotation+"="+liqoapi.MarkValue))
+		describe(fc), liqojanitor.ConfirmAnnotation, fc.Spec.ClusterID,
+		annotateCmd(fc, confirmKV(fc)+" "+liqojanitor.MarkAnnotation+"="+liqojanitor.MarkValue))
 }
 
 func msgConfirmWrong(fc *liqov1beta1.ForeignCluster) string {
@@ -66,7 +66,7 @@ func msgLocalUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
 	return fmt.Sprintf("%s: the mark is refused because the local cluster ID cannot be read, so liqo-janitor cannot rule out "+
 		"that this is the local cluster (%v); check Liqo's cluster-ID ConfigMap with: "+
 		"kubectl get configmap -A -l %s=%s, and that liqo-janitor's --liqo-namespace names Liqo's namespace, then retry",
-		describe(fc), err, liqoapi.ClusterIDConfigMapNameLabel, liqoapi.ClusterIDConfigMapNameValue)
+		describe(fc), err, liqojanitor.ClusterIDConfigMapNameLabel, liqojanitor.ClusterIDConfigMapNameValue)
 }
 
 func msgDuplicate(fc *liqov1beta1.ForeignCluster, others []string) string {
@@ -100,7 +100,7 @@ func msgNotStamped(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s: the mark was not stamped by liqo-janitor's mutating webhook (%s and %s are missing or not this "+
 		"request's), so it would go unaudited; check that it is installed: "+
 		"kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor",
-		describe(fc), liqoapi.MarkedByAnnotation, liqoapi.MarkedAtAnnotation)
+		describe(fc), liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation)
 }
 
 func msgImmutable(fc *liqov1beta1.ForeignCluster, key string) string {
@@ -125,7 +125,7 @@ func msgPermissionDenied(fc *liqov1beta1.ForeignCluster, user string, t Transiti
 	case Unmarking:
 		action = "remove its permanently-unreachable mark"
 	case StaysMarked:
-		action = fmt.Sprintf("unpause it (remove %s), which resumes irreversible releases", liqoapi.PausedAnnotation)
+		action = fmt.Sprintf("unpause it (remove %s), which resumes irreversible releases", liqojanitor.PausedAnnotation)
 	}
 	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+
 		"a cluster admin can grant it with: kubectl create clusterrolebinding %s --clusterrole=%s --user=%s",

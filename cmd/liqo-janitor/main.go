@@ -10,8 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/liqotech/liqo/pkg/consts"
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,8 +18,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
@@ -67,11 +65,11 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Run the janitor controller that releases the objects of clusters marked dead.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the webhook and metrics servers (off by default: HTTP/2 rapid-reset mitigations).")
-	fs.StringVar(&o.liqoNamespace, "liqo-namespace", consts.DefaultLiqoNamespace,
+	fs.StringVar(&o.liqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace,
 		"Namespace Liqo is installed in; the local cluster ID is read from its cluster-ID ConfigMap.")
-	fs.DurationVar(&o.minUnreachable, "min-unreachable", 60*time.Second,
+	fs.DurationVar(&o.minUnreachable, "min-unreachable", webhook.DefaultMinUnreachable,
 		"How long a ForeignCluster's APIServerStatus must have been not Established before it may be marked dead.")
-	fs.DurationVar(&o.gracePeriod, "grace-period", 30*time.Second,
+	fs.DurationVar(&o.gracePeriod, "grace-period", janitor.DefaultGracePeriod,
 		"How long after a cluster is marked dead the janitor waits before releasing anything (the window to undo a mistake).")
 	fs.BoolVar(&o.dryRun, "dry-run", false,
 		"Report what the janitor would release through events and logs, and write nothing else.")
@@ -80,11 +78,11 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 			"Needs RBAC on Secrets from the opt-in kustomize component.")
 	fs.BoolVar(&o.podEvents, "pod-events", false,
 		"Also emit an Event on every pod the janitor force-deletes (the ForeignCluster's events and the logs record them anyway).")
-	fs.IntVar(&o.workers, "janitor-workers", 32,
+	fs.IntVar(&o.workers, "janitor-workers", janitor.DefaultWorkers,
 		"How many writes the janitor sends concurrently while releasing a dead cluster's objects.")
-	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 1000,
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", janitor.DefaultClientQPS,
 		"Client-side queries per second towards the API server (high by default: the API server should be the limit).")
-	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 2000,
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", janitor.DefaultClientBurst,
 		"Client-side burst towards the API server.")
 	o.zap.BindFlags(fs)
 }
@@ -154,7 +152,7 @@ func run(ctx context.Context, o *options) error {
 	if err := setupGate(ctx, mgr, o); err != nil {
 		return err
 	}
-	if err := setupJanitor(mgr, o); err != nil {
+	if err := setupJanitor(ctx, mgr, o); err != nil {
 		return err
 	}
 	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
@@ -168,7 +166,7 @@ func managerOptions(o *options) ctrl.Options {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	return ctrl.Options{
-		Scheme:                 liqoapi.NewScheme(),
+		Scheme:                 liqojanitor.NewScheme(),
 		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr, TLSOpts: tlsOpts},
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElect,
@@ -188,7 +186,7 @@ func managerOptions(o *options) ctrl.Options {
 
 // cacheByObject narrows every cache the gate and the janitor use (see their CacheByObject).
 func cacheByObject(o *options) map[client.Object]cache.ByObject {
-	byObject := liqoapi.CacheByObject(o.liqoNamespace)
+	byObject := webhook.CacheByObject(gateOptions(o))
 	maps.Copy(byObject, janitor.CacheByObject(janitorOptions(o)))
 	return byObject
 }
@@ -197,21 +195,14 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 	if !o.enableWebhook {
 		return nil
 	}
-	// Start the cluster-ID ConfigMap informer with the manager, so the first marking does not wait for it.
-	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
-		return fmt.Errorf("watching Liqo's cluster-ID ConfigMap: %w", err)
-	}
-	gate := &webhook.Gate{
-		Client:        mgr.GetClient(),
-		Reader:        mgr.GetCache(),
-		APIReader:     mgr.GetAPIReader(),
-		LiqoNamespace: o.liqoNamespace,
-		Options:       webhook.Options{MinUnreachable: o.minUnreachable},
-	}
-	if err := gate.SetupWithManager(mgr); err != nil {
+	if err := webhook.Setup(ctx, mgr, gateOptions(o)); err != nil {
 		return fmt.Errorf("setting up the webhook: %w", err)
 	}
 	return nil
+}
+
+func gateOptions(o *options) webhook.Options {
+	return webhook.Options{LiqoNamespace: o.liqoNamespace, MinUnreachable: o.minUnreachable}
 }
 
 func janitorOptions(o *options) janitor.Options {
@@ -221,17 +212,11 @@ func janitorOptions(o *options) janitor.Options {
 	}
 }
 
-func setupJanitor(mgr ctrl.Manager, o *options) error {
+func setupJanitor(ctx context.Context, mgr ctrl.Manager, o *options) error {
 	if !o.enableJanitor {
 		return nil
 	}
-	r := &janitor.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("liqo-janitor"),
-		Options:   janitorOptions(o),
-	}
-	if err := r.SetupWithManager(mgr, 4); err != nil {
+	if err := janitor.Setup(ctx, mgr, janitorOptions(o)); err != nil {
 		return fmt.Errorf("setting up the janitor: %w", err)
 	}
 	return nil

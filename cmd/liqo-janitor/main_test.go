@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
@@ -67,7 +67,7 @@ func TestBinaryServesProbesAndTheGate(t *testing.T) {
 	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "provider-bin"},
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-bin"}}
 	g.Expect(env.Client.Create(ctx, fc)).To(Succeed())
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, liqoapi.MarkAnnotation)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, liqojanitor.MarkAnnotation)
 	err := env.Client.Patch(ctx, fc, rawMerge(patch))
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the gate refuses an unconfirmed mark: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("kubectl annotate foreigncluster provider-bin liqo-janitor.io/confirm-cluster-id=provider-bin"))

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -139,7 +139,7 @@ func waitAnnotation(b *testing.B, p *fixture.Provider, want string) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
 				return false, err
 			}
-			return fc.Annotations[liqoapi.CleanupAnnotation] == want, nil
+			return fc.Annotations[liqojanitor.CleanupAnnotation] == want, nil
 		})
 	if err != nil {
 		b.Fatalf("waiting for the janitor: %v", err)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -86,8 +86,8 @@ func (d *demo) declare(ctx context.Context) error {
 		return err
 	}
 	p := d.dead()
-	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=true", p.ID, liqoapi.MarkAnnotation))
-	err = fixture.Annotate(ctx, alice, p.ForeignCluster, map[string]*string{liqoapi.MarkAnnotation: ptr.To("true")})
+	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=true", p.ID, liqojanitor.MarkAnnotation))
+	err = fixture.Annotate(ctx, alice, p.ForeignCluster, map[string]*string{liqojanitor.MarkAnnotation: ptr.To("true")})
 	if err := d.expectRefusal(err); err != nil {
 		return err
 	}
@@ -99,15 +99,15 @@ func (d *demo) declare(ctx context.Context) error {
 	}
 	d.out.note("A ForeignCluster named after this very cluster exists too (a copy-paste accident). Marking it:")
 	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=%s %s=true",
-		localClusterID, liqoapi.ConfirmAnnotation, localClusterID, liqoapi.MarkAnnotation))
+		localClusterID, liqojanitor.ConfirmAnnotation, localClusterID, liqojanitor.MarkAnnotation))
 	err = fixture.MarkCluster(ctx, alice, self)
 	if err := d.expectRefusal(err); err != nil {
 		return err
 	}
 
 	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=%s %s=true %s=%q", p.ID,
-		liqoapi.ConfirmAnnotation, p.ID, liqoapi.MarkAnnotation, liqoapi.ReasonAnnotation, "data centre flooded"))
-	if err := fixture.Mark(ctx, alice, p, liqoapi.ReasonAnnotation, "data centre flooded"); err != nil {
+		liqojanitor.ConfirmAnnotation, p.ID, liqojanitor.MarkAnnotation, liqojanitor.ReasonAnnotation, "data centre flooded"))
+	if err := fixture.Mark(ctx, alice, p, liqojanitor.ReasonAnnotation, "data centre flooded"); err != nil {
 		return fmt.Errorf("the confirmed mark was refused: %w", err)
 	}
 	fc := &liqov1beta1.ForeignCluster{}
@@ -116,7 +116,7 @@ func (d *demo) declare(ctx context.Context) error {
 	}
 	d.marked = time.Now()
 	d.out.accepted(fmt.Sprintf("accepted and stamped: marked-by=%s, marked-at=%s",
-		fc.Annotations[liqoapi.MarkedByAnnotation], fc.Annotations[liqoapi.MarkedAtAnnotation]))
+		fc.Annotations[liqojanitor.MarkedByAnnotation], fc.Annotations[liqojanitor.MarkedAtAnnotation]))
 	return nil
 }
 

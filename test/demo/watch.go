@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 )
 
@@ -126,7 +126,7 @@ func (d *demo) result(ctx context.Context) error {
 	if err := d.env.Client.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
 		return err
 	}
-	d.out.done("cleanup annotation: " + fc.Annotations[liqoapi.CleanupAnnotation])
+	d.out.done("cleanup annotation: " + fc.Annotations[liqojanitor.CleanupAnnotation])
 	guarded := &corev1.Pod{}
 	if err := d.env.Client.Get(ctx, client.ObjectKeyFromObject(p.Pods[0]), guarded); err != nil {
 		return err

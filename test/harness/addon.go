@@ -21,8 +21,8 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
@@ -30,8 +30,8 @@ import (
 func ClusterIDConfigMap(ns, id string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "liqo-clusterid-configmap", Namespace: ns,
-			Labels: map[string]string{liqoapi.ClusterIDConfigMapNameLabel: liqoapi.ClusterIDConfigMapNameValue}},
-		Data: map[string]string{liqoapi.ClusterIDConfigMapKey: id},
+			Labels: map[string]string{liqojanitor.ClusterIDConfigMapNameLabel: liqojanitor.ClusterIDConfigMapNameValue}},
+		Data: map[string]string{liqojanitor.ClusterIDConfigMapKey: id},
 	}
 }
 
@@ -89,39 +89,34 @@ func ClusterRoleBinding(name, role string, users ...string) *rbacv1.ClusterRoleB
 	return b
 }
 
-// StartGate serves the gate in a manager wired as cmd/liqo-janitor wires it, for the webhook
-// configurations registered through Options.WebhookPaths, until Stop; it returns once the webhook server
-// accepts connections.
-func (e *Env) StartGate(liqoNamespace string, opts webhook.Options) error {
+// StartGate serves the gate in a manager wired as cmd/liqo-janitor wires it (webhook.Setup, with its cache
+// options), for the webhook configurations registered through Options.WebhookPaths, until Stop; it returns
+// once the webhook server accepts connections.
+func (e *Env) StartGate(opts webhook.Options) error {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          crwebhook.NewServer(e.WebhookOptions()),
-		Cache:                  cache.Options{ByObject: liqoapi.CacheByObject(liqoNamespace)},
+		Cache:                  cache.Options{ByObject: webhook.CacheByObject(opts)},
 	})
 	if err != nil {
 		return err
 	}
-	gate := &webhook.Gate{Client: mgr.GetClient(), Reader: mgr.GetCache(), APIReader: mgr.GetAPIReader(),
-		LiqoNamespace: liqoNamespace, Options: opts}
-	if err := gate.SetupWithManager(mgr); err != nil {
+	if err := webhook.Setup(e.ctx, mgr, opts); err != nil {
 		return err
 	}
 	e.Go(mgr.Start)
 	return e.WaitForWebhookServer(context.Background())
 }
 
-// StartJanitor runs the janitor in a manager of its own, wired as cmd/liqo-janitor wires it (with the
-// binary's client rate limits, 1000 QPS and a burst of 2000), until stop is called; stop may be called
-// more than once and returns the manager's error. Several janitors may run one after the other in a
-// process: controller-name validation is off.
+// StartJanitor runs the janitor in a manager of its own, wired as cmd/liqo-janitor wires it (janitor.Setup,
+// with its cache options and the binary's default client rate limits), until stop is called; stop may be
+// called more than once and returns the manager's error. Several janitors may run one after the other in
+// a process: controller-name validation is off.
 func (e *Env) StartJanitor(opts janitor.Options) (stop func() error, err error) {
-	if opts.Workers == 0 {
-		opts.Workers = 32
-	}
 	cfg := rest.CopyConfig(e.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg.QPS, cfg.Burst = janitor.DefaultClientQPS, janitor.DefaultClientBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -132,12 +127,11 @@ func (e *Env) StartJanitor(opts janitor.Options) (stop func() error, err error) 
 	if err != nil {
 		return nil, err
 	}
-	r := &janitor.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("liqo-janitor"), Options: opts}
-	if err := r.SetupWithManager(mgr, 4); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := janitor.Setup(ctx, mgr, opts); err != nil {
+		cancel()
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	var once sync.Once

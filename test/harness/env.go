@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // Options says what a test package needs from its control plane.
@@ -87,7 +87,7 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Root: root, Scheme: liqoapi.NewScheme(), detached: opts.Detached}
+	e := &Env{Root: root, Scheme: liqojanitor.NewScheme(), detached: opts.Detached}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: bins,

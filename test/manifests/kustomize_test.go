@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // The kustomizations under test, relative to the repository root.
@@ -40,7 +40,7 @@ const (
 // types; a kind none of them knows fails too.
 var decoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
-	utilruntime.Must(liqoapi.AddToScheme(s))
+	utilruntime.Must(liqojanitor.AddToScheme(s))
 	utilruntime.Must(certmanagerv1.AddToScheme(s))
 	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }()

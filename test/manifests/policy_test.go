@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-janitor/liqo-janitor/janitor/liqoapi"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -80,7 +80,7 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 	// A new policy takes a moment to be enforced: wait for the first denial, with dry-run requests so
 	// that an early success changes nothing.
 	g.Eventually(func(g Gomega) {
-		err := annotate(ctx, id, map[string]*string{liqoapi.MarkAnnotation: s("true")}, client.DryRunAll)
+		err := annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: s("true")}, client.DryRunAll)
 		expectPolicyDenied(g, err)
 	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
@@ -89,17 +89,17 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 		fragments   []string
 	}{
 		"the mark without the confirmation": {
-			annotations: map[string]*string{liqoapi.MarkAnnotation: s("true")},
-			fragments: []string{liqoapi.ConfirmAnnotation, `spec.clusterID "provider-x"`,
+			annotations: map[string]*string{liqojanitor.MarkAnnotation: s("true")},
+			fragments: []string{liqojanitor.ConfirmAnnotation, `spec.clusterID "provider-x"`,
 				"kubectl annotate foreigncluster provider-x liqo-janitor.io/confirm-cluster-id=provider-x"},
 		},
 		"the mark with a confirmation that is not spec.clusterID": {
-			annotations: map[string]*string{liqoapi.MarkAnnotation: s("true"), liqoapi.ConfirmAnnotation: s("provider-y")},
-			fragments:   []string{liqoapi.ConfirmAnnotation, `spec.clusterID "provider-x"`, "kubectl get foreignclusters"},
+			annotations: map[string]*string{liqojanitor.MarkAnnotation: s("true"), liqojanitor.ConfirmAnnotation: s("provider-y")},
+			fragments:   []string{liqojanitor.ConfirmAnnotation, `spec.clusterID "provider-x"`, "kubectl get foreignclusters"},
 		},
 		"a confirmed mark whose value is not exactly true": {
-			annotations: map[string]*string{liqoapi.MarkAnnotation: s("yes"), liqoapi.ConfirmAnnotation: s(id)},
-			fragments:   []string{liqoapi.MarkAnnotation, `must be exactly "true"`},
+			annotations: map[string]*string{liqojanitor.MarkAnnotation: s("yes"), liqojanitor.ConfirmAnnotation: s(id)},
+			fragments:   []string{liqojanitor.MarkAnnotation, `must be exactly "true"`},
 		},
 	}
 	for name, tc := range denied {
@@ -109,7 +109,7 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 	}
 	t.Run("creating a ForeignCluster already marked, without the confirmation", func(t *testing.T) {
 		marked := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "provider-y",
-			Annotations: map[string]string{liqoapi.MarkAnnotation: "true"}},
+			Annotations: map[string]string{liqojanitor.MarkAnnotation: "true"}},
 			Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-y"}}
 		expectPolicyDenied(NewWithT(t), env.Client.Create(t.Context(), marked, client.DryRunAll),
 			"liqo-janitor.io/confirm-cluster-id=provider-y")
@@ -122,13 +122,13 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 		allowed     bool
 	}{
 		{"an annotation that is not the mark passes", map[string]*string{"example.com/owner": s("team-a")}, true},
-		{"the confirmation alone passes", map[string]*string{liqoapi.ConfirmAnnotation: s(id)}, true},
+		{"the confirmation alone passes", map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, true},
 		{"the mark with the confirmation equal to spec.clusterID and value true passes",
-			map[string]*string{liqoapi.MarkAnnotation: s("true")}, true},
+			map[string]*string{liqojanitor.MarkAnnotation: s("true")}, true},
 		{"on a marked cluster, other updates are not judged", map[string]*string{"example.com/owner": s("team-b")}, true},
 		{"on a marked cluster, changing the mark to another value is refused",
-			map[string]*string{liqoapi.MarkAnnotation: s("yes")}, false},
-		{"removing the mark passes", map[string]*string{liqoapi.MarkAnnotation: nil}, true},
+			map[string]*string{liqojanitor.MarkAnnotation: s("yes")}, false},
+		{"removing the mark passes", map[string]*string{liqojanitor.MarkAnnotation: nil}, true},
 	}
 	for _, step := range steps {
 		err := annotate(ctx, id, step.annotations)
@@ -140,7 +140,7 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 	}
 	got := &liqov1beta1.ForeignCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
-	g.Expect(got.Annotations).To(Equal(map[string]string{"example.com/owner": "team-b", liqoapi.ConfirmAnnotation: id}))
+	g.Expect(got.Annotations).To(Equal(map[string]string{"example.com/owner": "team-b", liqojanitor.ConfirmAnnotation: id}))
 }
 
 // TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate: with the webhook absent, the policy asks the API
@@ -177,7 +177,7 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: id}}
 	g.Expect(env.Client.Create(ctx, fc)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), fc) })
-	confirmedMark := map[string]*string{liqoapi.ConfirmAnnotation: s(id), liqoapi.MarkAnnotation: s("true")}
+	confirmedMark := map[string]*string{liqojanitor.ConfirmAnnotation: s(id), liqojanitor.MarkAnnotation: s("true")}
 
 	// wait until the new policy is enforced (dry-run, so an early success changes nothing)
 	g.Eventually(func(g Gomega) {
@@ -192,13 +192,13 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 	}{
 		{"bob may not set a confirmed mark", bob, confirmedMark, `user "bob" may not mark it permanently unreachable`},
 		{"alice may", alice, confirmedMark, ""},
-		{"bob may pause the janitor", bob, map[string]*string{liqoapi.PausedAnnotation: s("true")}, ""},
-		{"bob may not unpause it", bob, map[string]*string{liqoapi.PausedAnnotation: nil}, `user "bob" may not unpause it`},
-		{"alice may", alice, map[string]*string{liqoapi.PausedAnnotation: nil}, ""},
-		{"bob may not remove the mark", bob, map[string]*string{liqoapi.MarkAnnotation: nil}, `user "bob" may not remove its permanently-unreachable mark`},
-		{"alice may", alice, map[string]*string{liqoapi.MarkAnnotation: nil}, ""},
-		{"on an unmarked cluster bob may pause and unpause", bob, map[string]*string{liqoapi.PausedAnnotation: s("true")}, ""},
-		{"and unpause", bob, map[string]*string{liqoapi.PausedAnnotation: nil}, ""},
+		{"bob may pause the janitor", bob, map[string]*string{liqojanitor.PausedAnnotation: s("true")}, ""},
+		{"bob may not unpause it", bob, map[string]*string{liqojanitor.PausedAnnotation: nil}, `user "bob" may not unpause it`},
+		{"alice may", alice, map[string]*string{liqojanitor.PausedAnnotation: nil}, ""},
+		{"bob may not remove the mark", bob, map[string]*string{liqojanitor.MarkAnnotation: nil}, `user "bob" may not remove its permanently-unreachable mark`},
+		{"alice may", alice, map[string]*string{liqojanitor.MarkAnnotation: nil}, ""},
+		{"on an unmarked cluster bob may pause and unpause", bob, map[string]*string{liqojanitor.PausedAnnotation: s("true")}, ""},
+		{"and unpause", bob, map[string]*string{liqojanitor.PausedAnnotation: nil}, ""},
 	}
 	for _, step := range steps {
 		err := fixture.Annotate(ctx, step.by, fc, step.annotations)
@@ -210,5 +210,5 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 	}
 	got := &liqov1beta1.ForeignCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
-	g.Expect(got.Annotations).To(Equal(map[string]string{liqoapi.ConfirmAnnotation: id}))
+	g.Expect(got.Annotations).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: id}))
 }

@@ -1,6 +1,9 @@
-package liqoapi
+package liqojanitor
 
 import (
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/liqotech/liqo/pkg/consts"
 )
 
@@ -42,11 +45,6 @@ const (
 	ClusterIDConfigMapNameValue = consts.ClusterIDConfigMapNameLabelValue
 )
 
-// IsMarked reports whether annotations carry the mark with the one value Liqo honours.
-func IsMarked(annotations map[string]string) bool {
-	return annotations[MarkAnnotation] == MarkValue
-}
-
 // Liqo labels and finalizers the janitor matches on (liqo-facts.md; the same strings in Liqo v1.0 to v1.2).
 const (
 	// ReplicationLabel marks our own replicated copies (ResourceSlice, NamespaceMap, Renew): "true" on the
@@ -74,3 +72,56 @@ const (
 	// NamespaceOffloadingFinalizer waits until every remote namespace of an offloaded namespace is gone.
 	NamespaceOffloadingFinalizer = "namespaceoffloading-controller.liqo.io/finalizer"
 )
+
+// IsMarked reports whether annotations carry the mark with the one value Liqo honours.
+func IsMarked(annotations map[string]string) bool {
+	return annotations[MarkAnnotation] == MarkValue
+}
+
+// Confirmed reports whether fc carries the second key: the confirmation equals its (non-empty)
+// spec.clusterID.
+func Confirmed(fc *liqov1beta1.ForeignCluster) bool {
+	return fc.Spec.ClusterID != "" && fc.Annotations[ConfirmAnnotation] == string(fc.Spec.ClusterID)
+}
+
+// MarkedAt is the gate's marked-at stamp, and whether fc carries a readable one.
+func MarkedAt(fc *liqov1beta1.ForeignCluster) (time.Time, bool) {
+	at, err := time.Parse(time.RFC3339, fc.Annotations[MarkedAtAnnotation])
+	return at, err == nil
+}
+
+// Paused reports whether an operator paused the janitor on fc.
+func Paused(fc *liqov1beta1.ForeignCluster) bool {
+	return fc.Annotations[PausedAnnotation] == "true"
+}
+
+// APIServerStatus returns fc's first APIServerStatus condition, the one Liqo's own IsDead reads
+// (pkg/utils/foreigncluster/conditions.go, Liqo v1.1 and v1.2), or nil if it has none.
+func APIServerStatus(fc *liqov1beta1.ForeignCluster) *liqov1beta1.Condition {
+	for i := range fc.Status.Conditions {
+		if fc.Status.Conditions[i].Type == liqov1beta1.APIServerStatusCondition {
+			return &fc.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// Reachable reports whether Liqo's API-server checker sees fc's provider answering (APIServerStatus
+// Established). No condition at all counts as unreachable, as in Liqo's IsDead.
+func Reachable(fc *liqov1beta1.ForeignCluster) bool {
+	c := APIServerStatus(fc)
+	return c != nil && c.Status == liqov1beta1.ConditionStatusEstablished
+}
+
+// ForeignClustersOf returns the ForeignClusters of fcs whose spec.clusterID is clusterID. Liqo probes only
+// one of them (GetForeignClusterByID, pkg/utils/foreigncluster/getters.go, Liqo v1.0 to v1.2: the oldest
+// labelled liqo.io/remote-cluster-id), so the others have no APIServerStatus of their own.
+func ForeignClustersOf(fcs []liqov1beta1.ForeignCluster, clusterID liqov1beta1.ClusterID) []*liqov1beta1.ForeignCluster {
+	var out []*liqov1beta1.ForeignCluster
+	for i := range fcs {
+		if fcs[i].Spec.ClusterID == clusterID {
+			out = append(out, &fcs[i])
+		}
+	}
+	return out
+}
