@@ -34,9 +34,9 @@ func (o Options) Default() Options {
 	return o
 }
 
-// Permission is the outcome of the break-glass SubjectAccessReview (verb mark-unreachable on
+// permission is the outcome of the break-glass SubjectAccessReview (verb mark-unreachable on
 // foreignclusters.core.liqo.io).
-type Permission struct {
+type permission struct {
 	// Allowed is the review's verdict.
 	Allowed bool
 	// Reason is the authorizer's explanation, if any.
@@ -45,8 +45,8 @@ type Permission struct {
 	Err error
 }
 
-// Review is everything a decision depends on.
-type Review struct {
+// inputs is everything a decision depends on.
+type inputs struct {
 	// Old is the object before the request; nil on CREATE.
 	Old *liqov1beta1.ForeignCluster
 	// New is the object the request would store (after mutation).
@@ -56,9 +56,9 @@ type Review struct {
 	// LocalClusterID is this cluster's own Liqo cluster ID; LocalClusterIDErr says why it could not be read.
 	LocalClusterID    string
 	LocalClusterIDErr error
-	// Permission is the break-glass review; only consulted when the request sets or removes the mark, or
+	// permission is the break-glass review; only consulted when the request sets or removes the mark, or
 	// unpauses a marked cluster.
-	Permission Permission
+	permission permission
 	// Duplicates are the other ForeignClusters with New's spec.clusterID; DuplicatesErr says why they
 	// could not be listed. Only consulted when the request sets the mark.
 	Duplicates    []string
@@ -67,56 +67,56 @@ type Review struct {
 	Now time.Time
 }
 
-// Transition is what a request does to the mark.
-type Transition int
+// transition is what a request does to the mark.
+type transition int
 
 const (
-	// NotMarked means the mark is set neither before nor after the request.
-	NotMarked Transition = iota
-	// Marking means the request sets the mark (or creates a marked ForeignCluster).
-	Marking
-	// Unmarking means the request removes the mark.
-	Unmarking
-	// StaysMarked means the mark is set before and after the request.
-	StaysMarked
+	// notMarked means the mark is set neither before nor after the request.
+	notMarked transition = iota
+	// marking means the request sets the mark (or creates a marked ForeignCluster).
+	marking
+	// unmarking means the request removes the mark.
+	unmarking
+	// staysMarked means the mark is set before and after the request.
+	staysMarked
 )
 
-// TransitionOf classifies a request by the mark on its old (nil on CREATE) and new objects.
-func TransitionOf(old, fc *liqov1beta1.ForeignCluster) Transition {
+// transitionOf classifies a request by the mark on its old (nil on CREATE) and new objects.
+func transitionOf(old, fc *liqov1beta1.ForeignCluster) transition {
 	before := old != nil && liqojanitor.IsMarked(old.Annotations)
 	after := fc != nil && liqojanitor.IsMarked(fc.Annotations)
 	switch {
 	case after && !before:
-		return Marking
+		return marking
 	case before && !after:
-		return Unmarking
+		return unmarking
 	case before && after:
-		return StaysMarked
+		return staysMarked
 	default:
-		return NotMarked
+		return notMarked
 	}
 }
 
-// Unpauses reports whether the request resumes the janitor on a cluster that stays marked: paused was
+// unpauses reports whether the request resumes the janitor on a cluster that stays marked: paused was
 // "true" and no longer is (rule 10).
-func Unpauses(old, fc *liqov1beta1.ForeignCluster) bool {
-	return TransitionOf(old, fc) == StaysMarked &&
+func unpauses(old, fc *liqov1beta1.ForeignCluster) bool {
+	return transitionOf(old, fc) == staysMarked &&
 		old.Annotations[liqojanitor.PausedAnnotation] == "true" && fc.Annotations[liqojanitor.PausedAnnotation] != "true"
 }
 
-// NeedsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
+// needsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
 // removes the mark (rule 5), or unpauses a marked cluster (rule 10).
-func NeedsPermission(old, fc *liqov1beta1.ForeignCluster) bool {
-	t := TransitionOf(old, fc)
-	return t == Marking || t == Unmarking || Unpauses(old, fc)
+func needsPermission(old, fc *liqov1beta1.ForeignCluster) bool {
+	t := transitionOf(old, fc)
+	return t == marking || t == unmarking || unpauses(old, fc)
 }
 
-// NeedsClusterContext reports whether the decision needs the local cluster ID and the other
+// needsClusterContext reports whether the decision needs the local cluster ID and the other
 // ForeignClusters of the same cluster ID: only a request that sets the mark does.
-func NeedsClusterContext(t Transition) bool { return t == Marking }
+func needsClusterContext(t transition) bool { return t == marking }
 
-// Verdict is the gate's answer to a request.
-type Verdict struct {
+// verdict is the gate's answer to a request.
+type verdict struct {
 	// Errors are the reasons for a denial; empty means allowed.
 	Errors field.ErrorList
 	// Warnings are returned to the client whether or not the request is allowed.
@@ -136,7 +136,7 @@ const (
 	ReasonDuplicate    = "Duplicate"
 	ReasonReachable    = "Reachable"
 	ReasonNotStamped   = "NotStamped"
-	ReasonPermission   = "Permission"
+	ReasonPermission   = "permission"
 	ReasonImmutable    = "Immutable"
 	ReasonStamps       = "StampsWithoutMark"
 	ReasonMarked       = "Marked"
@@ -146,7 +146,7 @@ const (
 )
 
 // deny adds errs to the verdict, naming reason if they are the first.
-func (v *Verdict) deny(reason string, errs field.ErrorList) {
+func (v *verdict) deny(reason string, errs field.ErrorList) {
 	if len(errs) > 0 && v.Reason == "" {
 		v.Reason = reason
 	}
@@ -154,7 +154,7 @@ func (v *Verdict) deny(reason string, errs field.ErrorList) {
 }
 
 // Allowed reports whether the request may proceed.
-func (v *Verdict) Allowed() bool { return len(v.Errors) == 0 }
+func (v *verdict) Allowed() bool { return len(v.Errors) == 0 }
 
 var (
 	annotationsPath = field.NewPath("metadata", "annotations")
@@ -164,15 +164,15 @@ var (
 	conditionsPath  = field.NewPath("status", "conditions")
 )
 
-// Decide applies the gate's rules (the package documentation) to a request that creates or updates a
+// decide applies the gate's rules (the package documentation) to a request that creates or updates a
 // ForeignCluster.
-func Decide(r *Review, opts Options) Verdict {
-	var v Verdict
+func decide(r *inputs, opts Options) verdict {
+	var v verdict
 	v.deny(ReasonMarkValue, checkMarkValue(r))
-	t := TransitionOf(r.Old, r.New)
+	t := transitionOf(r.Old, r.New)
 	allowed := ReasonOther
 	switch t {
-	case Marking:
+	case marking:
 		v.deny(ReasonConfirmation, checkConfirmation(r, true))
 		v.deny(ReasonLocalCluster, checkNotLocal(r))
 		v.deny(ReasonDuplicate, checkNoDuplicate(r))
@@ -180,19 +180,19 @@ func Decide(r *Review, opts Options) Verdict {
 		v.deny(ReasonNotStamped, checkStamped(r))
 		v.checkPermission(r, t)
 		allowed = ReasonMarked
-	case Unmarking:
+	case unmarking:
 		v.checkPermission(r, t)
 		if v.Allowed() {
 			v.Warnings = append(v.Warnings, warnUnmarked(r.New))
 		}
 		allowed = ReasonUnmarked
-	case StaysMarked:
+	case staysMarked:
 		v.deny(ReasonImmutable, checkImmutable(r))
-		if Unpauses(r.Old, r.New) {
+		if unpauses(r.Old, r.New) {
 			v.checkPermission(r, t)
 			allowed = ReasonUnpaused
 		}
-	case NotMarked:
+	case notMarked:
 		v.deny(ReasonConfirmation, checkConfirmation(r, false))
 		v.deny(ReasonStamps, checkNoStampsWithoutMark(r))
 	}
@@ -203,7 +203,7 @@ func Decide(r *Review, opts Options) Verdict {
 }
 
 // checkMarkValue: the mark's value must be exactly "true" (rule 2), whenever a request sets or changes it.
-func checkMarkValue(r *Review) field.ErrorList {
+func checkMarkValue(r *inputs) field.ErrorList {
 	value, ok := r.New.Annotations[liqojanitor.MarkAnnotation]
 	if !ok || value == liqojanitor.MarkValue || !changed(r, liqojanitor.MarkAnnotation) {
 		return nil
@@ -213,7 +213,7 @@ func checkMarkValue(r *Review) field.ErrorList {
 
 // checkConfirmation: the confirmation must equal spec.clusterID when the mark is set (rule 1); a wrong
 // confirmation added ahead of the mark is refused at once, so the mistake shows where it is made.
-func checkConfirmation(r *Review, marking bool) field.ErrorList {
+func checkConfirmation(r *inputs, marking bool) field.ErrorList {
 	value, ok := r.New.Annotations[liqojanitor.ConfirmAnnotation]
 	switch {
 	case !ok && marking:
@@ -227,7 +227,7 @@ func checkConfirmation(r *Review, marking bool) field.ErrorList {
 }
 
 // checkNotLocal: a cluster cannot declare itself dead; fail closed when the local ID is unknown (rule 3).
-func checkNotLocal(r *Review) field.ErrorList {
+func checkNotLocal(r *inputs) field.ErrorList {
 	switch {
 	case r.LocalClusterIDErr != nil:
 		return field.ErrorList{field.Forbidden(clusterIDPath, msgLocalUnknown(r.New, r.LocalClusterIDErr))}
@@ -241,7 +241,7 @@ func checkNotLocal(r *Review) field.ErrorList {
 // the ForeignCluster it finds for a cluster ID (pkg/utils/foreigncluster/getters.go GetForeignClusterByID,
 // the oldest one labelled liqo.io/remote-cluster-id), so a second one has no APIServerStatus and would
 // pass rule 4 while the provider is alive. Fail closed when the others cannot be listed.
-func checkNoDuplicate(r *Review) field.ErrorList {
+func checkNoDuplicate(r *inputs) field.ErrorList {
 	switch {
 	case r.DuplicatesErr != nil:
 		return field.ErrorList{field.Forbidden(clusterIDPath, msgDuplicatesUnknown(r.New, r.DuplicatesErr))}
@@ -253,7 +253,7 @@ func checkNoDuplicate(r *Review) field.ErrorList {
 
 // checkUnreachable is the reachability veto (rule 4): Liqo must not see the provider answering, and must
 // not have seen it answering for at least MinUnreachable. No APIServerStatus condition counts as unreachable.
-func checkUnreachable(r *Review, opts Options) field.ErrorList {
+func checkUnreachable(r *inputs, opts Options) field.ErrorList {
 	cond := liqojanitor.APIServerStatus(r.New)
 	switch {
 	case cond == nil:
@@ -273,15 +273,15 @@ func checkUnreachable(r *Review, opts Options) field.ErrorList {
 
 // checkStamped: when the mark is set the stamps must be the mutating webhook's (rule 6); if they are not,
 // the mutating webhook did not run, and the mark would go unaudited.
-func checkStamped(r *Review) field.ErrorList {
-	if StampsCurrent(r.New, r.User.Username, r.Now) {
+func checkStamped(r *inputs) field.ErrorList {
+	if stampsCurrent(r.New, r.User.Username, r.Now) {
 		return nil
 	}
 	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.MarkedByAnnotation), msgNotStamped(r.New))}
 }
 
 // checkImmutable: while the mark is set, the confirmation and the stamps do not change (rule 6).
-func checkImmutable(r *Review) field.ErrorList {
+func checkImmutable(r *inputs) field.ErrorList {
 	var errs field.ErrorList
 	for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
 		if changed(r, key) {
@@ -292,7 +292,7 @@ func checkImmutable(r *Review) field.ErrorList {
 }
 
 // checkNoStampsWithoutMark: stamps are written only by the mutating webhook, together with the mark.
-func checkNoStampsWithoutMark(r *Review) field.ErrorList {
+func checkNoStampsWithoutMark(r *inputs) field.ErrorList {
 	var errs field.ErrorList
 	for _, key := range []string{liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
 		if _, ok := r.New.Annotations[key]; ok && changed(r, key) {
@@ -304,12 +304,12 @@ func checkNoStampsWithoutMark(r *Review) field.ErrorList {
 
 // checkPermission is the break-glass rule: for setting and for removing the mark (rule 5), and for
 // unpausing a marked cluster (rule 10).
-func (v *Verdict) checkPermission(r *Review, t Transition) {
+func (v *verdict) checkPermission(r *inputs, t transition) {
 	switch {
-	case r.Permission.Err != nil:
-		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionUnknown(r.New, r.Permission.Err))})
-	case !r.Permission.Allowed:
-		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionDenied(r.New, r.User.Username, t, r.Permission.Reason))})
+	case r.permission.Err != nil:
+		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionUnknown(r.New, r.permission.Err))})
+	case !r.permission.Allowed:
+		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionDenied(r.New, r.User.Username, t, r.permission.Reason))})
 	default:
 		return
 	}
@@ -317,7 +317,7 @@ func (v *Verdict) checkPermission(r *Review, t Transition) {
 }
 
 // changed reports whether the request adds, removes or changes the annotation key.
-func changed(r *Review, key string) bool {
+func changed(r *inputs, key string) bool {
 	newValue, inNew := r.New.Annotations[key]
 	if r.Old == nil {
 		return inNew
@@ -336,9 +336,9 @@ const (
 	clockSkew   = 5 * time.Second
 )
 
-// StampsCurrent reports whether fc carries stamps this very request could have written: marked-by is the
+// stampsCurrent reports whether fc carries stamps this very request could have written: marked-by is the
 // requesting user and marked-at is at most stampWindow old.
-func StampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) bool {
+func stampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) bool {
 	at, ok := liqojanitor.MarkedAt(fc)
 	return ok && fc.Annotations[liqojanitor.MarkedByAnnotation] == user &&
 		!at.After(now.Add(clockSkew)) && now.Sub(at) <= stampWindow
@@ -348,14 +348,14 @@ func StampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) b
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
 // grace period, rule 6); on unmarking it removes the stamps and the confirmation. It returns the
 // annotations to set and the keys to remove.
-func Stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set map[string]string, remove []string) {
-	switch TransitionOf(old, fc) {
-	case Marking:
+func stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set map[string]string, remove []string) {
+	switch transitionOf(old, fc) {
+	case marking:
 		return map[string]string{
 			liqojanitor.MarkedByAnnotation: user,
 			liqojanitor.MarkedAtAnnotation: now.UTC().Format(time.RFC3339),
 		}, nil
-	case Unmarking:
+	case unmarking:
 		for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
 			if _, ok := fc.Annotations[key]; ok {
 				remove = append(remove, key)

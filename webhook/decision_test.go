@@ -73,13 +73,13 @@ var (
 	confirmed = map[string]string{liqojanitor.ConfirmAnnotation: id}
 	marked    = with(stamped, liqojanitor.ConfirmAnnotation, id, liqojanitor.MarkAnnotation, "true")
 	down      = apiServer(liqov1beta1.ConditionStatusError, time.Hour)
-	permitted = Permission{Allowed: true}
+	permitted = permission{Allowed: true}
 )
 
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
-		review      Review
+		review      inputs
 		wantAllowed bool
 		wantCode    int32
 		wantPaths   []string
@@ -87,176 +87,176 @@ func TestDecide(t *testing.T) {
 		wantWarning string
 	}{
 		"marking a confirmed, long-unreachable provider with permission is allowed": {
-			review:      Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: permitted},
+			review:      inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted},
 			wantAllowed: true,
 		},
 		"confirmation and mark in the same request are allowed": {
-			review:      Review{Old: fc(id, nil, down), New: fc(id, marked, down), Permission: permitted},
+			review:      inputs{Old: fc(id, nil, down), New: fc(id, marked, down), permission: permitted},
 			wantAllowed: true,
 		},
 		"creating a ForeignCluster already marked and confirmed is allowed": {
-			review:      Review{New: fc(id, marked), Permission: permitted},
+			review:      inputs{New: fc(id, marked), permission: permitted},
 			wantAllowed: true,
 		},
 		"marking without the confirmation is denied with the annotate command": {
-			review:    Review{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down), Permission: permitted},
+			review:    inputs{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{`"provider-a"`, "kubectl annotate foreigncluster provider-a liqo-janitor.io/confirm-cluster-id=provider-a liqo.io/foreign-cluster-permanently-unreachable=true --overwrite"},
 		},
 		"marking with a wrong confirmation is denied with the right ID": {
-			review:    Review{Old: fc(id, nil, down), New: fc(id, with(marked, liqojanitor.ConfirmAnnotation, "provider-b"), down), Permission: permitted},
+			review:    inputs{Old: fc(id, nil, down), New: fc(id, with(marked, liqojanitor.ConfirmAnnotation, "provider-b"), down), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo-janitor.io/confirm-cluster-id=provider-a --overwrite"},
 		},
 		"a wrong confirmation added ahead of the mark is denied at once": {
-			review:    Review{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.ConfirmAnnotation, "provider-b"))},
+			review:    inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.ConfirmAnnotation, "provider-b"))},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{"liqo-janitor.io/confirm-cluster-id=provider-a"},
 		},
 		"a right confirmation added ahead of the mark is allowed": {
-			review:      Review{Old: fc(id, nil), New: fc(id, confirmed)},
+			review:      inputs{Old: fc(id, nil), New: fc(id, confirmed)},
 			wantAllowed: true,
 		},
 		"a mark value other than true is denied": {
-			review:    Review{Old: fc(id, confirmed, down), New: fc(id, with(confirmed, liqojanitor.MarkAnnotation, "yes"), down)},
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, with(confirmed, liqojanitor.MarkAnnotation, "yes"), down)},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{`exactly "true"`, "liqo.io/foreign-cluster-permanently-unreachable=true --overwrite"},
 		},
 		"marking the local cluster is denied": {
-			review:    Review{Old: fc(id, confirmed), New: fc(id, marked), LocalClusterID: id, Permission: permitted},
+			review:    inputs{Old: fc(id, confirmed), New: fc(id, marked), LocalClusterID: id, permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"spec.clusterID"},
 			wantInMsg: []string{"this cluster's own ID", "kubectl get foreignclusters"},
 		},
 		"marking while the local cluster ID cannot be read is denied (fail closed)": {
-			review: Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted,
+			review: inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted,
 				LocalClusterIDErr: errors.New("no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap")},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"spec.clusterID"},
 			wantInMsg: []string{"cannot be read", "no ConfigMap labelled", "kubectl get configmap -A -l app.kubernetes.io/name=clusterid-configmap"},
 		},
 		"marking while Liqo sees the API server Established is denied": {
-			review: Review{Old: fc(id, confirmed, apiServer(liqov1beta1.ConditionStatusEstablished, time.Hour)),
-				New: fc(id, marked, apiServer(liqov1beta1.ConditionStatusEstablished, time.Hour)), Permission: permitted},
+			review: inputs{Old: fc(id, confirmed, apiServer(liqov1beta1.ConditionStatusEstablished, time.Hour)),
+				New: fc(id, marked, apiServer(liqov1beta1.ConditionStatusEstablished, time.Hour)), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"status.conditions"},
 			wantInMsg: []string{"reachable", "kubectl get foreigncluster provider-a -o jsonpath='{.status.conditions}'"},
 		},
 		"marking a provider unreachable for less than min-unreachable is denied": {
-			review: Review{Old: fc(id, confirmed), New: fc(id, marked, apiServer(liqov1beta1.ConditionStatusError, 10*time.Second)),
-				Permission: permitted},
+			review: inputs{Old: fc(id, confirmed), New: fc(id, marked, apiServer(liqov1beta1.ConditionStatusError, 10*time.Second)),
+				permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"status.conditions"},
 			wantInMsg: []string{"only for 10s", "retry after 2026-12-01T10:00:50Z"},
 		},
 		"marking a provider with no APIServerStatus condition is allowed": {
-			review:      Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted},
+			review:      inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted},
 			wantAllowed: true,
 		},
 		"marking without the break-glass permission is forbidden with the binding command": {
-			review:    Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: Permission{Reason: "no RBAC policy matched"}},
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permission{Reason: "no RBAC policy matched"}},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{`user "alice"`, "kubectl create clusterrolebinding mark-unreachable-alice --clusterrole=liqo-janitor:mark-unreachable --user=alice", "no RBAC policy matched"},
 		},
 		"marking when the permission cannot be checked is forbidden": {
-			review:    Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: Permission{Err: errors.New("timeout")}},
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permission{Err: errors.New("timeout")}},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{"cannot check", "timeout"},
 		},
 		"marking without the mutating webhook's stamps is denied": {
-			review:    Review{Old: fc(id, confirmed, down), New: fc(id, without(marked, liqojanitor.MarkedByAnnotation), down), Permission: permitted},
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, without(marked, liqojanitor.MarkedByAnnotation), down), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
 			wantInMsg: []string{"kubectl get mutatingwebhookconfigurations"},
 		},
 		"marking with stamps of the requester but 59s old is denied: they are not this request's": {
-			review: Review{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-59*time.Second).Format(time.RFC3339)), down),
-				Permission: permitted},
+			review: inputs{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-59*time.Second).Format(time.RFC3339)), down),
+				permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
 		},
 		"marking with stamps of the requester a few seconds old passes (re-invocation)": {
-			review: Review{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-3*time.Second).Format(time.RFC3339)), down),
-				Permission: permitted},
+			review: inputs{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-3*time.Second).Format(time.RFC3339)), down),
+				permission: permitted},
 			wantAllowed: true,
 		},
 		"marking while another ForeignCluster has the same cluster ID is denied, naming it": {
-			review:    Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted, Duplicates: []string{"provider-a-copy"}},
+			review:    inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted, Duplicates: []string{"provider-a-copy"}},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"spec.clusterID"},
 			wantInMsg: []string{"ForeignCluster provider-a-copy has the same cluster ID", "kubectl delete foreigncluster"},
 		},
 		"marking when the other ForeignClusters cannot be listed is denied (fail closed)": {
-			review:    Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted, DuplicatesErr: errors.New("timeout")},
+			review:    inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted, DuplicatesErr: errors.New("timeout")},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"spec.clusterID"},
 			wantInMsg: []string{"cannot list ForeignClusters", "timeout"},
 		},
 		"unpausing a marked cluster without permission is forbidden": {
-			review:    Review{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down)},
+			review:    inputs{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down)},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{"may not unpause it", "kubectl create clusterrolebinding mark-unreachable-alice"},
 		},
 		"changing paused from true to anything else on a marked cluster is unpausing": {
-			review:    Review{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, with(marked, liqojanitor.PausedAnnotation, "no"), down)},
+			review:    inputs{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, with(marked, liqojanitor.PausedAnnotation, "no"), down)},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 		},
 		"unpausing a marked cluster with permission is allowed": {
-			review:      Review{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), Permission: permitted},
+			review:      inputs{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), permission: permitted},
 			wantAllowed: true,
 		},
 		"unpausing an unmarked cluster needs nothing": {
-			review:      Review{Old: fc(id, with(nil, liqojanitor.PausedAnnotation, "true")), New: fc(id, nil)},
+			review:      inputs{Old: fc(id, with(nil, liqojanitor.PausedAnnotation, "true")), New: fc(id, nil)},
 			wantAllowed: true,
 		},
 		"removing the mark with permission is allowed with a warning": {
-			review:      Review{Old: fc(id, marked, down), New: fc(id, nil, down), Permission: permitted},
+			review:      inputs{Old: fc(id, marked, down), New: fc(id, nil, down), permission: permitted},
 			wantAllowed: true,
 			wantWarning: "not restored",
 		},
 		"removing the mark without permission is forbidden": {
-			review:    Review{Old: fc(id, marked, down), New: fc(id, nil, down)},
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, nil, down)},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{"may not remove its permanently-unreachable mark"},
 		},
 		"turning the mark's value to false is denied": {
-			review:    Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.MarkAnnotation, "false"), down), Permission: permitted},
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.MarkAnnotation, "false"), down), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo.io/foreign-cluster-permanently-unreachable-"},
 		},
 		"changing the confirmation while marked is denied, naming it": {
-			review:    Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.ConfirmAnnotation, "provider-b"), down)},
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.ConfirmAnnotation, "provider-b"), down)},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{"liqo-janitor.io/confirm-cluster-id cannot change while", "liqo.io/foreign-cluster-permanently-unreachable-"},
 		},
 		"changing marked-by and removing marked-at while marked are both denied": {
-			review:    Review{Old: fc(id, marked, down), New: fc(id, without(with(marked, liqojanitor.MarkedByAnnotation, "mallory"), liqojanitor.MarkedAtAnnotation), down)},
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, without(with(marked, liqojanitor.MarkedByAnnotation, "mallory"), liqojanitor.MarkedAtAnnotation), down)},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]", "metadata.annotations[liqo-janitor.io/marked-at]"},
 		},
 		"other annotations on a marked cluster pass": {
-			review:      Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.PausedAnnotation, "true", liqojanitor.ReasonAnnotation, "dc lost"), down)},
+			review:      inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.PausedAnnotation, "true", liqojanitor.ReasonAnnotation, "dc lost"), down)},
 			wantAllowed: true,
 		},
 		"stamps without the mark are denied": {
-			review:    Review{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.MarkedByAnnotation, "alice"))},
+			review:    inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.MarkedByAnnotation, "alice"))},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]"},
 			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo-janitor.io/marked-by-"},
 		},
 		"an unrelated change passes": {
-			review:      Review{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))},
+			review:      inputs{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))},
 			wantAllowed: true,
 		},
 	}
@@ -265,7 +265,7 @@ func TestDecide(t *testing.T) {
 			t.Parallel()
 			r := tc.review
 			r.User, r.Now = alice, now
-			v := Decide(&r, opts)
+			v := decide(&r, opts)
 			assertVerdict(t, &v, r.New, tc.wantAllowed, tc.wantCode, tc.wantPaths, tc.wantInMsg)
 			if tc.wantWarning != "" && (len(v.Warnings) != 1 || !strings.Contains(v.Warnings[0], tc.wantWarning)) {
 				t.Errorf("warnings = %q, want one containing %q", v.Warnings, tc.wantWarning)
@@ -274,7 +274,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func assertVerdict(t *testing.T, v *Verdict, f *liqov1beta1.ForeignCluster, wantAllowed bool, wantCode int32, wantPaths, wantInMsg []string) {
+func assertVerdict(t *testing.T, v *verdict, f *liqov1beta1.ForeignCluster, wantAllowed bool, wantCode int32, wantPaths, wantInMsg []string) {
 	t.Helper()
 	if v.Allowed() != wantAllowed {
 		t.Fatalf("allowed = %v, want %v; errors: %v", v.Allowed(), wantAllowed, v.Errors)
@@ -352,7 +352,7 @@ func TestStamp(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			set, remove := Stamp(tc.old, tc.new, "alice", now)
+			set, remove := stamp(tc.old, tc.new, "alice", now)
 			if !maps.Equal(set, tc.wantSet) {
 				t.Errorf("set = %v, want %v", set, tc.wantSet)
 			}
@@ -371,7 +371,7 @@ func TestStampThenDecide(t *testing.T) {
 	old := fc(id, confirmed, down)
 	f := fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true", liqojanitor.MarkedByAnnotation, "mallory"), down)
 	for i := range 2 { // the first invocation and a re-invocation a second later
-		set, remove := Stamp(old, f, alice.Username, now.Add(time.Duration(i)*time.Second))
+		set, remove := stamp(old, f, alice.Username, now.Add(time.Duration(i)*time.Second))
 		maps.Copy(f.Annotations, set)
 		for _, k := range remove {
 			delete(f.Annotations, k)
@@ -380,7 +380,7 @@ func TestStampThenDecide(t *testing.T) {
 	if got := f.Annotations[liqojanitor.MarkedAtAnnotation]; got != now.Add(time.Second).Format(time.RFC3339) {
 		t.Fatalf("marked-at = %s, want the last invocation's time", got)
 	}
-	v := Decide(&Review{Old: old, New: f, User: alice, Now: now.Add(5 * time.Second), Permission: permitted}, opts)
+	v := decide(&inputs{Old: old, New: f, User: alice, Now: now.Add(5 * time.Second), permission: permitted}, opts)
 	if !v.Allowed() {
 		t.Fatalf("stamped marking denied: %v", v.Errors)
 	}
@@ -391,24 +391,24 @@ func TestStampThenDecide(t *testing.T) {
 func TestDecisionReasons(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
-		review Review
+		review inputs
 		want   string
 	}{
-		"an allowed marking":      {Review{Old: fc(id, confirmed, down), New: fc(id, marked, down), Permission: permitted}, ReasonMarked},
-		"an allowed unmarking":    {Review{Old: fc(id, marked, down), New: fc(id, nil, down), Permission: permitted}, ReasonUnmarked},
-		"an allowed unpausing":    {Review{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), Permission: permitted}, ReasonUnpaused},
-		"an unrelated change":     {Review{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))}, ReasonOther},
-		"the first refusing rule": {Review{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down)}, ReasonConfirmation},
-		"a duplicate":             {Review{Old: fc(id, confirmed), New: fc(id, marked), Permission: permitted, Duplicates: []string{"x"}}, ReasonDuplicate},
-		"no permission":           {Review{Old: fc(id, confirmed, down), New: fc(id, marked, down)}, ReasonPermission},
-		"a frozen stamp":          {Review{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.MarkedByAnnotation, "mallory"), down)}, ReasonImmutable},
+		"an allowed marking":      {inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted}, ReasonMarked},
+		"an allowed unmarking":    {inputs{Old: fc(id, marked, down), New: fc(id, nil, down), permission: permitted}, ReasonUnmarked},
+		"an allowed unpausing":    {inputs{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), permission: permitted}, ReasonUnpaused},
+		"an unrelated change":     {inputs{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))}, ReasonOther},
+		"the first refusing rule": {inputs{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down)}, ReasonConfirmation},
+		"a duplicate":             {inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted, Duplicates: []string{"x"}}, ReasonDuplicate},
+		"no permission":           {inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down)}, ReasonPermission},
+		"a frozen stamp":          {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.MarkedByAnnotation, "mallory"), down)}, ReasonImmutable},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := tc.review
 			r.User, r.Now = alice, now
-			if v := Decide(&r, opts); v.Reason != tc.want {
+			if v := decide(&r, opts); v.Reason != tc.want {
 				t.Errorf("Reason = %q, want %q (errors: %v)", v.Reason, tc.want, v.Errors)
 			}
 		})

@@ -41,26 +41,26 @@ func FuzzDecide(f *testing.F) {
 			return m
 		}
 		cond := apiServer(liqov1beta1.ConditionStatusType(status), time.Duration(sinceSeconds)*time.Second)
-		r := Review{
+		r := inputs{
 			Old: fc(id, ann(oldMark, oldConfirm, oldBy, ""), cond), New: fc(id, ann(newMark, newConfirm, newBy, newAt), cond),
-			User: alice, LocalClusterID: localID, Permission: Permission{Allowed: permitted}, Now: now,
+			User: alice, LocalClusterID: localID, permission: permission{Allowed: permitted}, Now: now,
 		}
 		if localErr {
 			r.LocalClusterIDErr = context.DeadlineExceeded
 		}
-		set, remove := Stamp(r.Old, r.New, alice.Username, now)
+		set, remove := stamp(r.Old, r.New, alice.Username, now)
 		for k, v := range set {
 			r.New.Annotations[k] = v
 		}
 		for _, k := range remove {
 			delete(r.New.Annotations, k)
 		}
-		v := Decide(&r, opts)
+		v := decide(&r, opts)
 		assertDenialsExplained(t, &v, r.New)
 	})
 }
 
-func assertDenialsExplained(t *testing.T, v *Verdict, f *liqov1beta1.ForeignCluster) {
+func assertDenialsExplained(t *testing.T, v *verdict, f *liqov1beta1.ForeignCluster) {
 	t.Helper()
 	for _, e := range v.Errors {
 		if e.Detail == "" || e.Field == "" {

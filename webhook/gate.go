@@ -118,7 +118,7 @@ func (g *gate) Mutate(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	set, remove := Stamp(old, fc, req.UserInfo.Username, g.clock.Now())
+	set, remove := stamp(old, fc, req.UserInfo.Username, g.clock.Now())
 	if len(set) == 0 && len(remove) == 0 {
 		return admission.Allowed("")
 	}
@@ -159,15 +159,15 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 	if err != nil {
 		return nil, err
 	}
-	r := &Review{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now()}
-	if NeedsClusterContext(TransitionOf(old, fc)) {
+	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now()}
+	if needsClusterContext(transitionOf(old, fc)) {
 		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
 		r.Duplicates, r.DuplicatesErr = g.duplicates(ctx, fc)
 	}
-	if NeedsPermission(old, fc) {
-		r.Permission = g.checkPermission(ctx, fc, req.UserInfo)
+	if needsPermission(old, fc) {
+		r.permission = g.checkPermission(ctx, fc, req.UserInfo)
 	}
-	v := Decide(r, g.options)
+	v := decide(r, g.options)
 	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(fc)
 }
@@ -214,7 +214,7 @@ func (g *gate) duplicates(ctx context.Context, fc *liqov1beta1.ForeignCluster) (
 }
 
 // checkPermission asks the API server whether the requesting user may use the break-glass verb on fc.
-func (g *gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignCluster, user authenticationv1.UserInfo) Permission {
+func (g *gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignCluster, user authenticationv1.UserInfo) permission {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra(user.Extra),
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -223,9 +223,9 @@ func (g *gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignClust
 		},
 	}}
 	if err := g.client.Create(ctx, sar); err != nil {
-		return Permission{Err: err}
+		return permission{Err: err}
 	}
-	return Permission{Allowed: sar.Status.Allowed, Reason: sar.Status.Reason}
+	return permission{Allowed: sar.Status.Allowed, Reason: sar.Status.Reason}
 }
 
 func extra(in map[string]authenticationv1.ExtraValue) map[string]authorizationv1.ExtraValue {
@@ -241,7 +241,7 @@ func extra(in map[string]authenticationv1.ExtraValue) map[string]authorizationv1
 
 // Err turns a denial into the API error returned to the client: 403 Forbidden for a missing break-glass
 // permission, 422 Invalid otherwise, with a cause per rule (field path and message) either way.
-func (v *Verdict) Err(fc *liqov1beta1.ForeignCluster) error {
+func (v *verdict) Err(fc *liqov1beta1.ForeignCluster) error {
 	if v.Allowed() {
 		return nil
 	}

@@ -119,12 +119,12 @@ func msgPermissionUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
 		describe(fc), MarkVerb, err)
 }
 
-func msgPermissionDenied(fc *liqov1beta1.ForeignCluster, user string, t Transition, reason string) string {
+func msgPermissionDenied(fc *liqov1beta1.ForeignCluster, user string, t transition, reason string) string {
 	action := "mark it permanently unreachable"
 	switch t {
-	case Unmarking:
+	case unmarking:
 		action = "remove its permanently-unreachable mark"
-	case StaysMarked:
+	case staysMarked:
 		action = fmt.Sprintf("unpause it (remove %s), which resumes irreversible releases", liqojanitor.PausedAnnotation)
 	}
 	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+

@@ -18,7 +18,7 @@ func init() {
 }
 
 // countDecision counts one decision of the validating webhook.
-func countDecision(operation string, v *Verdict) {
+func countDecision(operation string, v *verdict) {
 	result := "allowed"
 	if !v.Allowed() {
 		result = "denied"
