@@ -1,6 +1,7 @@
 package janitor
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -239,5 +240,27 @@ func TestSummary(t *testing.T) {
 	}
 	if got := listSome([]string{"d", "c", "b", "a", "e"}, 3); got != "a, b, c and 2 more" {
 		t.Fatalf("listSome = %q", got)
+	}
+}
+
+func TestAPassesFailuresComeBackAsOneBoundedError(t *testing.T) {
+	t.Parallel()
+	tl := newTally([]target{{kind: "Pod"}, {kind: "ResourceSlice"}})
+	if tl.failure() != nil {
+		t.Fatal("no failure, no error")
+	}
+	first := errors.New("connection refused")
+	tl.add("Pod", "pod-0", released, nil)
+	for i := range 3000 {
+		err := first
+		if i > 0 {
+			err = fmt.Errorf("failure %d", i)
+		}
+		tl.add("Pod", types.UID(fmt.Sprint("pod-", i+1)), 0, err)
+	}
+	tl.add("ResourceSlice", "rs-1", blocked, nil)
+	err := tl.failure()
+	if !errors.Is(err, first) || err.Error() != "3000 of 3002 objects failed, first: connection refused" {
+		t.Fatalf("failure() = %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package janitor
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -10,8 +12,8 @@ import (
 
 // listIdentitySecrets returns the dead cluster's terminating control-plane identity Secrets (opt-in,
 // --release-identity-secrets; read metadata-only through a cache narrowed to identity Secrets).
-func (r *Reconciler) listIdentitySecrets(ctx context.Context, s *scope) ([]client.Object, error) {
-	secrets, err := r.listMetadata(ctx, secretGVK, client.MatchingLabels{
+func (r *releaser) listIdentitySecrets(ctx context.Context, s *scope) ([]client.Object, error) {
+	secrets, err := listMetadata(ctx, r.client, secretGVK, client.MatchingLabels{
 		liqojanitor.RemoteClusterIDLabel: s.clusterID, liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity,
 	})
 	return terminating(secrets), err
@@ -21,15 +23,18 @@ func (r *Reconciler) listIdentitySecrets(ctx context.Context, s *scope) ([]clien
 // (ResourceSlice, NamespaceMap, Renew selected by liqoLocalReplicas) is left in the Secret's namespace —
 // checked live, as the crdReplicator itself checks before stopping its reflector (Reflector.Stop,
 // internal/crdReplicator/reflection/reflector.go, Liqo v1.0 to v1.2).
-func (r *Reconciler) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (outcome, error) {
+func (r *releaser) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (outcome, error) {
 	for _, gvk := range replicatedGVKs {
-		left, err := r.countLive(ctx, gvk, client.InNamespace(secret.GetNamespace()), liqoLocalReplicas())
+		left, err := listMetadata(ctx, r.apiReader, gvk, client.InNamespace(secret.GetNamespace()), liqoLocalReplicas())
 		if err != nil {
 			return 0, err
 		}
-		if left > 0 {
+		if len(left) > 0 {
 			return waiting, nil
 		}
 	}
-	return removeFinalizer(ctx, r.Client, r.APIReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.dryRun)
+	return removeFinalizer(ctx, r.client, r.apiReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.dryRun)
 }
+
+// replicatedGVKs are the kinds the crdReplicator replicates (internal/crdReplicator/resources/resources.go).
+var replicatedGVKs = []schema.GroupVersionKind{resourceSliceGVK, namespaceMapGVK, renewGVK}

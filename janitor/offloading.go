@@ -25,12 +25,12 @@ import (
 
 // listOffloadings returns the terminating NamespaceOffloadings that mention the dead cluster;
 // releaseOffloading decides on each with live reads.
-func (r *Reconciler) listOffloadings(ctx context.Context, s *scope) ([]client.Object, error) {
+func (r *releaser) listOffloadings(ctx context.Context, s *scope) ([]client.Object, error) {
 	var nsos offloadingv1beta1.NamespaceOffloadingList
-	if err := r.Client.List(ctx, &nsos); err != nil {
+	if err := r.client.List(ctx, &nsos); err != nil {
 		return nil, fmt.Errorf("listing NamespaceOffloadings: %w", err)
 	}
-	maps, err := namespaceMaps(ctx, r.Client)
+	maps, err := namespaceMaps(ctx, r.client)
 	if err != nil {
 		return nil, err
 	}
@@ -56,12 +56,12 @@ func namespaceMaps(ctx context.Context, c client.Reader) ([]offloadingv1beta1.Na
 // releaseOffloading removes the NamespaceOffloading finalizer when Liqo has done its local part and only
 // dead clusters are left (offloadingWaitsFor), decided on live reads of the namespace and the
 // NamespaceMaps: the cache may lag behind Liqo's last step. While it waits it records what for.
-func (r *Reconciler) releaseOffloading(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
+func (r *releaser) releaseOffloading(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
 	labelled, err := r.schedulingEnabled(ctx, obj.GetNamespace())
 	if err != nil {
 		return 0, err
 	}
-	maps, err := namespaceMaps(ctx, r.APIReader)
+	maps, err := namespaceMaps(ctx, r.apiReader)
 	if err != nil {
 		return 0, err
 	}
@@ -69,14 +69,14 @@ func (r *Reconciler) releaseOffloading(ctx context.Context, s *scope, obj client
 		s.waitFor(obj, why)
 		return waiting, nil
 	}
-	return removeFinalizer(ctx, r.Client, r.APIReader, obj, liqojanitor.NamespaceOffloadingFinalizer, s.dryRun)
+	return removeFinalizer(ctx, r.client, r.apiReader, obj, liqojanitor.NamespaceOffloadingFinalizer, s.dryRun)
 }
 
 // schedulingEnabled reads, live and metadata-only, whether the namespace still carries Liqo's scheduling
 // label. A namespace that is gone carries none.
-func (r *Reconciler) schedulingEnabled(ctx context.Context, namespace string) (bool, error) {
+func (r *releaser) schedulingEnabled(ctx context.Context, namespace string) (bool, error) {
 	ns := metadataOnly(namespaceGVK)
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

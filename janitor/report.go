@@ -7,58 +7,107 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// report makes a pass visible on the ForeignCluster: phase events (started, progress, blocked, done —
-// with counts), the cleanup annotation (at most one write per pass, only when it changes, never in dry
-// run or once the cluster stopped being dead), and metrics. It returns the pass's errors for a retry
-// with backoff.
-func (r *Reconciler) report(ctx context.Context, s *scope, l Liveness, t *tally, passErr error) error {
-	if errors.Is(passErr, errStopped) {
-		ctrl.LoggerFrom(ctx).Info("Stopped releasing: the cluster is no longer dead")
-		r.Recorder.Eventf(s.fc, nil, "Warning", "CleanupStopped", "Release",
-			"Stopped releasing: the mark was removed or changed, the cluster was paused, or Liqo sees it answering again")
-		return joinErrs(nil, t.errs)
-	}
-	m := r.memoryOf(s.fc)
-	summary, phase := r.remember(m, t, s.waitingNamespaces())
-	r.rememberBlocked(m, t)
-	switch phase {
-	case phaseStarted:
-		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupStarted", "Release", "Releasing what the dead cluster left stuck%s: %s",
-			reasonGiven(s.fc), summary)
-	case phaseDone:
-		cleanupDuration.Observe(r.Clock.Since(l.MarkedAt.Add(r.Options.GracePeriod)).Seconds())
-		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release", "Nothing left to release%s: %s", reasonGiven(s.fc), summary)
-	}
-	r.reportOffloadingWaits(s, m)
-	if released := t.sum(func(c *counts) int { return c.released }); released > 0 && phase != phaseDone {
-		r.Recorder.Eventf(s.fc, nil, "Normal", "CleanupProgress", "Release", "Released %d objects: %s", released, summary)
-	}
-	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 && r.blockedChanged(m, b) {
-		r.Recorder.Eventf(s.fc, nil, "Warning", "CleanupBlocked", "Release",
-			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those): %s", b, summary)
-	}
-	if err := r.writeSummary(ctx, s, summary); err != nil {
-		passErr = errors.Join(passErr, err)
-	}
-	return joinErrs(passErr, t.errs)
+// reporter makes the janitor's passes visible on the ForeignCluster (janitor rule 8): the Waiting event
+// of a marked cluster that is not dead, and for a pass over a dead one the phase events (started,
+// progress, blocked, waiting for Liqo, done — with counts and the operator's reason), the cleanup
+// annotation and the metrics. It returns only its own write errors.
+type reporter struct {
+	// client writes the cleanup annotation.
+	client   client.Client
+	recorder events.EventRecorder
+	clock    clock.PassiveClock
+	memory   *memory
+	options  Options
 }
 
-type phase int
+// wait records why a marked cluster is left alone (an event when the reason changes), and comes back when
+// its grace period ends.
+func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l Liveness) ctrl.Result {
+	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
+	if p.memory.waitChanged(fc, l.Wait) {
+		ctrl.LoggerFrom(ctx).Info("Leaving marked ForeignCluster alone", "reason", l.Wait)
+		p.recorder.Eventf(fc, nil, "Normal", "Waiting", "Wait", "%s", waitMessage(fc, l))
+	}
+	if l.Wait == WaitGracePeriod {
+		return ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
+	}
+	return ctrl.Result{}
+}
 
-const (
-	phaseNone phase = iota
-	phaseStarted
-	phaseDone
-)
+func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
+	switch l.Wait {
+	case WaitUnconfirmed:
+		return fmt.Sprintf("Marked permanently unreachable but not confirmed: nothing is released until %s=%s",
+			liqojanitor.ConfirmAnnotation, fc.Spec.ClusterID)
+	case WaitReachable:
+		return "Marked permanently unreachable, but Liqo sees its API server answering (APIServerStatus Established): nothing is released"
+	case WaitPaused:
+		return fmt.Sprintf("Paused (%s=true): nothing is released", liqojanitor.PausedAnnotation)
+	case WaitDuplicate:
+		return fmt.Sprintf("Marked permanently unreachable, but ForeignCluster %s has the same cluster ID %s and is not dead "+
+			"(unmarked, unconfirmed, reachable, paused or in its grace period): nothing is released while one ForeignCluster "+
+			"of a cluster ID says it is alive; find the stray one with: kubectl get foreignclusters", l.Duplicate, fc.Spec.ClusterID)
+	case WaitGracePeriod:
+		return fmt.Sprintf("Marked permanently unreachable at %s: releasing starts in %s unless the mark is removed",
+			l.MarkedAt.UTC().Format(time.RFC3339), l.GraceLeft.Round(time.Second))
+	}
+	return "Not marked permanently unreachable: nothing is released"
+}
+
+// report makes a pass over a dead cluster visible: phase events, the cleanup annotation (at most one
+// write per pass, only when it changes, never in a dry run or once the cluster stopped being dead), and
+// metrics. It returns the error of its own write, nothing else: the pass's errors are the caller's.
+func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, passErr error) error {
+	if errors.Is(passErr, errStopped) {
+		ctrl.LoggerFrom(ctx).Info("Stopped releasing: the cluster is no longer dead")
+		p.recorder.Eventf(s.fc, nil, "Warning", "CleanupStopped", "Release",
+			"Stopped releasing: the mark was removed or changed, the cluster was paused, or Liqo sees it answering again")
+		return nil
+	}
+	seen := p.memory.pass(s.fc, t, s.waitingNamespaces(), p.options.DryRun)
+	p.publishBlocked()
+	switch seen.phase {
+	case phaseStarted:
+		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupStarted", "Release", "Releasing what the dead cluster left stuck%s: %s",
+			reasonGiven(s.fc), seen.summary)
+	case phaseDone:
+		cleanupDuration.Observe(p.clock.Since(l.MarkedAt.Add(p.options.GracePeriod)).Seconds())
+		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release", "Nothing left to release%s: %s", reasonGiven(s.fc), seen.summary)
+	}
+	for _, w := range p.memory.offloadingWaitsChanged(s.fc, s.offloadingWaits()) {
+		p.recorder.Eventf(s.fc, nil, "Normal", "WaitingForLiqo", "Release",
+			"NamespaceOffloading %s/offloading is kept until Liqo has done its part: %s", w.namespace, w.why)
+	}
+	if released := t.sum(func(c *counts) int { return c.released }); released > 0 && seen.phase != phaseDone {
+		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupProgress", "Release", "Released %d objects: %s", released, seen.summary)
+	}
+	if seen.blockedChanged {
+		p.recorder.Eventf(s.fc, nil, "Warning", "CleanupBlocked", "Release",
+			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those): %s",
+			t.sum(func(c *counts) int { return c.blocked }), seen.summary)
+	}
+	return p.writeSummary(ctx, s, seen.summary)
+}
+
+// publishBlocked sets liqo_janitor_blocked_objects to the sum, per kind, over the remembered clusters.
+func (p *reporter) publishBlocked() {
+	sums := p.memory.blockedByKind()
+	for _, kind := range allKinds {
+		blockedObjects.WithLabelValues(kind).Set(float64(sums[kind]))
+	}
+}
 
 // maxReasonLen bounds how much of the operator's reason an event quotes.
 const maxReasonLen = 200
@@ -82,75 +131,23 @@ func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
 
 // waitingNamespaces are the namespaces whose NamespaceOffloading waits for Liqo in this pass.
 func (s *scope) waitingNamespaces() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []string
-	for _, w := range s.waits {
+	for _, w := range s.offloadingWaits() {
 		out = append(out, w.namespace)
 	}
 	return out
 }
 
-// reportOffloadingWaits emits a WaitingForLiqo event on the ForeignCluster for each NamespaceOffloading
-// whose wait began or changed since the last pass (not on every pass), naming the namespace and what it
-// waits for.
-func (r *Reconciler) reportOffloadingWaits(s *scope, m *memory) {
+// offloadingWaits is a copy of what the pass's NamespaceOffloadings wait for.
+func (s *scope) offloadingWaits() map[types.UID]offloadingWait {
 	s.mu.Lock()
-	waits := maps.Clone(s.waits)
-	s.mu.Unlock()
-	r.mu.Lock()
-	var changed []offloadingWait
-	for uid, w := range waits {
-		if m.offloadingWaits[uid] != w.why {
-			changed = append(changed, w)
-		}
-	}
-	m.offloadingWaits = map[types.UID]string{}
-	for uid, w := range waits {
-		m.offloadingWaits[uid] = w.why
-	}
-	r.mu.Unlock()
-	for _, w := range changed {
-		r.Recorder.Eventf(s.fc, nil, "Normal", "WaitingForLiqo", "Release",
-			"NamespaceOffloading %s/offloading is kept until Liqo has done its part: %s", w.namespace, w.why)
-	}
-}
-
-// remember folds a pass into the cluster's memory and returns the summary and the phase it entered.
-func (r *Reconciler) remember(m *memory, t *tally, waitingNamespaces []string) (string, phase) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	acted := m.acted
-	if r.Options.DryRun {
-		acted = map[string]map[types.UID]bool{} // nothing really goes: count this pass only
-	}
-	for kind, c := range t.byKind {
-		if acted[kind] == nil {
-			acted[kind] = map[types.UID]bool{}
-		}
-		for _, uid := range c.acted {
-			acted[kind][uid] = true
-		}
-	}
-	summary := t.summary(acted, waitingNamespaces, r.Options.DryRun)
-	work := t.sum(func(c *counts) int { return c.released + c.pending() }) > 0
-	outstanding := t.sum(func(c *counts) int { return c.pending() }) > 0
-	switch {
-	case work && !m.started:
-		m.started, m.done = true, false
-		return summary, phaseStarted
-	case m.started && !outstanding && !m.done:
-		m.done = true
-		return summary, phaseDone
-	case outstanding:
-		m.done = false
-	}
-	return summary, phaseNone
+	defer s.mu.Unlock()
+	return maps.Clone(s.waits)
 }
 
 // writeSummary patches the cleanup annotation when it changed (a merge patch of that one key).
-func (r *Reconciler) writeSummary(ctx context.Context, s *scope, summary string) error {
-	if r.Options.DryRun || s.fc.Annotations[liqojanitor.CleanupAnnotation] == summary {
+func (p *reporter) writeSummary(ctx context.Context, s *scope, summary string) error {
+	if p.options.DryRun || s.fc.Annotations[liqojanitor.CleanupAnnotation] == summary {
 		return nil
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
@@ -158,29 +155,8 @@ func (r *Reconciler) writeSummary(ctx context.Context, s *scope, summary string)
 	}})
 	fc := &liqov1beta1.ForeignCluster{}
 	fc.Name = s.fc.Name
-	if err := r.Client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := p.client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("writing the cleanup summary: %w", err)
 	}
 	return nil
-}
-
-// rememberBlocked records what stayed blocked in this pass, and publishes the sum over dead clusters.
-func (r *Reconciler) rememberBlocked(m *memory, t *tally) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m.blocked = map[string]int{}
-	for kind, c := range t.byKind {
-		m.blocked[kind] = c.blocked
-	}
-	r.publishBlocked()
-}
-
-// blockedChanged reports whether the number of blocked objects differs from the last pass's, so the
-// blocked event is emitted when the situation changes, not on every pass.
-func (r *Reconciler) blockedChanged(m *memory, blocked int) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	changed := m.lastBlocked != blocked
-	m.lastBlocked = blocked
-	return changed
 }

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,20 +70,13 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 // Setup registers the janitor with the manager; it runs on the elected leader only. The manager's cache
 // must be narrowed with CacheByObject(o).
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
-	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("liqo-janitor"),
-		Clock:     clock.RealClock{},
-		Options:   o.Default(),
-		seen:      map[types.UID]*memory{},
-	}
+	o = o.Default()
 	mc, err := metadata.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the metadata client: %w", err)
 	}
-	r.pods = newPodWatcher(mc)
-	if err := mgr.Add(r.pods); err != nil {
+	pods := newPodWatcher(mc)
+	if err := mgr.Add(pods); err != nil {
 		return err
 	}
 	// The replicated target lists NamespaceMaps metadata-only (the watch below caches them whole): start
@@ -92,11 +84,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if _, err := mgr.GetCache().GetInformer(ctx, metadataOnly(namespaceMapGVK)); err != nil {
 		return fmt.Errorf("watching NamespaceMaps: %w", err)
 	}
-	return r.watch(mgr)
+	recorder := mgr.GetEventRecorder("liqo-janitor")
+	mem := newMemory(clock.RealClock{})
+	r := &reconciler{
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), clock: clock.RealClock{}, options: o, memory: mem,
+		releaser: &releaser{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, pods: pods, options: o},
+		reporter: &reporter{client: mgr.GetClient(), recorder: recorder, clock: clock.RealClock{}, memory: mem, options: o},
+	}
+	return r.watch(mgr, pods)
 }
 
 // watch builds the controller: what the janitor watches, and which ForeignClusters each event concerns.
-func (r *Reconciler) watch(mgr ctrl.Manager) error {
+func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher) error {
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))
@@ -126,9 +125,9 @@ func (r *Reconciler) watch(mgr ctrl.Manager) error {
 		// A virtual node appears or goes: its cluster's pod watches change.
 		WatchesMetadata(metadataOnly(nodeGVK), toCluster).
 		// A terminating pod on a dead cluster's virtual node (see podWatcher).
-		WatchesRawSource(source.Channel(r.pods.events, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Concurrency})
-	if r.Options.ReleaseIdentitySecrets {
+		WatchesRawSource(source.Channel(pods.events, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.options.Concurrency})
+	if r.options.ReleaseIdentitySecrets {
 		// A control-plane identity Secret starts or finishes terminating.
 		b = b.WatchesMetadata(metadataOnly(secretGVK), toCluster, terminatingOnly)
 	}
@@ -137,7 +136,7 @@ func (r *Reconciler) watch(mgr ctrl.Manager) error {
 
 // clusterOfLabel maps an object to the ForeignClusters whose spec.clusterID its liqo.io/remote-cluster-id
 // label names.
-func (r *Reconciler) clusterOfLabel(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *reconciler) clusterOfLabel(ctx context.Context, obj client.Object) []reconcile.Request {
 	id, ok := obj.GetLabels()[liqojanitor.RemoteClusterIDLabel]
 	if !ok {
 		return nil
@@ -146,7 +145,7 @@ func (r *Reconciler) clusterOfLabel(ctx context.Context, obj client.Object) []re
 }
 
 // clusterOfVirtualNode maps a VirtualNode to the ForeignClusters of its spec.clusterID.
-func (r *Reconciler) clusterOfVirtualNode(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *reconciler) clusterOfVirtualNode(ctx context.Context, obj client.Object) []reconcile.Request {
 	vn, ok := obj.(*offloadingv1beta1.VirtualNode)
 	if !ok {
 		return nil
@@ -155,7 +154,7 @@ func (r *Reconciler) clusterOfVirtualNode(ctx context.Context, obj client.Object
 }
 
 // sameClusterID maps a ForeignCluster to the others with its spec.clusterID.
-func (r *Reconciler) sameClusterID(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *reconciler) sameClusterID(ctx context.Context, obj client.Object) []reconcile.Request {
 	fc, ok := obj.(*liqov1beta1.ForeignCluster)
 	if !ok {
 		return nil
@@ -165,13 +164,13 @@ func (r *Reconciler) sameClusterID(ctx context.Context, obj client.Object) []rec
 	})
 }
 
-func (r *Reconciler) markedClusters(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *reconciler) markedClusters(ctx context.Context, _ client.Object) []reconcile.Request {
 	return r.clusters(ctx, func(fc *liqov1beta1.ForeignCluster) bool { return liqojanitor.IsMarked(fc.Annotations) })
 }
 
-func (r *Reconciler) clusters(ctx context.Context, match func(*liqov1beta1.ForeignCluster) bool) []reconcile.Request {
+func (r *reconciler) clusters(ctx context.Context, match func(*liqov1beta1.ForeignCluster) bool) []reconcile.Request {
 	var fcs liqov1beta1.ForeignClusterList
-	if err := r.Client.List(ctx, &fcs); err != nil {
+	if err := r.client.List(ctx, &fcs); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing ForeignClusters to map an event failed")
 		return nil
 	}

@@ -92,7 +92,7 @@ var allKinds = []string{podKind, resourceSliceGVK.Kind, namespaceMapGVK.Kind, re
 const offloadingKind = "NamespaceOffloading"
 
 // targets returns the table.
-func (r *Reconciler) targets() []target {
+func (r *releaser) targets() []target {
 	ts := []target{
 		{kind: podKind, stage: stageFirst, list: r.listPods, release: r.releasePod},
 		r.replicated(resourceSliceGVK),
@@ -100,7 +100,7 @@ func (r *Reconciler) targets() []target {
 		r.replicated(renewGVK),
 		{kind: offloadingKind, stage: stageOffloading, list: r.listOffloadings, release: r.releaseOffloading},
 	}
-	if r.Options.ReleaseIdentitySecrets {
+	if r.options.ReleaseIdentitySecrets {
 		ts = append(ts, target{kind: "Secret", stage: stageIdentity, list: r.listIdentitySecrets, release: r.releaseIdentitySecret})
 	}
 	return ts
@@ -112,7 +112,7 @@ func (r *Reconciler) targets() []target {
 // (pkg/liqo-controller-manager/offloading/virtualnode-controller/drain.go drainNode, forcePodsDeletion; v1.2
 // getPodsForDeletion skips DaemonSet and mirror pods, which go with the Node). On Liqo v1.0 that drain
 // evicts instead, and a PodDisruptionBudget can refuse every eviction forever.
-func (r *Reconciler) listPods(ctx context.Context, s *scope) ([]client.Object, error) {
+func (r *releaser) listPods(ctx context.Context, s *scope) ([]client.Object, error) {
 	nodes, err := r.virtualNodesOf(ctx, s.clusterID)
 	if err != nil {
 		return nil, err
@@ -147,15 +147,15 @@ func (r *Reconciler) listPods(ctx context.Context, s *scope) ([]client.Object, e
 // (pkg/liqo-controller-manager/offloading/forge/virtualnode.go MutateVirtualNode), so a provider can name
 // any cluster there; spec.clusterID is the consumer's own. A VirtualNode of that name naming another
 // cluster makes the Node nobody's.
-func (r *Reconciler) virtualNodesOf(ctx context.Context, clusterID string) (map[string]bool, error) {
-	nodes, err := r.listMetadata(ctx, nodeGVK, client.MatchingLabels{
+func (r *releaser) virtualNodesOf(ctx context.Context, clusterID string) (map[string]bool, error) {
+	nodes, err := listMetadata(ctx, r.client, nodeGVK, client.MatchingLabels{
 		liqojanitor.NodeTypeLabel: liqojanitor.VirtualNodeType, liqojanitor.RemoteClusterIDLabel: clusterID,
 	})
 	if err != nil || len(nodes) == 0 {
 		return nil, err
 	}
 	var vns offloadingv1beta1.VirtualNodeList
-	if err := r.Client.List(ctx, &vns); err != nil {
+	if err := r.client.List(ctx, &vns); err != nil {
 		return nil, fmt.Errorf("listing VirtualNodes: %w", err)
 	}
 	byName := map[string][]*offloadingv1beta1.VirtualNode{}
@@ -186,9 +186,9 @@ func (r *Reconciler) virtualNodesOf(ctx context.Context, clusterID string) (map[
 
 // stillDeleting re-reads a VirtualNode live before pods that are not terminating are force-deleted on its
 // account: it must still be the same object, of the same cluster, and being deleted.
-func (r *Reconciler) stillDeleting(ctx context.Context, cached *offloadingv1beta1.VirtualNode) (bool, error) {
+func (r *releaser) stillDeleting(ctx context.Context, cached *offloadingv1beta1.VirtualNode) (bool, error) {
 	vn := &offloadingv1beta1.VirtualNode{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), vn); err != nil {
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(cached), vn); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -206,23 +206,23 @@ func daemonSetOrMirror(pod client.Object) bool {
 	return slices.ContainsFunc(pod.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
 }
 
-func (r *Reconciler) releasePod(ctx context.Context, s *scope, pod client.Object) (outcome, error) {
-	return forceDeletePod(ctx, r.Client, pod, s.drain[pod.GetUID()], s.dryRun)
+func (r *releaser) releasePod(ctx context.Context, s *scope, pod client.Object) (outcome, error) {
+	return forceDeletePod(ctx, r.client, pod, s.drain[pod.GetUID()], s.dryRun)
 }
 
 // replicated is the target for one of the crdReplicator's kinds (ResourceSlice, NamespaceMap, Renew):
 // only our own copies of the dead cluster (ownCopiesOf), only when terminating, and only the
 // crdreplicator.liqo.io/resource finalizer.
-func (r *Reconciler) replicated(gvk schema.GroupVersionKind) target {
+func (r *releaser) replicated(gvk schema.GroupVersionKind) target {
 	return target{
 		kind:  gvk.Kind,
 		stage: stageFirst,
 		list: func(ctx context.Context, s *scope) ([]client.Object, error) {
-			objs, err := r.listMetadata(ctx, gvk, ownCopiesOf(s.clusterID))
+			objs, err := listMetadata(ctx, r.client, gvk, ownCopiesOf(s.clusterID))
 			return terminating(objs), err
 		},
 		release: func(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
-			return removeFinalizer(ctx, r.Client, r.APIReader, obj, liqojanitor.ReplicatorFinalizer, s.dryRun)
+			return removeFinalizer(ctx, r.client, r.apiReader, obj, liqojanitor.ReplicatorFinalizer, s.dryRun)
 		},
 	}
 }
@@ -255,11 +255,12 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// listMetadata lists objects of gvk from the metadata-only cache.
-func (r *Reconciler) listMetadata(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) ([]client.Object, error) {
+// listMetadata lists objects of gvk metadata-only through reader: the manager's metadata-only cache, or
+// the API server itself.
+func listMetadata(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, opts ...client.ListOption) ([]client.Object, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	if err := reader.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 	}
 	out := make([]client.Object, 0, len(list.Items))

@@ -1,0 +1,179 @@
+package janitor
+
+import (
+	"sync"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// memory is what the janitor remembers of marked clusters between passes, behind its own lock. It only
+// makes reports nicer or waits longer, never shorter: when the janitor first saw a mark (the grace
+// period's fallback start), the last wait reason, what was released, what stayed blocked. A restarted
+// janitor starts it afresh and still finishes the job (janitor rule 7).
+type memory struct {
+	clock clock.PassiveClock
+
+	mu       sync.Mutex
+	clusters map[types.UID]*clusterMemory
+}
+
+// clusterMemory is what memory holds for one ForeignCluster.
+type clusterMemory struct {
+	firstSeen time.Time
+	lastWait  WaitReason
+	// acted holds the objects released so far, by kind (the summary counts them after they are gone).
+	acted   map[string]map[types.UID]bool
+	started bool
+	done    bool
+	// blocked is how many objects of each kind stayed blocked at the last pass; lastBlocked their sum.
+	blocked     map[string]int
+	lastBlocked int
+	// offloadingWaits is what each waiting NamespaceOffloading waited for at the last pass.
+	offloadingWaits map[types.UID]string
+}
+
+func newMemory(c clock.PassiveClock) *memory {
+	return &memory{clock: c, clusters: map[types.UID]*clusterMemory{}}
+}
+
+// cluster returns fc's memory, creating it (first sight: now). m.mu must be held.
+func (m *memory) cluster(fc *liqov1beta1.ForeignCluster) *clusterMemory {
+	c, ok := m.clusters[fc.UID]
+	if !ok {
+		c = &clusterMemory{firstSeen: m.clock.Now(), acted: map[string]map[types.UID]bool{},
+			blocked: map[string]int{}, offloadingWaits: map[types.UID]string{}}
+		m.clusters[fc.UID] = c
+	}
+	return c
+}
+
+// see remembers the first sight of fc's mark.
+func (m *memory) see(fc *liqov1beta1.ForeignCluster) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cluster(fc)
+}
+
+// firstSeen is when the janitor first saw fc's mark, or now if it has not seen fc marked yet (so a cluster
+// never counts as dead sooner than its own pass would decide).
+func (m *memory) firstSeen(fc *liqov1beta1.ForeignCluster) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.clusters[fc.UID]; ok {
+		return c.firstSeen
+	}
+	return m.clock.Now()
+}
+
+// forget drops what is remembered of a ForeignCluster; it reports whether there was anything.
+func (m *memory) forget(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.clusters[uid]
+	delete(m.clusters, uid)
+	return ok
+}
+
+// waitChanged records why fc waits, and reports whether the reason differs from the last pass's.
+func (m *memory) waitChanged(fc *liqov1beta1.ForeignCluster, w WaitReason) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(fc)
+	changed := c.lastWait != w
+	c.lastWait = w
+	return changed
+}
+
+// phase is where a clean-up stands after a pass.
+type phase int
+
+const (
+	phaseNone phase = iota
+	phaseStarted
+	phaseDone
+)
+
+// passSeen is what memory makes of a pass: the summary, the phase it entered, and whether the number of
+// blocked objects changed.
+type passSeen struct {
+	summary        string
+	phase          phase
+	blockedChanged bool
+}
+
+// pass folds a pass over fc into memory. In a dry run nothing really goes, so only this pass counts.
+func (m *memory) pass(fc *liqov1beta1.ForeignCluster, t *tally, waitingNamespaces []string, dryRun bool) passSeen {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(fc)
+	acted := c.acted
+	if dryRun {
+		acted = map[string]map[types.UID]bool{}
+	}
+	for kind, k := range t.byKind {
+		if acted[kind] == nil {
+			acted[kind] = map[types.UID]bool{}
+		}
+		for _, uid := range k.acted {
+			acted[kind][uid] = true
+		}
+	}
+	c.blocked = map[string]int{}
+	for kind, k := range t.byKind {
+		c.blocked[kind] = k.blocked
+	}
+	blocked := t.sum(func(k *counts) int { return k.blocked })
+	seen := passSeen{summary: t.summary(acted, waitingNamespaces, dryRun)}
+	if blocked > 0 { // the blocked event says when the situation changes, not on every pass
+		seen.blockedChanged = blocked != c.lastBlocked
+		c.lastBlocked = blocked
+	}
+	work := t.sum(func(k *counts) int { return k.released + k.pending() }) > 0
+	outstanding := t.sum(func(k *counts) int { return k.pending() }) > 0
+	switch {
+	case work && !c.started:
+		c.started, c.done = true, false
+		seen.phase = phaseStarted
+	case c.started && !outstanding && !c.done:
+		c.done = true
+		seen.phase = phaseDone
+	case outstanding:
+		c.done = false
+	}
+	return seen
+}
+
+// blockedByKind sums, per kind, what stayed blocked at the last pass of every remembered cluster.
+func (m *memory) blockedByKind() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sums := map[string]int{}
+	for _, c := range m.clusters {
+		for kind, n := range c.blocked {
+			sums[kind] += n
+		}
+	}
+	return sums
+}
+
+// offloadingWaitsChanged records what fc's NamespaceOffloadings wait for, and returns the waits that began
+// or changed since the last pass.
+func (m *memory) offloadingWaitsChanged(fc *liqov1beta1.ForeignCluster, waits map[types.UID]offloadingWait) []offloadingWait {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(fc)
+	var changed []offloadingWait
+	for uid, w := range waits {
+		if c.offloadingWaits[uid] != w.why {
+			changed = append(changed, w)
+		}
+	}
+	c.offloadingWaits = map[types.UID]string{}
+	for uid, w := range waits {
+		c.offloadingWaits[uid] = w.why
+	}
+	return changed
+}

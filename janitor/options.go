@@ -1,0 +1,52 @@
+package janitor
+
+import (
+	"time"
+)
+
+// Options tunes the janitor.
+type Options struct {
+	// GracePeriod is how long after the mark the janitor waits before releasing anything.
+	GracePeriod time.Duration
+	// DryRun reports what would be released (events and logs) and writes nothing else.
+	DryRun bool
+	// ReleaseIdentitySecrets also releases the dead cluster's control-plane identity Secret (needs RBAC on
+	// Secrets, from the opt-in kustomize component).
+	ReleaseIdentitySecrets bool
+	// PodEvents also emits an event on each force-deleted pod. Off by default: a force-deleted pod no
+	// longer exists to be described, the event would double the API writes per pod (the API server, not
+	// the janitor, must be the limit), and the ForeignCluster's events and the logs already record them.
+	PodEvents bool
+	// Workers is how many writes one pass sends concurrently.
+	Workers int
+	// BatchSize is how many objects are released between two live re-reads of the ForeignClusters.
+	BatchSize int
+	// Concurrency is how many ForeignClusters are reconciled at once.
+	Concurrency int
+}
+
+// Defaults of the janitor's options, and of the client rate limits it wants: releasing thousands of
+// objects must be limited by the API server, not by the janitor.
+const (
+	DefaultGracePeriod = 30 * time.Second
+	DefaultWorkers     = 32
+	DefaultBatchSize   = 250
+	DefaultConcurrency = 4
+	DefaultClientQPS   = 1000
+	DefaultClientBurst = 2000
+)
+
+// Default returns o with every unset (zero) count — Workers, BatchSize, Concurrency — set to its default.
+// GracePeriod stays as given: zero is a valid grace period.
+func (o Options) Default() Options {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	return o
+}

@@ -1,0 +1,126 @@
+package janitor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// counts is what one pass did with one kind.
+type counts struct {
+	released, blocked, waiting, failed int
+	// acted and outstanding are the objects the janitor released in this pass, and those still there
+	// (blocked, waiting or failed), by UID.
+	acted, outstanding []types.UID
+}
+
+func (c *counts) pending() int { return c.blocked + c.waiting + c.failed }
+
+// tally is what one pass did, kind by kind in table order.
+type tally struct {
+	mu     sync.Mutex
+	kinds  []string
+	byKind map[string]*counts
+	// firstErr is the first per-object error of the pass (counts.failed has how many there were).
+	firstErr error
+}
+
+func newTally(ts []target) *tally {
+	t := &tally{byKind: map[string]*counts{}}
+	for _, tg := range ts {
+		t.kinds = append(t.kinds, tg.kind)
+		t.byKind[tg.kind] = &counts{}
+	}
+	return t
+}
+
+func (t *tally) add(kind string, uid types.UID, o outcome, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.byKind[kind]
+	if err == nil && (o == released || o == wouldRelease || o == releasedButBlocked) {
+		c.released++
+		c.acted = append(c.acted, uid)
+	}
+	switch {
+	case err != nil:
+		c.failed++
+		if t.firstErr == nil {
+			t.firstErr = err
+		}
+	case o == blocked || o == releasedButBlocked:
+		c.blocked++
+	case o == waiting:
+		c.waiting++
+	default:
+		return
+	}
+	c.outstanding = append(c.outstanding, uid)
+}
+
+func (t *tally) sum(f func(*counts) int) int {
+	n := 0
+	for _, c := range t.byKind {
+		n += f(c)
+	}
+	return n
+}
+
+// summary is the cleanup annotation: per kind, the objects released and gone over all objects seen
+// (released ones and those still there), then how many stay blocked by others' finalizers, then the
+// namespaces whose NamespaceOffloading waits for Liqo, e.g. "pods 118/120, resourceslices 3/3,
+// namespaceoffloadings 1/2, blocked 2, waiting for Liqo: app".
+func (t *tally) summary(acted map[string]map[types.UID]bool, waitingNamespaces []string, dryRun bool) string {
+	var parts []string
+	for _, kind := range t.kinds {
+		c := t.byKind[kind]
+		done, total := len(acted[kind]), len(acted[kind])
+		for _, uid := range c.outstanding {
+			if acted[kind][uid] {
+				done--
+			} else {
+				total++
+			}
+		}
+		if total > 0 {
+			parts = append(parts, fmt.Sprintf("%ss %d/%d", strings.ToLower(kind), done, total))
+		}
+	}
+	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 {
+		parts = append(parts, fmt.Sprintf("blocked %d", b))
+	}
+	if len(waitingNamespaces) > 0 {
+		parts = append(parts, "waiting for Liqo: "+listSome(waitingNamespaces, 3))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to release")
+	}
+	if dryRun {
+		return "dry run: would release " + strings.Join(parts, ", ")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// failure is the pass's per-object errors as one bounded error: how many of the objects seen failed, and
+// the first error (a pass over thousands of objects must not return thousands of errors).
+func (t *tally) failure() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	failed := t.sum(func(c *counts) int { return c.failed })
+	if failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d objects failed, first: %w", failed, t.sum(func(c *counts) int { return c.released + c.pending() }), t.firstErr)
+}
+
+// listSome joins the first n of names (sorted) and says how many more there are: the summary stays short.
+func listSome(names []string, n int) string {
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
