@@ -8,9 +8,7 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -353,8 +351,3 @@ func TestIdentitySecretIsReleasedLastAndOnlyWhenOptedIn(t *testing.T) {
 		[]byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`)))).To(Succeed())
 	g.Eventually(gone(ctx, p.IdentitySecret)).WithTimeout(30 * time.Second).Should(BeTrue())
 }
-
-var (
-	_ = corev1.Pod{}
-	_ = offloadingv1beta1.NamespaceOffloading{}
-)

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -89,7 +88,7 @@ func rvs(t *testing.T, objs ...client.Object) map[string]string {
 func cleanupAnnotation(t *testing.T, p *fixture.Provider) func() string {
 	t.Helper()
 	return func() string {
-		return get(t, p.ForeignCluster).Annotations["liqo-janitor.io/cleanup"]
+		return get(t, p.ForeignCluster).Annotations[liqojanitor.CleanupAnnotation]
 	}
 }
 
@@ -117,8 +116,5 @@ func eventReasons(t *testing.T, kind, regardingName string) []string {
 }
 
 func markedAtNow() []string {
-	return []string{"liqo-janitor.io/marked-at", time.Now().UTC().Format(time.RFC3339)}
+	return []string{liqojanitor.MarkedAtAnnotation, time.Now().UTC().Format(time.RFC3339)}
 }
-
-var _ = corev1.Pod{}
-var _ = liqov1beta1.ForeignCluster{}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -354,21 +353,19 @@ func TestBlastRadius(t *testing.T) {
 		HaveKeyWithValue(liqojanitor.ConfirmAnnotation, fc.Name), HaveKeyWithValue(liqojanitor.PausedAnnotation, "true")))
 }
 
+// registerDeadWebhooks registers a copy of the generated webhook configurations whose webhooks call an
+// address where nothing listens: the API server's calls fail at once.
 func registerDeadWebhooks(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
-	ctx := t.Context()
-	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "webhook", "manifests.yaml"))
+	mut, val, err := env.GeneratedWebhooks()
 	g.Expect(err).NotTo(HaveOccurred())
-	docs := strings.Split(string(data), "\n---\n")
-	for _, doc := range docs {
-		obj, err := decodeWebhookConfig([]byte(doc))
-		g.Expect(err).NotTo(HaveOccurred())
-		if obj == nil {
-			continue
-		}
+	for _, obj := range []client.Object{mut, val} {
+		harness.ForEachWebhook(obj, func(cc *admissionregistrationv1.WebhookClientConfig, _ **metav1.LabelSelector) {
+			*cc = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/")}
+		})
 		obj.SetName("dead-" + obj.GetName())
-		g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+		g.Expect(env.Client.Create(t.Context(), obj)).To(Succeed())
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // admissionLabel scopes, for this benchmark only, the gate's webhooks and the policy to their own
@@ -91,21 +93,10 @@ func scopeWebhooks(b *testing.B) func() {
 		b.Fatal(err)
 	}
 	var restore []client.Object
-	for i := range mw.Items {
-		restore = append(restore, mw.Items[i].DeepCopy())
-		for j := range mw.Items[i].Webhooks {
-			mw.Items[i].Webhooks[j].ObjectSelector = selector
-		}
-		if err := env.Client.Update(ctx, &mw.Items[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for i := range vw.Items {
-		restore = append(restore, vw.Items[i].DeepCopy())
-		for j := range vw.Items[i].Webhooks {
-			vw.Items[i].Webhooks[j].ObjectSelector = selector
-		}
-		if err := env.Client.Update(ctx, &vw.Items[i]); err != nil {
+	for _, cfg := range append(items(mw.Items), items(vw.Items)...) {
+		restore = append(restore, cfg.DeepCopyObject().(client.Object))
+		harness.ForEachWebhook(cfg, func(_ *admissionregistrationv1.WebhookClientConfig, s **metav1.LabelSelector) { *s = selector })
+		if err := env.Client.Update(ctx, cfg); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -167,4 +158,16 @@ func waitAdmission(b *testing.B, fc *liqov1beta1.ForeignCluster, refused bool) {
 	if err != nil {
 		b.Fatalf("admission of %s did not become what the benchmark needs", fc.Name)
 	}
+}
+
+// items returns pointers to the elements of a list's Items, as client objects.
+func items[T any, PT interface {
+	*T
+	client.Object
+}](list []T) []client.Object {
+	out := make([]client.Object, 0, len(list))
+	for i := range list {
+		out = append(out, PT(&list[i]))
+	}
+	return out
 }

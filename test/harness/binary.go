@@ -24,7 +24,7 @@ func (e *Env) StartBinary(args ...string) error {
 	if _, err := os.Stat(binary); err != nil {
 		return fmt.Errorf("%s is missing: run `make build` first", binary)
 	}
-	probe, err := freeLocalAddr()
+	probe, err := FreeLocalAddr()
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,8 @@ func (e *Env) StartBinary(args ...string) error {
 	return waitHTTPOK(context.Background(), "http://"+probe+"/readyz")
 }
 
-func freeLocalAddr() (string, error) {
+// FreeLocalAddr returns a loopback address with a port nothing listens on at the moment.
+func FreeLocalAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

@@ -59,19 +59,29 @@ func LiqoCRDDir(root string) (string, error) {
 	if dir := os.Getenv("LIQO_CRDS"); dir != "" {
 		return dir, nil
 	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/liqotech/liqo")
+	moduleDir, err := ModuleDir(root, "github.com/liqotech/liqo")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(moduleDir, "deployments", "liqo", "charts", "liqo-crds", "crds"), nil
+}
+
+// ModuleDir returns the directory of a module the repository (at root) depends on, as pinned in go.mod
+// (`go list -m`), in the read-only module cache.
+func ModuleDir(root, module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) {
-			return "", fmt.Errorf("resolving the Liqo module directory: %w: %s", err, exitErr.Stderr)
+			return "", fmt.Errorf("resolving the directory of module %s: %w: %s", module, err, exitErr.Stderr)
 		}
-		return "", fmt.Errorf("resolving the Liqo module directory: %w", err)
+		return "", fmt.Errorf("resolving the directory of module %s: %w", module, err)
 	}
-	moduleDir := strings.TrimSpace(string(out))
-	if moduleDir == "" {
-		return "", errors.New("the Liqo module is not downloaded: run `go mod download` in the repository root")
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not downloaded: run `go mod download` in the repository root", module)
 	}
-	return filepath.Join(moduleDir, "deployments", "liqo", "charts", "liqo-crds", "crds"), nil
+	return dir, nil
 }

@@ -2,8 +2,6 @@ package manifests_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -207,15 +204,8 @@ func TestIdentitySecretsComponentTurnsTheFlagOn(t *testing.T) {
 // generatedWebhooks reads the configurations `make manifests` generates, as they are before kustomize.
 func generatedWebhooks(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	t.Helper()
-	g := NewWithT(t)
-	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "webhook", "manifests.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	docs := strings.Split(string(data), "\n---\n")
-	g.Expect(docs).To(HaveLen(2))
-	mut := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	val := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	g.Expect(yaml.UnmarshalStrict([]byte(docs[0]), mut)).To(Succeed())
-	g.Expect(yaml.UnmarshalStrict([]byte(docs[1]), val)).To(Succeed())
+	mut, val, err := env.GeneratedWebhooks()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return mut, val
 }
 
