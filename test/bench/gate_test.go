@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
@@ -61,7 +62,7 @@ func BenchmarkGateLatency(b *testing.B) {
 			if i%2 == 1 {
 				confirm = fmt.Sprintf("%q", fcs[v].Spec.ClusterID)
 			}
-			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"liqo-janitor.io/confirm-cluster-id":%s}}}`, confirm)
+			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s}}}`, liqojanitor.ConfirmAnnotation, confirm)
 			t0 := time.Now()
 			if err := env.Client.Patch(ctx, fcs[v].DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
 				b.Fatal(err)
@@ -150,7 +151,7 @@ func applyScopedPolicy(b *testing.B) func() {
 // allowed), i.e. until the API server enforces the configuration just written.
 func waitAdmission(b *testing.B, fc *liqov1beta1.ForeignCluster, refused bool) {
 	b.Helper()
-	mark := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"liqo.io/foreign-cluster-permanently-unreachable":"true"}}}`))
+	mark := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, liqojanitor.MarkAnnotation, liqojanitor.MarkValue))
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
 		func(ctx context.Context) (bool, error) {
 			return (env.Client.Patch(ctx, fc.DeepCopy(), mark, client.DryRunAll) != nil) == refused, nil
