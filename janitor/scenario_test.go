@@ -76,11 +76,7 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 func TestTerminatingPodAppearingOnADeadNodeIsReleasedWithinSeconds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2})
-	p := cons.Providers[0]
-	kill(t, p)
-	startJanitor(t, janitor.Options{})
-	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
+	p := markedDead(t, fixture.Spec{PodsPerProvider: 2}, janitor.Options{})
 	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30 * time.Second).Should(HavePrefix("pods 2/2"))
 
 	// later, a pod is bound to the dead node (say, a controller that still believes in it) and deleted
@@ -150,11 +146,7 @@ func TestForeignFinalizersSurviveAndAreCountedAsBlocked(t *testing.T) {
 func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 300})
-	p := cons.Providers[0]
-	kill(t, p)
-	startJanitor(t, janitor.Options{Workers: 1, BatchSize: 5})
-	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
+	p := markedDead(t, fixture.Spec{PodsPerProvider: 300}, janitor.Options{Workers: 1, BatchSize: 5})
 	g.Eventually(func() int { return podsLeft(ctx, p) }).WithPolling(10*time.Millisecond).WithTimeout(30*time.Second).
 		Should(BeNumerically("<=", 290), "releasing has begun")
 

@@ -54,6 +54,18 @@ func kill(t *testing.T, p *fixture.Provider) {
 	g.Expect(fixture.Terminate(t.Context(), env.Client, p)).To(Succeed())
 }
 
+// markedDead lays out a consumer with one provider (spec.Providers is ignored), kills it, starts its
+// unpeering, starts a janitor with opts and marks the provider dead: the common opening of a scenario.
+func markedDead(t *testing.T, spec fixture.Spec, opts janitor.Options) *fixture.Provider {
+	t.Helper()
+	spec.Providers = 1
+	p := build(t, spec).Providers[0]
+	kill(t, p)
+	startJanitor(t, opts)
+	NewWithT(t).Expect(fixture.Mark(t.Context(), env.Client, p)).To(Succeed())
+	return p
+}
+
 func gone(ctx context.Context, obj client.Object) func() bool {
 	return func() bool {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
