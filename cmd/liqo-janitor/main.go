@@ -26,11 +26,16 @@ import (
 // leaderElectionID names the Lease the janitor replicas compete for.
 const leaderElectionID = "liqo-janitor.liqo-janitor.io"
 
+// inClusterNamespaceFile is where a pod finds its own namespace; controller-runtime puts the Lease there
+// when --leader-election-namespace is not set.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
 // options holds every command-line setting; main parses them and the wiring below only reads them.
 type options struct {
 	metricsAddr    string
 	probeAddr      string
 	leaderElect    bool
+	leaderElectNS  string
 	webhookPort    int
 	webhookCertDir string
 	enableWebhook  bool
@@ -55,6 +60,8 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader before running the janitor, so that only one replica writes (every replica serves the webhook).")
+	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "",
+		"Namespace of the leader-election Lease; in a cluster it defaults to the pod's own namespace, out of a cluster it is required with --leader-elect.")
 	fs.IntVar(&o.webhookPort, "webhook-port", crwebhook.DefaultPort,
 		"Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
@@ -101,6 +108,11 @@ func (o *options) validate() error {
 	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}
+	if o.leaderElect && o.leaderElectNS == "" && !fileExists(inClusterNamespaceFile) {
+		errs = append(errs, fmt.Errorf("--leader-elect needs --leader-election-namespace out of a cluster (there is no %s "+
+			"to take the pod's namespace from): name the namespace the replicas share, e.g. --leader-election-namespace=liqo-janitor-system",
+			inClusterNamespaceFile))
+	}
 	if !o.enableWebhook && !o.enableJanitor {
 		errs = append(errs, errors.New("nothing to run: --enable-webhook and --enable-janitor are both false"))
 	}
@@ -117,6 +129,11 @@ func main() {
 		ctrl.Log.Error(err, "liqo-janitor stopped")
 		os.Exit(1)
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func usage() {
@@ -166,11 +183,12 @@ func managerOptions(o *options) ctrl.Options {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	return ctrl.Options{
-		Scheme:                 liqojanitor.NewScheme(),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr, TLSOpts: tlsOpts},
-		HealthProbeBindAddress: o.probeAddr,
-		LeaderElection:         o.leaderElect,
-		LeaderElectionID:       leaderElectionID,
+		Scheme:                  liqojanitor.NewScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr, TLSOpts: tlsOpts},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: o.leaderElectNS,
 		// Only the janitor needs the lease; webhook-only replicas must serve admission right away.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{

@@ -13,6 +13,8 @@ import (
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,6 +85,9 @@ func TestFlagValidation(t *testing.T) {
 		"a negative min-unreachable is refused": {args: []string{"--min-unreachable=-1s"}, wantErr: "--min-unreachable"},
 		"zero QPS is refused":                   {args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
 		"running nothing is refused":            {args: []string{"--enable-webhook=false", "--enable-janitor=false"}, wantErr: "nothing to run"},
+		"leader election out of a cluster needs the Lease's namespace": {args: []string{"--leader-elect"},
+			wantErr: "--leader-elect needs --leader-election-namespace out of a cluster"},
+		"leader election with the Lease's namespace is valid": {args: []string{"--leader-elect", "--leader-election-namespace=ns"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -119,3 +124,35 @@ func freeAddr(t *testing.T) string {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func rawMerge(patch string) client.Patch { return client.RawPatch(types.MergePatchType, []byte(patch)) }
+
+// TestLeaderElectionOutOfAClusterUsesTheGivenNamespace: with --leader-elect and
+// --leader-election-namespace the binary's wiring starts out of a cluster, takes the Lease in that
+// namespace, and releases it on the way out.
+func TestLeaderElectionOutOfAClusterUsesTheGivenNamespace(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv("KUBECONFIG", env.KubeconfigPath)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lease-"}}
+	g.Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
+
+	var o options
+	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
+	o.bindFlags(fs)
+	g.Expect(fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=" + freeAddr(t),
+		"--enable-webhook=false", "--leader-elect", "--leader-election-namespace=" + ns.Name})).To(Succeed())
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, &o) }()
+
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaderElectionID, Namespace: ns.Name}}
+	holder := func() string {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(lease), lease); err != nil || lease.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *lease.Spec.HolderIdentity
+	}
+	g.Eventually(holder).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "the Lease is taken in %s", ns.Name)
+
+	cancel()
+	g.Expect(<-done).To(Succeed())
+	g.Expect(holder()).To(BeEmpty(), "released on the way out, so a standby takes over at once")
+}
