@@ -67,7 +67,7 @@ build: ## Build bin/liqo-janitor
 	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
 
 .PHONY: test
-test: control-plane ## Run every test (unit and real-API-server) with the race detector
+test: control-plane build ## Run every test (unit and real-API-server) with the race detector
 	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' ; \
 	  status=$${PIPESTATUS[0]}; \
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test.log || true); \

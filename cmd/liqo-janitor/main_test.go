@@ -22,13 +22,17 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 var env *harness.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/webhook"}},
-		func(e *harness.Env) error { env = e; return nil }))
+		func(e *harness.Env) error {
+			env = e
+			return e.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "consumer")
+		}))
 }
 
 // TestBinaryServesProbesAndTheGate runs the binary's own wiring (flags → manager → gate) against the real

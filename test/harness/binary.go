@@ -1,7 +1,11 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,9 +14,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -20,42 +28,176 @@ import (
 // plane until Stop, serving the webhook configurations registered through Options.WebhookPaths, with the
 // given extra flags; it returns once the binary reports ready. Its log is BinaryLog.
 func (e *Env) StartBinary(args ...string) error {
+	_, err := e.StartReplica("liqo-janitor", args...)
+	return err
+}
+
+// Replica is one running liqo-janitor process started by StartReplica.
+type Replica struct {
+	// Name names the replica (its log file is <Name>.log in the harness directory).
+	Name string
+	// Probe and Metrics are the host:port of its health probes and of its Prometheus metrics.
+	Probe, Metrics string
+	// WebhookPort is the port its webhook server listens on.
+	WebhookPort int
+	// Log is the path of its log.
+	Log string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+}
+
+// StartReplica runs one more liqo-janitor process named name until Stop, Kill or Terminate, with the
+// given extra flags after the harness's own (a later flag wins, so args may override --webhook-port); it
+// returns once the process reports ready (/readyz). Each replica has probe and metrics addresses of its
+// own; by default its webhook server takes the port the registered configurations call.
+func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 	binary := filepath.Join(e.Root, "bin", "liqo-janitor")
 	if _, err := os.Stat(binary); err != nil {
-		return fmt.Errorf("%s is missing: run `make build` first", binary)
+		return nil, fmt.Errorf("%s is missing: run `make build` first", binary)
 	}
 	probe, err := FreeLocalAddr()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	metrics, err := FreeLocalAddr()
+	if err != nil {
+		return nil, err
 	}
 	wo := e.WebhookOptions()
-	logFile, err := os.Create(e.BinaryLog())
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(binary, append([]string{"--kubeconfig=" + e.KubeconfigPath,
-		"--webhook-port=" + strconv.Itoa(wo.Port), "--webhook-cert-dir=" + wo.CertDir,
-		"--health-probe-bind-address=" + probe, "--metrics-bind-address=0"}, args...)...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if !e.detached {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive this process
-	}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return fmt.Errorf("starting %s: %w", binary, err)
-	}
-	e.Go(func(ctx context.Context) error {
-		<-ctx.Done()
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		err := cmd.Wait()
-		_ = logFile.Close()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return nil // stopped by our signal
+	r := &Replica{Name: name, Probe: probe, Metrics: metrics, WebhookPort: wo.Port,
+		Log: filepath.Join(e.dir, name+".log"), exited: make(chan struct{})}
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--webhook-port="); ok {
+			if r.WebhookPort, err = strconv.Atoi(v); err != nil {
+				return nil, fmt.Errorf("replica %s: %s: %w", name, a, err)
+			}
 		}
-		return err
+	}
+	logFile, err := os.Create(r.Log)
+	if err != nil {
+		return nil, err
+	}
+	r.cmd = exec.Command(binary, append([]string{"--kubeconfig=" + e.KubeconfigPath,
+		"--webhook-port=" + strconv.Itoa(wo.Port), "--webhook-cert-dir=" + wo.CertDir,
+		"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics}, args...)...)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	if !e.detached {
+		r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive this process
+	}
+	if err := r.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	}
+	go func() {
+		r.err = r.cmd.Wait()
+		_ = logFile.Close()
+		close(r.exited)
+	}()
+	e.Go(func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return r.Terminate(30 * time.Second)
+		case <-r.exited:
+			return nil
+		}
 	})
-	return waitHTTPOK(context.Background(), "http://"+probe+"/readyz")
+	if err := waitHTTPOK(context.Background(), "http://"+probe+"/readyz"); err != nil {
+		return nil, fmt.Errorf("replica %s did not become ready (log: %s): %w", name, r.Log, err)
+	}
+	return r, nil
+}
+
+// Kill ends the replica with SIGKILL, as a node failure would, and waits for it to be gone.
+func (r *Replica) Kill() error {
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-r.exited
+	return nil
+}
+
+// Terminate sends SIGTERM (a graceful stop, as the kubelet sends) and waits up to timeout for the replica
+// to exit; it returns an error if the replica did not exit on its own, or exited with a failure.
+func (r *Replica) Terminate(timeout time.Duration) error {
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(timeout):
+		_ = r.cmd.Process.Kill()
+		<-r.exited
+		return fmt.Errorf("replica %s did not stop within %s of SIGTERM (log: %s)", r.Name, timeout, r.Log)
+	}
+	var exit *exec.ExitError
+	if errors.As(r.err, &exit) && exit.ExitCode() != 0 {
+		return fmt.Errorf("replica %s exited after SIGTERM (log: %s): %w", r.Name, r.Log, r.err)
+	}
+	return nil
+}
+
+// Metric scrapes the replica's /metrics and sums the samples called name whose labels match every given
+// label (counters and gauges).
+func (r *Replica) Metric(name string, labels map[string]string) (float64, error) {
+	resp, err := http.Get("http://" + r.Metrics + "/metrics") //nolint:noctx // a scrape in a test
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("parsing the metrics of replica %s: %w", r.Name, err)
+	}
+	total := 0.0
+	f, ok := families[name]
+	if !ok {
+		return 0, nil
+	}
+samples:
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+				continue samples
+			}
+		}
+		if m.GetCounter() != nil {
+			total += m.GetCounter().GetValue()
+		} else if m.GetGauge() != nil {
+			total += m.GetGauge().GetValue()
+		}
+	}
+	return total, nil
+}
+
+// Review sends an AdmissionReview straight to the replica's webhook server at path (over TLS, trusting
+// the harness's webhook CA), as the API server would, and returns its response.
+func (e *Env) Review(r *Replica, path string, review *admissionv1.AdmissionReview) (*admissionv1.AdmissionResponse, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(e.env.WebhookInstallOptions.LocalServingCAData) {
+		return nil, errors.New("the harness's webhook CA is not PEM")
+	}
+	body, err := json.Marshal(review)
+	if err != nil {
+		return nil, err
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	url := fmt.Sprintf("https://%s%s", net.JoinHostPort(e.WebhookOptions().Host, strconv.Itoa(r.WebhookPort)), path)
+	resp, err := c.Post(url, "application/json", bytes.NewReader(body)) //nolint:noctx // a request in a test
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := &admissionv1.AdmissionReview{}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return nil, fmt.Errorf("decoding the answer of replica %s (HTTP %d): %w", r.Name, resp.StatusCode, err)
+	}
+	if out.Response == nil {
+		return nil, fmt.Errorf("replica %s answered no response", r.Name)
+	}
+	return out.Response, nil
 }
 
 // FreeLocalAddr returns a loopback address with a port nothing listens on at the moment.

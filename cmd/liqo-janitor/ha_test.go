@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
+)
+
+// Two replicas of the real binary, both with --leader-elect, as the install runs them: every replica
+// serves the webhook, the janitor runs on the elected leader only.
+
+// haLayout is a dead provider with 1,000 terminating pods and 100 ResourceSlices (plus its own), and a
+// live one whose objects must never be written.
+var haLayout = fixture.Spec{Providers: 2, PodsPerProvider: 1000, ExtraResourceSlices: 99}
+
+var haSeq int
+
+// startPair starts two replicas electing a leader through a Lease in a namespace of their own. The first
+// serves the webhook port the registered configurations call; the second a port of its own. The janitor
+// runs slowly (one worker, 200 writes a second) so that a test can act mid-clean-up.
+func startPair(t *testing.T, leaseNS string) (a, b *harness.Replica) {
+	t.Helper()
+	g := NewWithT(t)
+	args := []string{"--leader-elect", "--leader-election-namespace=" + leaseNS, "--grace-period=0",
+		"--janitor-workers=1", "--kube-api-qps=200", "--kube-api-burst=1"}
+	haSeq++
+	a, err := env.StartReplica(fmt.Sprintf("ha%d-a", haSeq), args...)
+	g.Expect(err).NotTo(HaveOccurred())
+	port, err := harness.FreeLocalAddr()
+	g.Expect(err).NotTo(HaveOccurred())
+	var p int
+	_, err = fmt.Sscanf(port, "127.0.0.1:%d", &p)
+	g.Expect(err).NotTo(HaveOccurred())
+	b, err = env.StartReplica(fmt.Sprintf("ha%d-b", haSeq), append(args, fmt.Sprintf("--webhook-port=%d", p))...)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _, _ = a.Kill(), b.Kill() })
+	return a, b
+}
+
+func leaseNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ha-"}}
+	NewWithT(t).Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
+	return ns.Name
+}
+
+// leads reports whether the replica holds the Lease (controller-runtime's leader_election_master_status).
+func leads(r *harness.Replica) func() (float64, error) {
+	return func() (float64, error) {
+		return r.Metric("leader_election_master_status", map[string]string{"name": leaderElectionID})
+	}
+}
+
+func written(r *harness.Replica) func() (float64, error) {
+	return func() (float64, error) { return r.Metric("liqo_janitor_objects_total", nil) }
+}
+
+// podsOn counts the pods still bound to the provider's virtual node (one list).
+func podsOn(t *testing.T, p *fixture.Provider) func() (int, error) {
+	t.Helper()
+	return func() (int, error) {
+		var pods corev1.PodList
+		err := env.Client.List(t.Context(), &pods, client.MatchingFields{"spec.nodeName": p.Node.Name})
+		return len(pods.Items), err
+	}
+}
+
+func layoutDead(t *testing.T) (dead, live *fixture.Provider) {
+	t.Helper()
+	g := NewWithT(t)
+	cons, err := fixture.Build(t.Context(), env.Client, fixture.Spec{Prefix: fmt.Sprintf("ha%d", haSeq+1),
+		Providers: haLayout.Providers, PodsPerProvider: haLayout.PodsPerProvider, ExtraResourceSlices: haLayout.ExtraResourceSlices})
+	g.Expect(err).NotTo(HaveOccurred())
+	dead, live = cons.Providers[0], cons.Providers[1]
+	g.Expect(fixture.Kill(t.Context(), env.Client, dead)).To(Succeed())
+	g.Expect(fixture.Terminate(t.Context(), env.Client, dead)).To(Succeed())
+	// pods of the live provider deleted too: its kubelet would finish them; the janitor must not
+	for _, pod := range live.Pods[:20] {
+		g.Expect(env.Client.Delete(t.Context(), pod, client.GracePeriodSeconds(30))).To(Succeed())
+	}
+	return dead, live
+}
+
+// unconfirmedMark is the AdmissionReview of a request that sets the mark without the confirmation.
+func unconfirmedMark(t *testing.T) *admissionv1.AdmissionReview {
+	t.Helper()
+	old := &liqov1beta1.ForeignCluster{TypeMeta: metav1.TypeMeta{APIVersion: liqov1beta1.GroupVersion.String(), Kind: "ForeignCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: "provider-review", UID: "u-1"}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-review"}}
+	marked := old.DeepCopy()
+	marked.Annotations = map[string]string{liqojanitor.MarkAnnotation: liqojanitor.MarkValue}
+	raw := func(o any) runtime.RawExtension {
+		data, err := json.Marshal(o)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		return runtime.RawExtension{Raw: data}
+	}
+	return &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "review-1", Name: old.Name, Operation: admissionv1.Update,
+			Kind:     metav1.GroupVersionKind{Group: "core.liqo.io", Version: "v1beta1", Kind: "ForeignCluster"},
+			Resource: metav1.GroupVersionResource{Group: "core.liqo.io", Version: "v1beta1", Resource: "foreignclusters"},
+			UserInfo: authenticationv1.UserInfo{Username: "alice"}, Object: raw(marked), OldObject: raw(old)},
+	}
+}
+
+// expectBothAnswerAdmission sends the same refusable request to both replicas' webhook servers.
+func expectBothAnswerAdmission(t *testing.T, replicas ...*harness.Replica) {
+	t.Helper()
+	g := NewWithT(t)
+	for _, r := range replicas {
+		resp, err := env.Review(r, webhook.ValidatePath, unconfirmedMark(t))
+		g.Expect(err).NotTo(HaveOccurred(), r.Name)
+		g.Expect(resp.Allowed).To(BeFalse(), r.Name)
+		g.Expect(resp.Result.Message).To(ContainSubstring(liqojanitor.ConfirmAnnotation), r.Name)
+	}
+}
+
+// takeover stops the leader with stop (once the leader is mid-clean-up), and returns how long the standby took to lead and then to finish
+// the clean-up; it checks that the standby wrote nothing before it led.
+func takeover(t *testing.T, standby *harness.Replica, dead, live *fixture.Provider, stop func() error) (gap time.Duration) {
+	t.Helper()
+	g := NewWithT(t)
+	before, err := fixture.ResourceVersions(t.Context(), env.Client, append(live.Objects(), live.ForeignCluster)...)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fixture.Mark(t.Context(), env.Client, dead)).To(Succeed())
+	g.Eventually(podsOn(t, dead)).WithPolling(20*time.Millisecond).WithTimeout(60*time.Second).
+		Should(BeNumerically("<", 950), "the leader has begun")
+	g.Expect(written(standby)()).To(BeZero(), "the standby writes nothing while the leader holds the Lease")
+	g.Expect(podsOn(t, dead)()).To(BeNumerically(">", 0), "stopped mid-clean-up")
+
+	g.Expect(stop()).To(Succeed())
+	stopped := time.Now()
+	g.Eventually(leads(standby)).WithPolling(50 * time.Millisecond).WithTimeout(60 * time.Second).Should(Equal(1.0))
+	gap = time.Since(stopped)
+	g.Eventually(podsOn(t, dead)).WithTimeout(120 * time.Second).Should(BeZero())
+	g.Eventually(func() (int, error) {
+		var slices authv1beta1.ResourceSliceList
+		err := env.Client.List(t.Context(), &slices, client.InNamespace(dead.TenantNS))
+		return len(slices.Items), err
+	}).WithTimeout(60*time.Second).Should(BeZero(), "the standby finished the job")
+	g.Expect(written(standby)()).To(BeNumerically(">", 0))
+	after, err := fixture.ResourceVersions(t.Context(), env.Client, append(live.Objects(), live.ForeignCluster)...)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after).To(Equal(before), "nothing of the live provider was written")
+	return gap
+}
+
+func TestTheStandbyFinishesWhenTheLeaderIsKilledMidCleanup(t *testing.T) {
+	g := NewWithT(t)
+	dead, live := layoutDead(t)
+	a, b := startPair(t, leaseNamespace(t))
+	g.Eventually(leads(a)).WithTimeout(60 * time.Second).Should(Equal(1.0))
+	g.Expect(leads(b)()).To(BeZero())
+	expectBothAnswerAdmission(t, a, b)
+
+	gap := takeover(t, b, dead, live, a.Kill)
+	t.Logf("SIGKILL: the standby led %s after the leader died (lease duration 15s)", gap.Round(10*time.Millisecond))
+	expectBothAnswerAdmission(t, b)
+}
+
+func TestTheLeaderReleasesTheLeaseOnSIGTERM(t *testing.T) {
+	g := NewWithT(t)
+	dead, live := layoutDead(t)
+	ns := leaseNamespace(t)
+	// Someone else holds the Lease at first: neither replica leads, and both answer admission.
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaderElectionID, Namespace: ns},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("someone-else"), LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime: &metav1.MicroTime{Time: time.Now()}, RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	g.Expect(env.Client.Create(t.Context(), lease)).To(Succeed())
+	a, b := startPair(t, ns)
+	expectBothAnswerAdmission(t, a, b)
+	g.Expect(leads(a)()).To(BeZero())
+	g.Expect(leads(b)()).To(BeZero())
+
+	g.Expect(env.Client.Delete(t.Context(), lease)).To(Succeed())
+	g.Eventually(func() (float64, error) {
+		x, err := leads(a)()
+		y, err2 := leads(b)()
+		if err != nil {
+			return 0, err
+		}
+		return x + y, err2
+	}).WithTimeout(60 * time.Second).Should(Equal(1.0))
+	leader, standby := a, b
+	if x, _ := leads(b)(); x == 1 {
+		leader, standby = b, a
+	}
+	gap := takeover(t, standby, dead, live, func() error {
+		held := holder(t, ns)
+		if err := leader.Terminate(30 * time.Second); err != nil {
+			return err
+		}
+		if now := holder(t, ns); now == held {
+			return fmt.Errorf("the Lease is still held by %s after its holder stopped on SIGTERM", held)
+		}
+		return nil
+	})
+	t.Logf("SIGTERM: the standby led %s after the leader stopped (it released the Lease on the way out)", gap.Round(10*time.Millisecond))
+
+	held := &coordinationv1.Lease{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(lease), held)).To(Succeed())
+	g.Expect(held.Spec.HolderIdentity).NotTo(BeNil())
+	g.Expect(held.Spec.LeaseTransitions).To(HaveValue(BeNumerically(">=", 1)), "the Lease changed hands")
+}
+
+// holder is who holds the replicas' Lease in ns ("" when nobody does).
+func holder(t *testing.T, ns string) string {
+	t.Helper()
+	lease := &coordinationv1.Lease{}
+	NewWithT(t).Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: leaderElectionID}, lease)).To(Succeed())
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
+}
