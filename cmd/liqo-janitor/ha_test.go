@@ -84,13 +84,18 @@ func podsOn(t *testing.T, p *fixture.Provider) func() (int, error) {
 	}
 }
 
-func layoutDead(t *testing.T) (dead, live *fixture.Provider) {
+// layoutDead lays out haLayout, lets prepare (if any) change the dead provider's objects, then kills it
+// and starts its unpeering.
+func layoutDead(t *testing.T, prepare func(dead *fixture.Provider)) (dead, live *fixture.Provider) {
 	t.Helper()
 	g := NewWithT(t)
 	cons, err := fixture.Build(t.Context(), env.Client, fixture.Spec{Prefix: fmt.Sprintf("ha%d", haSeq+1),
 		Providers: haLayout.Providers, PodsPerProvider: haLayout.PodsPerProvider, ExtraResourceSlices: haLayout.ExtraResourceSlices})
 	g.Expect(err).NotTo(HaveOccurred())
 	dead, live = cons.Providers[0], cons.Providers[1]
+	if prepare != nil {
+		prepare(dead)
+	}
 	g.Expect(fixture.Kill(t.Context(), env.Client, dead)).To(Succeed())
 	g.Expect(fixture.Terminate(t.Context(), env.Client, dead)).To(Succeed())
 	// pods of the live provider deleted too: its kubelet would finish them; the janitor must not
@@ -165,7 +170,7 @@ func takeover(t *testing.T, standby *harness.Replica, dead, live *fixture.Provid
 
 func TestTheStandbyFinishesWhenTheLeaderIsKilledMidCleanup(t *testing.T) {
 	g := NewWithT(t)
-	dead, live := layoutDead(t)
+	dead, live := layoutDead(t, nil)
 	a, b := startPair(t, leaseNamespace(t))
 	g.Eventually(leads(a)).WithTimeout(60 * time.Second).Should(Equal(1.0))
 	g.Expect(leads(b)()).To(BeZero())
@@ -178,7 +183,7 @@ func TestTheStandbyFinishesWhenTheLeaderIsKilledMidCleanup(t *testing.T) {
 
 func TestTheLeaderReleasesTheLeaseOnSIGTERM(t *testing.T) {
 	g := NewWithT(t)
-	dead, live := layoutDead(t)
+	dead, live := layoutDead(t, nil)
 	ns := leaseNamespace(t)
 	// Someone else holds the Lease at first: neither replica leads, and both answer admission.
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaderElectionID, Namespace: ns},

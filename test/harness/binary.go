@@ -109,6 +109,9 @@ func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 	return r, nil
 }
 
+// Exited is closed once the replica's process has exited.
+func (r *Replica) Exited() <-chan struct{} { return r.exited }
+
 // Kill ends the replica with SIGKILL, as a node failure would, and waits for it to be gone.
 func (r *Replica) Kill() error {
 	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
