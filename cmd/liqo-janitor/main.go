@@ -33,6 +33,7 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 // options holds every command-line setting; main parses them and the wiring below only reads them.
 type options struct {
 	metricsAddr    string
+	pprofAddr      string
 	probeAddr      string
 	leaderElect    bool
 	leaderElectNS  string
@@ -56,6 +57,8 @@ type options struct {
 func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
 		"Address the Prometheus metrics endpoint binds to; \"0\" turns it off.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0",
+		"Address Go's pprof endpoints (/debug/pprof/) bind to, for profiling; \"0\" (the default) turns them off.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
@@ -186,6 +189,7 @@ func managerOptions(o *options) ctrl.Options {
 		Scheme:                  liqojanitor.NewScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr, TLSOpts: tlsOpts},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectNS,

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,32 +15,54 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 )
 
-// BenchmarkMemoryWithUnrelatedPods measures the janitor's heap after it released a dead provider's 200
-// pods, with 0 and with 20,000 pods elsewhere in the cluster (on an ordinary node, in their own
-// namespaces). The janitor keeps no cluster-wide pod cache, so the two should not differ beyond noise.
-// Reported: heap-MB, the live heap after a GC with the janitor idle at the end (it includes the
-// benchmark's own objects, the same in both variants).
+// BenchmarkMemoryWithUnrelatedPods measures the janitor's memory after it released a dead provider's 200
+// pods, with 0, 20,000 and 100,000 pods elsewhere in the cluster (on an ordinary node, 1,000 to a
+// namespace). The janitor keeps no cluster-wide pod cache, so the variants should not differ beyond noise.
+// Reported: heap-MB, the live heap after a GC of this process with the in-process janitor idle at the end
+// (it includes the benchmark's own objects, the same in every variant), and rss-MB, the resident memory
+// of the real binary, started afresh for each round, after the same job.
 func BenchmarkMemoryWithUnrelatedPods(b *testing.B) {
-	for _, unrelated := range []int{0, 20000} {
+	for _, unrelated := range []int{0, 20000, 100000} {
 		b.Run(fmt.Sprintf("unrelated-pods-%d", unrelated), func(b *testing.B) {
 			createUnrelatedPods(b, unrelated)
 			for b.Loop() {
 				stop := startJanitor(b)
-				p := layout(b, fixture.Spec{Providers: 1, PodsPerProvider: 200})
-				if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
-					b.Fatal(err)
-				}
-				waitReleasedSmall(b, p)
+				releaseSmall(b)
 				b.StopTimer()
 				runtime.GC()
 				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)
 				b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB")
 				stop()
+
+				r, err := env.StartReplica(fmt.Sprintf("memory-%d-%d", unrelated, layouts.Load()), "--enable-webhook=false", "--grace-period=0")
+				if err != nil {
+					b.Fatal(err)
+				}
+				releaseSmall(b)
+				rss, err := r.RSS()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(rss)/(1<<20), "rss-MB")
+				if err := r.Terminate(30 * time.Second); err != nil {
+					b.Fatal(err)
+				}
 				b.StartTimer()
 			}
 		})
 	}
+}
+
+// releaseSmall lays out a dead provider with 200 pods, marks it and waits until the janitor running now
+// released it.
+func releaseSmall(b *testing.B) {
+	b.Helper()
+	p := layout(b, fixture.Spec{Providers: 1, PodsPerProvider: 200})
+	if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
+		b.Fatal(err)
+	}
+	waitReleasedSmall(b, p)
 }
 
 var unrelatedCreated int
@@ -56,7 +79,7 @@ func createUnrelatedPods(b *testing.B, n int) {
 	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for range 16 {
+	for range 32 {
 		wg.Go(func() {
 			for i := range jobs {
 				ns := fmt.Sprintf("unrelated-%d", i/1000)

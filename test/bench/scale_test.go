@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+)
+
+// Scale of BenchmarkReleaseThreeDeadProviders: every provider dies, each leaving this many objects.
+const (
+	scalePods    = 3000
+	scaleRslices = 300
+)
+
+var scaleSpec = fixture.Spec{Providers: 3, PodsPerProvider: scalePods, ExtraResourceSlices: scaleRslices - 1}
+
+// BenchmarkReleaseThreeDeadProviders: three providers die at once, each leaving 3,000 terminating pods,
+// 300 ResourceSlices, a NamespaceMap and a Renew (9,906 objects), released two ways in alternation as in
+// BenchmarkRelease1of3: by the janitor — the real binary in its own process, binary defaults but the
+// grace period 0 — from the three marks until the three cleanup annotations report everything
+// released, and by the raw 32-worker client. Reported: the medians and their ratio, the API server's own
+// count of writes to the released objects per released object (apiserver_request_total: pod DELETEs,
+// ResourceSlice/NamespaceMap/Renew PATCHes), the time from the marks (the end of a zero grace period)
+// to the first pod gone, and the janitor's resident memory before the first round and after the last.
+func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
+	pprof, err := harness.FreeLocalAddr()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := env.StartReplica("scale-janitor", "--enable-webhook=false", "--grace-period=0", "--pprof-bind-address="+pprof)
+	if err != nil {
+		b.Fatal(err)
+	}
+	profiles := os.Getenv("BENCH_PROFILE_DIR") // a CPU profile of the janitor's first round, and its heap at the end
+	defer func() { _ = r.Terminate(30 * time.Second) }()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := unthrottledClient(b)
+	rssBefore, err := r.RSS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var janitorTimes, rawTimes, firsts []time.Duration
+	var janitorWrites, rawWrites float64
+	objects := float64(scaleSpec.Providers * (scalePods + scaleRslices + 2))
+	for b.Loop() {
+		cpuProfile := ""
+		if profiles != "" && len(janitorTimes) == 0 {
+			cpuProfile = "http://" + pprof + "/debug/pprof/profile?seconds=10"
+		}
+		took, first, writes := janitorRound(b, cs, cpuProfile, filepath.Join(profiles, "janitor-cpu.pprof"))
+		janitorTimes, firsts, janitorWrites = append(janitorTimes, took), append(firsts, first), janitorWrites+writes
+
+		dead := layoutAllDead(b)
+		w0 := releaseWrites(b, cs)
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for _, p := range dead {
+			wg.Go(func() { rawRelease(b, raw, p) })
+		}
+		wg.Wait()
+		rawTimes = append(rawTimes, time.Since(t0))
+		rawWrites += releaseWrites(b, cs) - w0
+	}
+	rssAfter, err := r.RSS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if profiles != "" {
+		if err := fetch("http://"+pprof+"/debug/pprof/heap", filepath.Join(profiles, "janitor-heap.pprof")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	j, rw := median(janitorTimes), median(rawTimes)
+	rounds := float64(len(janitorTimes))
+	b.ReportMetric(j.Seconds(), "janitor-s")
+	b.ReportMetric(rw.Seconds(), "raw-32-workers-s")
+	b.ReportMetric(j.Seconds()/rw.Seconds(), "ratio")
+	b.ReportMetric(janitorWrites/rounds/objects, "janitor-writes/object")
+	b.ReportMetric(rawWrites/rounds/objects, "raw-writes/object")
+	b.ReportMetric(median(firsts).Seconds(), "first-release-s")
+	b.ReportMetric(float64(rssBefore)/(1<<20), "rss-before-MB")
+	b.ReportMetric(float64(rssAfter)/(1<<20), "rss-after-MB")
+	b.ReportMetric(objects, "objects")
+}
+
+// janitorRound lays out three dead providers, marks them and waits until the janitor reports them
+// released; it returns how long that took, how long until the first pod was gone, and the API server's
+// count of release writes meanwhile. With cpuProfile set, it saves the janitor's CPU profile to path.
+func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string) (took, first time.Duration, writes float64) {
+	b.Helper()
+	dead := layoutAllDead(b)
+	w0 := releaseWrites(b, cs)
+	firstGone, stopWatching := firstPodGone(b, cs, dead)
+	defer stopWatching()
+	profiled := make(chan error, 1)
+	if cpuProfile != "" {
+		go func() { profiled <- fetch(cpuProfile, path) }()
+	} else {
+		profiled <- nil
+	}
+	t0 := time.Now()
+	for _, p := range dead {
+		if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, p := range dead {
+		waitAnnotation(b, p, fmt.Sprintf("pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1",
+			scalePods, scalePods, scaleRslices, scaleRslices))
+	}
+	took = time.Since(t0)
+	first = (<-firstGone).Sub(t0)
+	writes = releaseWrites(b, cs) - w0
+	if err := <-profiled; err != nil {
+		b.Fatal(err)
+	}
+	return took, first, writes
+}
+
+// layoutAllDead builds scaleSpec and kills and terminates every provider (not timed).
+func layoutAllDead(b *testing.B) []*fixture.Provider {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	ctx := context.Background()
+	spec := scaleSpec
+	spec.Prefix = fmt.Sprintf("s%d", layouts.Add(1))
+	cons, err := fixture.Build(ctx, env.Client, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range cons.Providers {
+		if err := fixture.Kill(ctx, env.Client, p); err != nil {
+			b.Fatal(err)
+		}
+		if err := fixture.Terminate(ctx, env.Client, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return cons.Providers
+}
+
+// releaseWrites is the API server's count of the writes that release objects: pod DELETEs and
+// ResourceSlice, NamespaceMap and Renew PATCHes (apiserver_request_total, successful or not).
+func releaseWrites(b *testing.B, cs kubernetes.Interface) float64 {
+	b.Helper()
+	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		release := (labels["verb"] == "DELETE" && labels["resource"] == "pods") ||
+			(labels["verb"] == "PATCH" && (labels["resource"] == "resourceslices" || labels["resource"] == "namespacemaps" || labels["resource"] == "renews"))
+		if release && labels["subresource"] == "" {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+// firstPodGone watches the dead providers' nodes and sends the time the first pod is gone; stop ends
+// the watches.
+func firstPodGone(b *testing.B, cs kubernetes.Interface, dead []*fixture.Provider) (first <-chan time.Time, stop func()) {
+	b.Helper()
+	out := make(chan time.Time, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	var once sync.Once
+	for _, p := range dead {
+		w, err := cs.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + p.Node.Name})
+		if err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				if _, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Deleted {
+					once.Do(func() { out <- time.Now() })
+					return
+				}
+			}
+		}()
+	}
+	return out, cancel
+}
+
+// fetch saves what url answers to path.
+func fetch(url, path string) error {
+	resp, err := http.Get(url) //nolint:noctx // a profile in a benchmark
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return os.WriteFile(path, data, 0o600)
+}
