@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -169,25 +171,7 @@ func (r *Replica) Metric(name string, labels map[string]string) (float64, error)
 	if err != nil {
 		return 0, fmt.Errorf("parsing the metrics of replica %s: %w", r.Name, err)
 	}
-	total := 0.0
-	f, ok := families[name]
-	if !ok {
-		return 0, nil
-	}
-samples:
-	for _, m := range f.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-				continue samples
-			}
-		}
-		if m.GetCounter() != nil {
-			total += m.GetCounter().GetValue()
-		} else if m.GetGauge() != nil {
-			total += m.GetGauge().GetValue()
-		}
-	}
-	return total, nil
+	return sumSamples(slices.Collect(maps.Values(families)), name, labels), nil
 }
 
 // Review sends an AdmissionReview straight to the replica's webhook server at path (over TLS, trusting

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	dto "github.com/prometheus/client_model/go"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -12,16 +13,21 @@ func Metric(name string, labels map[string]string) float64 {
 	if err != nil {
 		return -1
 	}
+	return sumSamples(families, name, labels)
+}
+
+// sumSamples sums the counter and gauge samples called name whose labels match every given label.
+func sumSamples(families []*dto.MetricFamily, name string, labels map[string]string) float64 {
 	total := 0.0
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
-	metrics:
+	samples:
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue metrics
+					continue samples
 				}
 			}
 			if m.GetCounter() != nil {
