@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
@@ -84,6 +85,8 @@ func (w *podWatcher) ensure(cluster, node string) *nodePods {
 		metav1.NamespaceAll, 0, toolscache.Indexers{}, func(o *metav1.ListOptions) {
 			o.FieldSelector = "spec.nodeName=" + node
 		}).Informer()
+	// managedFields are never read: drop them (SetTransform fails only once the informer runs; not yet)
+	_ = informer.SetTransform(cache.TransformStripManagedFields())
 	np := &nodePods{cluster: cluster, informer: informer, stop: make(chan struct{})}
 	enqueue := func(obj any) {
 		if pod, ok := obj.(*metav1.PartialObjectMetadata); ok && pod.DeletionTimestamp == nil && !np.draining.Load() {

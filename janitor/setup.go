@@ -46,23 +46,26 @@ func metadataOnly(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 // CacheByObject narrows the manager's caches to what the janitor reads: our own replicated copies of
 // ResourceSlices and Renews, virtual Nodes, namespaces that carry Liqo's scheduling label, and (opt-in)
 // control-plane identity Secrets, all metadata-only and filtered by label on the API server. Pods are
-// never cached (see podWatcher).
+// never cached (see podWatcher). The janitor never reads managedFields, the largest part of an object's
+// metadata: every cache of its own drops them (cache.TransformStripManagedFields), its pod watches too.
 func CacheByObject(o Options) map[client.Object]cache.ByObject {
-	own := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{liqojanitor.ReplicationLabel: "true"})}
+	strip := cache.TransformStripManagedFields()
+	byLabel := func(sel labels.Selector) cache.ByObject { return cache.ByObject{Label: sel, Transform: strip} }
+	own := byLabel(labels.SelectorFromSet(labels.Set{liqojanitor.ReplicationLabel: "true"}))
 	out := map[client.Object]cache.ByObject{
 		metadataOnly(resourceSliceGVK): own,
 		metadataOnly(renewGVK):         own,
 		metadataOnly(namespaceMapGVK):  own,
-		metadataOnly(nodeGVK): {Label: labels.SelectorFromSet(labels.Set{
-			liqojanitor.NodeTypeLabel: liqojanitor.VirtualNodeType})},
+		metadataOnly(nodeGVK): byLabel(labels.SelectorFromSet(labels.Set{
+			liqojanitor.NodeTypeLabel: liqojanitor.VirtualNodeType})),
 		// Offloaded namespaces only: the label going away (Liqo's first deletion step) reaches this
 		// filtered watch as a delete.
-		metadataOnly(namespaceGVK): {Label: labels.NewSelector().Add(
-			*must(labels.NewRequirement(liqojanitor.SchedulingLabel, selection.Exists, nil)))},
+		metadataOnly(namespaceGVK): byLabel(labels.NewSelector().Add(
+			*must(labels.NewRequirement(liqojanitor.SchedulingLabel, selection.Exists, nil)))),
 	}
 	if o.ReleaseIdentitySecrets {
-		out[metadataOnly(secretGVK)] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{
-			liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity})}
+		out[metadataOnly(secretGVK)] = byLabel(labels.SelectorFromSet(labels.Set{
+			liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity}))
 	}
 	return out
 }
