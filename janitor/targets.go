@@ -106,9 +106,9 @@ func (r *releaser) targets() []target {
 	return ts
 }
 
-// listPods (janitor rules 4 and 6) returns the pods the janitor may force-delete on the cluster's virtual nodes: the terminating
-// ones, and on a virtual node whose VirtualNode is itself being deleted, every pod but DaemonSet and mirror
-// pods, terminating or not — what Liqo ≥ v1.1's drain does for a dead cluster
+// listPods (janitor rules 4 and 6) returns the pods the janitor may force-delete on the cluster's
+// virtual nodes: the terminating ones, and on a virtual node whose VirtualNode is itself being deleted,
+// every pod but DaemonSet and mirror pods, terminating or not — what Liqo ≥ v1.1's drain does for a dead cluster
 // (pkg/liqo-controller-manager/offloading/virtualnode-controller/drain.go drainNode, forcePodsDeletion; v1.2
 // getPodsForDeletion skips DaemonSet and mirror pods, which go with the Node). On Liqo v1.0 that drain
 // evicts instead, and a PodDisruptionBudget can refuse every eviction forever.
@@ -139,8 +139,8 @@ func (r *releaser) listPods(ctx context.Context, s *scope) ([]client.Object, err
 	return pods, nil
 }
 
-// virtualNodesOf (janitor rule 3) returns the Nodes that belong to the cluster, and for each whether its VirtualNode is
-// being deleted. A Node belongs to clusterID only when its labels say so (liqo.io/type=virtual-node,
+// virtualNodesOf (janitor rule 3) returns the Nodes that belong to the cluster, and for each whether its
+// VirtualNode is being deleted. A Node belongs to clusterID only when its labels say so (liqo.io/type=virtual-node,
 // liqo.io/remote-cluster-id) and a VirtualNode of the same name has spec.clusterID clusterID — the pair
 // Liqo's own GetNodeFromVirtualNode (pkg/utils/getters/k8sGetters.go) uses. The labels alone are not
 // enough: Liqo merges the provider's ResourceSlice status.nodeLabels over them

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -45,12 +46,11 @@ func startPair(t *testing.T, leaseNS string) (a, b *harness.Replica) {
 	haSeq++
 	a, err := env.StartReplica(fmt.Sprintf("ha%d-a", haSeq), args...)
 	g.Expect(err).NotTo(HaveOccurred())
-	port, err := harness.FreeLocalAddr()
+	addr, err := harness.FreeLocalAddr()
 	g.Expect(err).NotTo(HaveOccurred())
-	var p int
-	_, err = fmt.Sscanf(port, "127.0.0.1:%d", &p)
+	_, port, err := net.SplitHostPort(addr)
 	g.Expect(err).NotTo(HaveOccurred())
-	b, err = env.StartReplica(fmt.Sprintf("ha%d-b", haSeq), append(args, fmt.Sprintf("--webhook-port=%d", p))...)
+	b, err = env.StartReplica(fmt.Sprintf("ha%d-b", haSeq), append(args, "--webhook-port="+port)...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _, _ = a.Kill(), b.Kill() })
 	return a, b
@@ -89,8 +89,9 @@ func podsOn(t *testing.T, p *fixture.Provider) func() (int, error) {
 func layoutDead(t *testing.T, prepare func(dead *fixture.Provider)) (dead, live *fixture.Provider) {
 	t.Helper()
 	g := NewWithT(t)
-	cons, err := fixture.Build(t.Context(), env.Client, fixture.Spec{Prefix: fmt.Sprintf("ha%d", haSeq+1),
-		Providers: haLayout.Providers, PodsPerProvider: haLayout.PodsPerProvider, ExtraResourceSlices: haLayout.ExtraResourceSlices})
+	spec := haLayout
+	spec.Prefix = fmt.Sprintf("ha%d", haSeq+1)
+	cons, err := fixture.Build(t.Context(), env.Client, spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	dead, live = cons.Providers[0], cons.Providers[1]
 	if prepare != nil {
@@ -138,8 +139,9 @@ func expectBothAnswerAdmission(t *testing.T, replicas ...*harness.Replica) {
 	}
 }
 
-// takeover stops the leader with stop (once the leader is mid-clean-up), and returns how long the standby took to lead and then to finish
-// the clean-up; it checks that the standby wrote nothing before it led.
+// takeover marks the dead provider, stops the leader with stop once it is mid-clean-up, and returns how
+// long the standby took to lead; it checks that the standby wrote nothing before it led and finished the
+// clean-up after.
 func takeover(t *testing.T, standby *harness.Replica, dead, live *fixture.Provider, stop func() error) (gap time.Duration) {
 	t.Helper()
 	g := NewWithT(t)
