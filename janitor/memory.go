@@ -31,6 +31,8 @@ type clusterMemory struct {
 	// blocked is how many objects of each kind stayed blocked at the last pass; lastBlocked their sum.
 	blocked     map[string]int
 	lastBlocked int
+	// pending is how many objects of each kind were left at the last pass: blocked, waiting or failed.
+	pending map[string]int
 	// offloadingWaits is what each waiting NamespaceOffloading waited for at the last pass.
 	offloadingWaits map[types.UID]string
 }
@@ -44,7 +46,7 @@ func (m *memory) cluster(fc *liqov1beta1.ForeignCluster) *clusterMemory {
 	c, ok := m.clusters[fc.UID]
 	if !ok {
 		c = &clusterMemory{firstSeen: m.clock.Now(), acted: map[string]map[types.UID]bool{},
-			blocked: map[string]int{}, offloadingWaits: map[types.UID]string{}}
+			blocked: map[string]int{}, pending: map[string]int{}, offloadingWaits: map[types.UID]string{}}
 		m.clusters[fc.UID] = c
 	}
 	return c
@@ -121,9 +123,9 @@ func (m *memory) pass(fc *liqov1beta1.ForeignCluster, t *tally, waitingNamespace
 			acted[kind][uid] = true
 		}
 	}
-	c.blocked = map[string]int{}
+	c.blocked, c.pending = map[string]int{}, map[string]int{}
 	for kind, k := range t.byKind {
-		c.blocked[kind] = k.blocked
+		c.blocked[kind], c.pending[kind] = k.blocked, k.pending()
 	}
 	blocked := t.sum(func(k *counts) int { return k.blocked })
 	seen := passSeen{summary: t.summary(acted, waitingNamespaces, dryRun)}
@@ -146,17 +148,21 @@ func (m *memory) pass(fc *liqov1beta1.ForeignCluster, t *tally, waitingNamespace
 	return seen
 }
 
-// blockedByKind sums, per kind, what stayed blocked at the last pass of every remembered cluster.
-func (m *memory) blockedByKind() map[string]int {
+// leftByKind sums, per kind, what stayed blocked and what was left at all (pending) at the last pass of
+// every remembered cluster.
+func (m *memory) leftByKind() (blocked, pending map[string]int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	sums := map[string]int{}
+	blocked, pending = map[string]int{}, map[string]int{}
 	for _, c := range m.clusters {
 		for kind, n := range c.blocked {
-			sums[kind] += n
+			blocked[kind] += n
+		}
+		for kind, n := range c.pending {
+			pending[kind] += n
 		}
 	}
-	return sums
+	return blocked, pending
 }
 
 // offloadingWaitsChanged records what fc's NamespaceOffloadings wait for, and returns the waits that began

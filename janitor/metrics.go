@@ -16,6 +16,14 @@ var (
 		Name: "liqo_janitor_blocked_objects",
 		Help: "Objects of dead clusters that stay because of finalizers the janitor does not own, by kind, as of the last pass.",
 	}, []string{"kind"})
+	pendingObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "liqo_janitor_pending_objects",
+		Help: "Objects of dead clusters past their grace period that are not released yet (blocked, waiting for Liqo or failed), by kind, as of the last pass.",
+	}, []string{"kind"})
+	dryRunGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_janitor_dry_run",
+		Help: "1 when the janitor runs with --dry-run (it reports and writes nothing), else 0.",
+	})
 	waitsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "liqo_janitor_waits_total",
 		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, Reachable, Paused, GracePeriod, Duplicate).",
@@ -36,5 +44,5 @@ const (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, waitsTotal, cleanupDuration)
+	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, cleanupDuration)
 }

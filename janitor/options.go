@@ -19,7 +19,7 @@ type Options struct {
 	PodEvents bool
 	// Workers is how many writes one pass sends concurrently.
 	Workers int
-	// BatchSize is how many objects are released between two live re-reads of the ForeignClusters.
+	// BatchSize is how many writes are started between two live re-reads of the ForeignClusters.
 	BatchSize int
 	// Concurrency is how many ForeignClusters are reconciled at once.
 	Concurrency int

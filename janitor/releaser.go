@@ -2,7 +2,9 @@ package janitor
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -10,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// releaser owns the target table (targets.go) and the batch/worker loop that releases a dead cluster's
-// objects: it lists each target's objects, writes with Options.Workers concurrent writes per batch of
-// Options.BatchSize, and makes each object's outcome visible (a log line, an event on the object, a
-// metric). What a pass did comes back as a tally; the pass as a whole is the reporter's.
+// releaser owns the target table (targets.go) and the worker loop that releases a dead cluster's objects:
+// it lists each target's objects, writes with Options.Workers concurrent writes, re-checking the cluster
+// live every Options.BatchSize writes, and makes each object's outcome visible (a log line, an event on
+// the object, a metric). What a pass did comes back as a tally; the pass as a whole is the reporter's.
 type releaser struct {
 	// client reads from the manager's narrow caches and writes (patches and deletes).
 	client client.Client
@@ -24,7 +26,16 @@ type releaser struct {
 	// pods watches the pods of dead virtual nodes.
 	pods    *podWatcher
 	options Options
+	// passes is how many passes are releasing now, and handled how many objects the passes since it was
+	// last zero have handled (see settle).
+	passes, handled atomic.Int64
 }
+
+// largeCleanup is how many objects the passes of a busy spell handle before the janitor, once no pass
+// runs any more, hands the memory they used back to the operating system at once (debug.FreeOSMemory)
+// instead of keeping it for the Go runtime's slow background return: a controller that idles between
+// rare clean-ups should not keep a clean-up's peak resident for minutes.
+const largeCleanup = 1000
 
 // forget stops watching the pods of the ForeignCluster named cluster.
 func (r *releaser) forget(cluster string) { r.pods.retain(cluster, nil) }
@@ -36,9 +47,14 @@ type work struct {
 }
 
 // release walks the table of targets for a dead cluster, stage by stage: within a stage the objects of
-// all its targets are released together, in batches of concurrent writes, and stillDead — the live
-// re-check of the cluster — runs before each batch; its error stops the pass.
+// all its targets are released together by one pool of Options.Workers concurrent writes, and stillDead —
+// the live re-check of the cluster — runs before every Options.BatchSize writes are started; its error
+// stops the pass. The pool is not drained for the re-check: writes already started (after the previous
+// re-check) go on while it runs, so no write starts more than BatchSize writes after a re-check that
+// found the cluster dead, and the workers do not idle at every batch boundary.
 func (r *releaser) release(ctx context.Context, s *scope, stillDead func(context.Context) error) (*tally, error) {
+	r.passes.Add(1)
+	defer r.settle()
 	ts := r.targets()
 	t := newTally(ts)
 	for stage := range stages {
@@ -55,21 +71,35 @@ func (r *releaser) release(ctx context.Context, s *scope, stillDead func(context
 				todo = append(todo, work{tg: tg, obj: obj})
 			}
 		}
-		for start := 0; start < len(todo); start += r.options.BatchSize {
-			if err := stillDead(ctx); err != nil {
-				return t, err
-			}
-			r.releaseBatch(ctx, s, todo[start:min(start+r.options.BatchSize, len(todo))], t)
+		r.handled.Add(int64(len(todo)))
+		if err := r.releaseAll(ctx, s, todo, t, stillDead); err != nil {
+			return t, err
 		}
 	}
 	return t, nil
 }
 
-// releaseBatch releases a batch with up to Options.Workers concurrent writes.
-func (r *releaser) releaseBatch(ctx context.Context, s *scope, batch []work, t *tally) {
+// settle ends a pass; the last pass of a busy spell that handled at least largeCleanup objects returns
+// their memory to the operating system.
+func (r *releaser) settle() {
+	if r.passes.Add(-1) == 0 && r.handled.Load() >= largeCleanup {
+		r.handled.Store(0)
+		debug.FreeOSMemory()
+	}
+}
+
+// releaseAll releases todo with up to Options.Workers concurrent writes, calling stillDead before the
+// first write and then before every Options.BatchSize more; it returns once every started write is done.
+func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tally, stillDead func(context.Context) error) error {
 	sem := make(chan struct{}, r.options.Workers)
 	var wg sync.WaitGroup
-	for _, w := range batch {
+	defer wg.Wait()
+	for i, w := range todo {
+		if i%r.options.BatchSize == 0 {
+			if err := stillDead(ctx); err != nil {
+				return err
+			}
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -78,7 +108,7 @@ func (r *releaser) releaseBatch(ctx context.Context, s *scope, batch []work, t *
 			r.recordObject(ctx, s, w.tg.kind, w.obj, o, err)
 		})
 	}
-	wg.Wait()
+	return nil
 }
 
 // recordObject makes one object's outcome visible: a log line, an event on the object, a metric.

@@ -101,11 +101,13 @@ func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, p
 	return p.writeSummary(ctx, s, seen.summary)
 }
 
-// publishBlocked sets liqo_janitor_blocked_objects to the sum, per kind, over the remembered clusters.
+// publishBlocked sets liqo_janitor_blocked_objects and liqo_janitor_pending_objects to their sums, per
+// kind, over the remembered clusters.
 func (p *reporter) publishBlocked() {
-	sums := p.memory.blockedByKind()
+	blocked, pending := p.memory.leftByKind()
 	for _, kind := range allKinds {
-		blockedObjects.WithLabelValues(kind).Set(float64(sums[kind]))
+		blockedObjects.WithLabelValues(kind).Set(float64(blocked[kind]))
+		pendingObjects.WithLabelValues(kind).Set(float64(pending[kind]))
 	}
 }
 

@@ -132,6 +132,8 @@ func TestForeignFinalizersSurviveAndAreCountedAsBlocked(t *testing.T) {
 	g.Expect(pod.Finalizers).To(Equal([]string{fixture.ForeignFinalizer}), "a pod's finalizers are never stripped")
 	g.Expect(pod.DeletionGracePeriodSeconds).To(HaveValue(BeZero()), "it goes as soon as its owner releases it")
 	g.Expect(counter("liqo_janitor_blocked_objects", map[string]string{"kind": "Pod"})).To(BeNumerically(">=", 1))
+	g.Expect(counter("liqo_janitor_pending_objects", map[string]string{"kind": "ResourceSlice"})).To(BeNumerically(">=", 1),
+		"what is left counts as pending, for the alert on unfinished clean-ups")
 	g.Eventually(func() []string { return eventReasons(t, "ForeignCluster", dead.ForeignCluster.Name) }).Should(ContainElement("CleanupBlocked"))
 
 	// the owner releases its finalizers: both go, and the janitor reports the job done

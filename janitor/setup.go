@@ -74,6 +74,10 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 // must be narrowed with CacheByObject(o).
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	o = o.Default()
+	dryRunGauge.Set(0)
+	if o.DryRun {
+		dryRunGauge.Set(1)
+	}
 	mc, err := metadata.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the metadata client: %w", err)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +40,9 @@ var scaleSpec = fixture.Spec{Providers: 3, PodsPerProvider: scalePods, ExtraReso
 // released, and by the raw 32-worker client. Reported: the medians and their ratio, the API server's own
 // count of writes to the released objects per released object (apiserver_request_total: pod DELETEs,
 // ResourceSlice/NamespaceMap/Renew PATCHes), the time from the marks (the end of a zero grace period)
-// to the first pod gone, and the janitor's resident memory before the first round and after the last.
+// to the first pod gone, the janitor's resident memory before the first round, after the first and after
+// the last (and its peak), and what else the API server served in each round (logged per round: events,
+// re-reads, watchers it terminated), in total per round.
 func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 	pprof, err := harness.FreeLocalAddr()
 	if err != nil {
@@ -60,17 +64,26 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 		b.Fatal(err)
 	}
 	var janitorTimes, rawTimes, firsts []time.Duration
-	var janitorWrites, rawWrites float64
+	var janitorWrites, rawWrites, janitorOther, rawOther float64
+	var rssFirst int64
 	objects := float64(scaleSpec.Providers * (scalePods + scaleRslices + 2))
 	for b.Loop() {
 		cpuProfile := ""
 		if profiles != "" && len(janitorTimes) == 0 {
 			cpuProfile = "http://" + pprof + "/debug/pprof/profile?seconds=10"
 		}
-		took, first, writes := janitorRound(b, cs, cpuProfile, filepath.Join(profiles, "janitor-cpu.pprof"))
+		took, first, writes, others, other := janitorRound(b, cs, cpuProfile, filepath.Join(profiles, "janitor-cpu.pprof"))
 		janitorTimes, firsts, janitorWrites = append(janitorTimes, took), append(firsts, first), janitorWrites+writes
+		janitorOther += other
+		if len(janitorTimes) == 1 {
+			if rssFirst, err = r.RSS(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Logf("janitor round %d: other requests the API server served: %s", len(janitorTimes), strings.Join(others, ", "))
 
 		dead := layoutAllDead(b)
+		r0 := requests(b, cs)
 		w0 := releaseWrites(b, cs)
 		t0 := time.Now()
 		var wg sync.WaitGroup
@@ -80,8 +93,15 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 		wg.Wait()
 		rawTimes = append(rawTimes, time.Since(t0))
 		rawWrites += releaseWrites(b, cs) - w0
+		others, other = otherRequests(r0, requests(b, cs))
+		rawOther += other
+		b.Logf("raw round %d: other requests the API server served: %s", len(rawTimes), strings.Join(others, ", "))
 	}
 	rssAfter, err := r.RSS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rssPeak, err := r.PeakRSS()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,16 +119,21 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 	b.ReportMetric(rawWrites/rounds/objects, "raw-writes/object")
 	b.ReportMetric(median(firsts).Seconds(), "first-release-s")
 	b.ReportMetric(float64(rssBefore)/(1<<20), "rss-before-MB")
+	b.ReportMetric(float64(rssFirst)/(1<<20), "rss-after-first-MB")
 	b.ReportMetric(float64(rssAfter)/(1<<20), "rss-after-MB")
+	b.ReportMetric(float64(rssPeak)/(1<<20), "rss-peak-MB")
+	b.ReportMetric(janitorOther/rounds, "janitor-other-requests/round")
+	b.ReportMetric(rawOther/rounds, "raw-other-requests/round")
 	b.ReportMetric(objects, "objects")
 }
 
 // janitorRound lays out three dead providers, marks them and waits until the janitor reports them
 // released; it returns how long that took, how long until the first pod was gone, and the API server's
 // count of release writes meanwhile. With cpuProfile set, it saves the janitor's CPU profile to path.
-func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string) (took, first time.Duration, writes float64) {
+func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string) (took, first time.Duration, writes float64, others []string, other float64) {
 	b.Helper()
 	dead := layoutAllDead(b)
+	r0 := requests(b, cs)
 	w0 := releaseWrites(b, cs)
 	firstGone, stopWatching := firstPodGone(b, cs, dead)
 	defer stopWatching()
@@ -131,10 +156,11 @@ func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string
 	took = time.Since(t0)
 	first = (<-firstGone).Sub(t0)
 	writes = releaseWrites(b, cs) - w0
+	others, other = otherRequests(r0, requests(b, cs))
 	if err := <-profiled; err != nil {
 		b.Fatal(err)
 	}
-	return took, first, writes
+	return took, first, writes, others, other
 }
 
 // layoutAllDead builds scaleSpec and kills and terminates every provider (not timed).
@@ -164,6 +190,33 @@ func layoutAllDead(b *testing.B) []*fixture.Provider {
 // ResourceSlice, NamespaceMap and Renew PATCHes (apiserver_request_total, successful or not).
 func releaseWrites(b *testing.B, cs kubernetes.Interface) float64 {
 	b.Helper()
+	total := 0.0
+	for k, n := range requests(b, cs) {
+		if isReleaseWrite(k) {
+			total += n
+		}
+	}
+	return total
+}
+
+func isReleaseWrite(k request) bool {
+	return k.subresource == "" && ((k.verb == "DELETE" && k.resource == "pods") ||
+		(k.verb == "PATCH" && (k.resource == "resourceslices" || k.resource == "namespacemaps" || k.resource == "renews")))
+}
+
+// request is one series of apiserver_request_total, without its code.
+type request struct{ verb, resource, subresource string }
+
+func (k request) String() string {
+	if k.subresource != "" {
+		return k.verb + " " + k.resource + "/" + k.subresource
+	}
+	return k.verb + " " + k.resource
+}
+
+// requests reads the API server's apiserver_request_total, summed over response codes and scopes.
+func requests(b *testing.B, cs kubernetes.Interface) map[request]float64 {
+	b.Helper()
 	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		b.Fatal(err)
@@ -173,19 +226,47 @@ func releaseWrites(b *testing.B, cs kubernetes.Interface) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	total := 0.0
+	out := map[request]float64{}
 	for _, m := range families["apiserver_request_total"].GetMetric() {
 		labels := map[string]string{}
 		for _, l := range m.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		release := (labels["verb"] == "DELETE" && labels["resource"] == "pods") ||
-			(labels["verb"] == "PATCH" && (labels["resource"] == "resourceslices" || labels["resource"] == "namespacemaps" || labels["resource"] == "renews"))
-		if release && labels["subresource"] == "" {
-			total += m.GetCounter().GetValue()
+		out[request{labels["verb"], labels["resource"], labels["subresource"]}] += m.GetCounter().GetValue()
+	}
+	// Watchers the API server closed because they did not take their events fast enough (each one the
+	// client re-opens): not a request, but what it costs the API server is part of the round's.
+	for _, m := range families["apiserver_terminated_watchers_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "resource" {
+				out[request{verb: "TERMINATED-WATCH", resource: l.GetValue()}] += m.GetCounter().GetValue()
+			}
 		}
 	}
-	return total
+	return out
+}
+
+// otherRequests is what the API server served between two readings of requests, apart from the release
+// writes, largest first ("POST events 906", …), and its total.
+func otherRequests(before, after map[request]float64) ([]string, float64) {
+	type row struct {
+		k request
+		n float64
+	}
+	var rows []row
+	total := 0.0
+	for k, n := range after {
+		if d := n - before[k]; d > 0 && !isReleaseWrite(k) {
+			rows = append(rows, row{k, d})
+			total += d
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n })
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%s %.0f", r.k, r.n))
+	}
+	return out, total
 }
 
 // firstPodGone watches the dead providers' nodes and sends the time the first pod is gone; stop ends

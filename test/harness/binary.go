@@ -111,19 +111,25 @@ func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 	return r, nil
 }
 
-// RSS is the replica's resident memory in bytes (VmRSS of /proc/<pid>/status).
-func (r *Replica) RSS() (int64, error) {
+// RSS is the replica's resident memory now (VmRSS), in bytes.
+func (r *Replica) RSS() (int64, error) { return r.status("VmRSS") }
+
+// PeakRSS is the most resident memory the replica has had (VmHWM), in bytes.
+func (r *Replica) PeakRSS() (int64, error) { return r.status("VmHWM") }
+
+// status reads a memory field of the replica's /proc/<pid>/status, in bytes.
+func (r *Replica) status(field string) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", r.cmd.Process.Pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, r.cmd.Process.Pid)
 }
 
 // Exited is closed once the replica's process has exited.
