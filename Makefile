@@ -60,6 +60,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 TEST_FLAGS     ?= -race -count=1 -timeout=30m
 PKGS           ?= ./...
+CHART          := manifests/chart/liqo-janitor
 
 .PHONY: build
 build: ## Build bin/liqo-janitor
@@ -67,8 +68,8 @@ build: ## Build bin/liqo-janitor
 	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
 
 .PHONY: test
-test: control-plane build ## Run every test (unit and real-API-server) with the race detector
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' ; \
+test: control-plane build $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
+	@KUBEBUILDER_ASSETS=$(K8S_BIN) CONTROLLER_GEN=$(CONTROLLER_GEN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' ; \
 	  status=$${PIPESTATUS[0]}; \
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test.log || true); \
 	  echo "tests: $$passed passed, $$failed failed (full log: bin/test.log)"; exit $$status
@@ -99,9 +100,11 @@ lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhook configurations from code markers into manifests/
-	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor/... paths=./webhook/... output:rbac:dir=manifests/rbac
-	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=manifests/webhook
+manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, and render the chart into manifests/
+	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor/... paths=./webhook/... output:rbac:dir=$(CHART)/files
+	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=$(CHART)/files
+	@mv $(CHART)/files/manifests.yaml $(CHART)/files/webhooks.yaml
+	go run ./manifests/generate
 
 .PHONY: verify
 verify: manifests ## Fail if regenerating manifests or tidying go.mod changes a tracked file

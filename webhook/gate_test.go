@@ -45,7 +45,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../manifests/webhook"}}, func(e *harness.Env) error {
+	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../manifests/chart/liqo-janitor/files/webhooks.yaml"}}, func(e *harness.Env) error {
 		env = e
 		if err := setupCluster(e); err != nil {
 			return err

@@ -28,7 +28,7 @@ import (
 var env *harness.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/webhook"}},
+	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/chart/liqo-janitor/files/webhooks.yaml"}},
 		func(e *harness.Env) error {
 			env = e
 			return e.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "consumer")

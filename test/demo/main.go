@@ -91,7 +91,7 @@ func (d *demo) startControlPlane(context.Context) error {
 	}
 	t0 := time.Now()
 	d.env, err = harness.Start(harness.Options{
-		WebhookPaths:      []string{filepath.Join(root, "manifests", "webhook")},
+		WebhookPaths:      []string{filepath.Join(root, harness.GeneratedWebhooksFile)},
 		ControllerManager: true,
 		Detached:          d.keep,
 	})

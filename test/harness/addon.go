@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,8 +46,11 @@ func (e *Env) InstallLocalClusterID(ctx context.Context, ns, id string) error {
 	return nil
 }
 
-// MarkRoleFile is the shipped ClusterRole that grants the break-glass verb mark-unreachable.
-const MarkRoleFile = "manifests/rbac/mark-unreachable.yaml"
+// InstallFile is the rendered install (manifests.InstallFile).
+const InstallFile = "manifests/default/install.yaml"
+
+// MarkRole is the shipped ClusterRole that grants the break-glass verb mark-unreachable.
+const MarkRole = "liqo-janitor:mark-unreachable"
 
 // EditorRole is a ClusterRole that lets its users update ForeignClusters (and nothing more).
 const EditorRole = "foreigncluster-editor"
@@ -54,13 +58,9 @@ const EditorRole = "foreigncluster-editor"
 // InstallOperators creates the shipped break-glass ClusterRole and the EditorRole, and binds users: editors
 // may update ForeignClusters; markers may update them and, through the shipped role, mark them dead.
 func (e *Env) InstallOperators(ctx context.Context, markers, editors []string) error {
-	data, err := os.ReadFile(filepath.Join(e.Root, MarkRoleFile))
-	if err != nil {
-		return err
-	}
 	markRole := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(data, markRole); err != nil {
-		return fmt.Errorf("reading %s: %w", MarkRoleFile, err)
+	if err := e.Installed("ClusterRole", MarkRole, markRole); err != nil {
+		return err
 	}
 	objs := []client.Object{
 		markRole,
@@ -77,6 +77,29 @@ func (e *Env) InstallOperators(ctx context.Context, markers, editors []string) e
 		}
 	}
 	return nil
+}
+
+// Installed reads the object of the given kind and name from the rendered install into obj, strictly (an
+// unknown field fails).
+func (e *Env) Installed(kind, name string, obj client.Object) error {
+	data, err := os.ReadFile(filepath.Join(e.Root, InstallFile))
+	if err != nil {
+		return err
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var head struct {
+			Kind     string            `json:"kind"`
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil || head.Kind != kind || head.Metadata.Name != name {
+			continue
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			return fmt.Errorf("reading %s %s from %s: %w", kind, name, InstallFile, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s has no %s %s: run make manifests", InstallFile, kind, name)
 }
 
 // ClusterRoleBinding binds role to users.

@@ -12,11 +12,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// GeneratedWebhooksFile holds the webhook configurations `make manifests` generates from the gate's markers.
-const GeneratedWebhooksFile = "manifests/webhook/manifests.yaml"
+// GeneratedWebhooksFile holds the webhook configurations `make manifests` generates from the gate's markers
+// (into the chart, which names them and points them at its Service).
+const GeneratedWebhooksFile = "manifests/chart/liqo-janitor/files/webhooks.yaml"
 
 // GeneratedWebhooks reads the generated Mutating- and ValidatingWebhookConfiguration (strictly: an unknown
-// field fails), as they are before kustomize.
+// field fails), as they are before the chart.
 func (e *Env) GeneratedWebhooks() (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	data, err := os.ReadFile(filepath.Join(e.Root, GeneratedWebhooksFile))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	. "github.com/onsi/gomega"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -36,12 +37,13 @@ const (
 	certDirFlag = "--webhook-cert-dir="
 )
 
-// decoder decodes strictly (unknown or duplicate fields fail) into Kubernetes, cert-manager and Liqo
-// types; a kind none of them knows fails too.
+// decoder decodes strictly (unknown or duplicate fields fail) into Kubernetes, cert-manager, Prometheus
+// Operator and Liqo types; a kind none of them knows fails too.
 var decoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
 	utilruntime.Must(liqojanitor.AddToScheme(s))
 	utilruntime.Must(certmanagerv1.AddToScheme(s))
+	utilruntime.Must(monitoringv1.AddToScheme(s))
 	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
 }()
 

@@ -1,0 +1,134 @@
+// Package manifests renders liqo-janitor's Helm chart (manifests/chart/liqo-janitor), the single source of
+// the install, with Helm's own engine: `make manifests` writes the rendered install and the kustomize
+// bases from it, and the tests render it with any values.
+package manifests
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+)
+
+// ChartDir is the chart's directory, relative to the repository root.
+const ChartDir = "manifests/chart/liqo-janitor"
+
+// MinKubeVersion is the oldest Kubernetes the chart supports (Chart.yaml kubeVersion).
+const MinKubeVersion = "v1.30.0"
+
+// The release the rendered install (install.yaml) stands for.
+const (
+	ReleaseName      = "liqo-janitor"
+	ReleaseNamespace = "liqo-janitor-system"
+)
+
+//go:embed all:chart/liqo-janitor
+var chartFiles embed.FS
+
+// Chart loads the chart as it is built into this package.
+func Chart() (*chart.Chart, error) {
+	var files []*archive.BufferedFile
+	root := "chart/liqo-janitor"
+	err := fs.WalkDir(chartFiles, root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := chartFiles.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files = append(files, &archive.BufferedFile{Name: strings.TrimPrefix(path, root+"/"), Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return loader.LoadFiles(files)
+}
+
+// Rendered is a rendering of the chart: its objects by template and the release notes.
+type Rendered struct {
+	// Manifest is every object, as `helm template` prints it (with "# Source:" comments).
+	Manifest string
+	// Notes is NOTES.txt rendered.
+	Notes string
+	// byTemplate holds the documents by template path (templates/rbac.yaml, …).
+	byTemplate map[string][]string
+}
+
+// Template returns the documents the template at path (relative to the chart, e.g. "templates/policy.yaml")
+// rendered, as one YAML stream, or "" if it rendered none.
+func (r *Rendered) Template(path string) string {
+	docs := r.byTemplate[path]
+	if len(docs) == 0 {
+		return ""
+	}
+	return "---\n" + strings.Join(docs, "\n---\n") + "\n"
+}
+
+var sourceLine = regexp.MustCompile(`(?m)^# Source: [^/]+/(.+)$`)
+
+// Render renders the chart client-side, as `helm template` does, into namespace with the given values
+// (merged over values.yaml, and checked against values.schema.json).
+func Render(ctx context.Context, namespace string, values map[string]any) (*Rendered, error) {
+	ch, err := Chart()
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	install := action.NewInstall(action.NewConfiguration())
+	install.DryRunStrategy = action.DryRunClient
+	install.ReleaseName = ReleaseName
+	install.Namespace = namespace
+	install.Replace = true
+	// Helm takes the Kubernetes version of client-only renders from the binary's client-go module, which
+	// a test binary does not record: render for the oldest Kubernetes the chart supports.
+	if install.KubeVersion, err = common.ParseKubeVersion(MinKubeVersion); err != nil {
+		return nil, err
+	}
+	rel, err := install.RunWithContext(ctx, ch, values)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the chart: %w", err)
+	}
+	r, ok := rel.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("rendering the chart: unexpected release type %T", rel)
+	}
+	out := &Rendered{Manifest: strings.TrimSpace(r.Manifest) + "\n", Notes: r.Info.Notes, byTemplate: map[string][]string{}}
+	split := releaseutil.SplitManifests(r.Manifest)
+	keys := make([]string, 0, len(split))
+	for k := range split {
+		keys = append(keys, k)
+	}
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+	for _, k := range keys {
+		doc := split[k]
+		m := sourceLine.FindStringSubmatch(doc)
+		if m == nil {
+			continue
+		}
+		out.byTemplate[m[1]] = append(out.byTemplate[m[1]], strings.TrimSpace(doc))
+	}
+	return out, nil
+}
+
+// InstallFile is the rendered install, relative to the repository root: the chart with InstallValues in
+// ReleaseNamespace. It lives in the kustomize base that applies it (kustomize reads no file outside a
+// kustomization's directory) and is attached to every release as install.yaml.
+const InstallFile = "manifests/default/install.yaml"
+
+// InstallValues are the values the rendered install is made with: the chart's defaults, and the namespace
+// created with its Pod Security labels (Helm users pass --create-namespace instead).
+func InstallValues() map[string]any {
+	return map[string]any{"namespace": map[string]any{"create": true}}
+}

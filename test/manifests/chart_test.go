@@ -1,0 +1,226 @@
+package manifests_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/manifests"
+)
+
+// fromYAML decodes a YAML stream into a build, strictly, as kustomize does for a kustomization.
+func fromYAML(t *testing.T, source, data string) built {
+	t.Helper()
+	g := NewWithT(t)
+	var b built
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			break
+		}
+		g.Expect(err).NotTo(HaveOccurred(), "reading %s", source)
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &u.Object); err != nil || len(u.Object) == 0 {
+			g.Expect(err).NotTo(HaveOccurred(), "reading %s", source)
+			continue // an empty document
+		}
+		obj, _, err := decoder.Decode(doc, nil, nil)
+		g.Expect(err).NotTo(HaveOccurred(), "decoding %s from %s", describe(u), source)
+		typed, ok := obj.(client.Object)
+		g.Expect(ok).To(BeTrue(), "%s from %s is not an object", describe(u), source)
+		b.raw = append(b.raw, u)
+		b.objects = append(b.objects, typed)
+	}
+	return b
+}
+
+// render renders the chart into namespace with values, as `helm template` does, and decodes it strictly.
+func render(t *testing.T, namespace string, values map[string]any) (built, *manifests.Rendered) {
+	t.Helper()
+	r, err := manifests.Render(t.Context(), namespace, values)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return fromYAML(t, "the chart", r.Manifest), r
+}
+
+// valueMatrix is every value the chart offers, each at least once away from its default.
+var valueMatrix = map[string]map[string]any{
+	"defaults":                       {},
+	"the namespace, as install.yaml": manifests.InstallValues(),
+	"a chart-generated certificate instead of cert-manager": {"certManager": map[string]any{"enabled": false}},
+	"the policy fallback": {"policy": map[string]any{"enabled": true}},
+	"identity secrets":    {"identitySecrets": map[string]any{"enabled": true}},
+	"one replica without leader election": {"replicaCount": 1, "leaderElection": map[string]any{"enabled": false},
+		"prometheusRule": map[string]any{"enabled": true}},
+	"monitoring": {
+		"serviceMonitor": map[string]any{"enabled": true, "interval": "15s", "labels": map[string]any{"release": "prom"}},
+		"prometheusRule": map[string]any{"enabled": true, "cleanupStuckMinutes": 5, "blockedMinutes": 30},
+		"dashboards":     map[string]any{"enabled": true},
+	},
+	"network policy": {"networkPolicy": map[string]any{"enabled": true, "metricsFrom": []any{
+		map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}},
+	}}},
+	"scheduling, image digest and janitor knobs": {
+		"image":             map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)},
+		"priorityClassName": "system-cluster-critical",
+		"nodeSelector":      map[string]any{"kubernetes.io/os": "linux"},
+		"tolerations":       []any{map[string]any{"key": "control-plane", "operator": "Exists", "effect": "NoSchedule"}},
+		"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"amd64", "arm64"}}}}}}}},
+		"podAnnotations": map[string]any{"example.com/team": "platform"},
+		"janitor":        map[string]any{"gracePeriod": "10m", "dryRun": true, "workers": 8, "podEvents": true},
+		"gate":           map[string]any{"minUnreachable": "30m"},
+		"liqo":           map[string]any{"namespace": "liqo"},
+	},
+}
+
+// matrixNS is where the matrix is applied (with dry run: nothing of it is stored, so no webhook
+// configuration of it ever intercepts another test's requests).
+const matrixNS = "chart-matrix"
+
+func TestChartRendersAndAppliesForEveryValueCombination(t *testing.T) {
+	ensureLiqoNamespace(t)
+	err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: matrixNS}})
+	if !apierrors.IsAlreadyExists(err) {
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	}
+	for name, values := range valueMatrix {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			b, _ := render(t, matrixNS, values)
+			g.Expect(b.raw).NotTo(BeEmpty())
+			for _, u := range b.raw {
+				g.Expect(u.GetLabels()).To(HaveKeyWithValue(nameLabel, appName), "labels of %s", describe(u))
+				g.Expect(u.GetLabels()).To(HaveKey("app.kubernetes.io/instance"), "labels of %s", describe(u))
+				g.Expect(u.GetLabels()).To(HaveKey("app.kubernetes.io/version"), "labels of %s", describe(u))
+				if u.GetKind() == "Namespace" {
+					continue // exists: created above, as Helm's --create-namespace would
+				}
+				g.Expect(env.Client.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
+					client.FieldOwner(fieldOwner), client.ForceOwnership, client.DryRunAll)).To(Succeed(), "applying %s", describe(u))
+			}
+		})
+	}
+}
+
+func TestChartValuesAreChecked(t *testing.T) {
+	tests := map[string]struct {
+		values map[string]any
+		want   string
+	}{
+		"an unknown key":                {map[string]any{"replicas": 3}, "replicas"},
+		"an unknown nested key":         {map[string]any{"janitor": map[string]any{"grace": "5m"}}, "grace"},
+		"a wrong type":                  {map[string]any{"replicaCount": "two"}, "replicaCount"},
+		"a duration that is not one":    {map[string]any{"janitor": map[string]any{"gracePeriod": "five minutes"}}, "gracePeriod"},
+		"a digest that is not one":      {map[string]any{"image": map[string]any{"digest": "latest"}}, "digest"},
+		"an unknown Pod Security level": {map[string]any{"namespace": map[string]any{"podSecurity": "strict"}}, "podSecurity"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := manifests.Render(t.Context(), matrixNS, tc.values)
+			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+}
+
+func TestChartLints(t *testing.T) {
+	g := NewWithT(t)
+	lint := action.NewLint()
+	lint.Namespace = manifests.ReleaseNamespace
+	lint.KubeVersion = &common.KubeVersion{Version: "v1.30.0", Major: "1", Minor: "30"}
+	result := lint.Run([]string{filepath.Join(env.Root, manifests.ChartDir)}, nil)
+	g.Expect(result.Errors).To(BeEmpty())
+	for _, m := range result.Messages {
+		g.Expect(m.Severity).To(BeNumerically("<=", 1), "lint: %s", m) // INFO at most
+	}
+}
+
+func TestInstallYAMLIsTheChartRenderedAndTheKustomizeBaseAppliesIt(t *testing.T) {
+	g := NewWithT(t)
+	r, err := manifests.Render(t.Context(), manifests.ReleaseNamespace, manifests.InstallValues())
+	g.Expect(err).NotTo(HaveOccurred())
+	onDisk, err := os.ReadFile(filepath.Join(env.Root, manifests.InstallFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(onDisk)).To(HaveSuffix(r.Manifest), "%s is stale: run make manifests", manifests.InstallFile)
+
+	rendered := fromYAML(t, "the chart", r.Manifest)
+	kustomized := kustomize(t, defaultDir)
+	g.Expect(kustomized.raw).To(HaveLen(len(rendered.raw)))
+	byName := map[string]*unstructured.Unstructured{}
+	for _, u := range rendered.raw {
+		byName[describe(u)] = u
+	}
+	for _, u := range kustomized.raw {
+		g.Expect(byName).To(HaveKey(describe(u)))
+		g.Expect(u.Object).To(Equal(byName[describe(u)].Object), "%s differs between the chart and kustomize", describe(u))
+	}
+}
+
+func TestChartGrantsExactlyWhatTheCodeCalls(t *testing.T) {
+	g := NewWithT(t)
+	b, _ := render(t, installNS, nil)
+	g.Expect(serviceAccountGrants(t, b)).To(Equal(needed))
+	b, _ = render(t, installNS, map[string]any{"identitySecrets": map[string]any{"enabled": true}})
+	g.Expect(serviceAccountGrants(t, b)).To(Equal(withIdentitySecrets))
+	dep := one[*appsv1.Deployment](t, b, installNS, appName)
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--release-identity-secrets"))
+}
+
+func TestChartGeneratedCertificateServesTheWebhookService(t *testing.T) {
+	g := NewWithT(t)
+	b, _ := render(t, installNS, map[string]any{"certManager": map[string]any{"enabled": false}})
+	for _, u := range b.raw {
+		g.Expect(u.GetAPIVersion()).NotTo(HavePrefix("cert-manager.io/"), "no cert-manager object without cert-manager")
+	}
+	secret := one[*corev1.Secret](t, b, installNS, "liqo-janitor-serving-cert")
+	block, _ := pem.Decode(secret.Data["tls.crt"])
+	g.Expect(block).NotTo(BeNil())
+	cert, err := x509.ParseCertificate(block.Bytes)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	mut := one[*admissionregistrationv1.MutatingWebhookConfiguration](t, b, "", appName)
+	val := one[*admissionregistrationv1.ValidatingWebhookConfiguration](t, b, "", appName)
+	g.Expect(mut.Annotations).NotTo(HaveKey("cert-manager.io/inject-ca-from"))
+	bundles := [][]byte{secret.Data["ca.crt"]}
+	for _, wh := range mut.Webhooks {
+		bundles = append(bundles, wh.ClientConfig.CABundle)
+	}
+	for _, wh := range val.Webhooks {
+		bundles = append(bundles, wh.ClientConfig.CABundle)
+	}
+	for _, bundle := range bundles {
+		g.Expect(bytes.Equal(bundle, bundles[0])).To(BeTrue(), "one CA everywhere")
+		pool := x509.NewCertPool()
+		g.Expect(pool.AppendCertsFromPEM(bundle)).To(BeTrue())
+		_, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "liqo-janitor-webhook." + installNS + ".svc"})
+		g.Expect(err).NotTo(HaveOccurred(), "the API server trusts the serving certificate for the Service's name")
+	}
+}
+
+func TestChartNotesTellTheNextStep(t *testing.T) {
+	g := NewWithT(t)
+	_, r := render(t, installNS, nil)
+	g.Expect(r.Notes).To(ContainSubstring("kubectl create clusterrolebinding mark-unreachable-<user>"))
+	g.Expect(r.Notes).To(ContainSubstring("--clusterrole=liqo-janitor:mark-unreachable"))
+	_, r = render(t, installNS, map[string]any{"janitor": map[string]any{"dryRun": true}})
+	g.Expect(r.Notes).To(ContainSubstring("DRY RUN"))
+}
