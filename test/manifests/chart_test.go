@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func fromYAML(t *testing.T, source, data string) built {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(data)))
 	for {
 		doc, err := reader.Read()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		g.Expect(err).NotTo(HaveOccurred(), "reading %s", source)
