@@ -45,4 +45,16 @@ const (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, cleanupDuration)
+	// Every series exists from the start, at zero, so that rate() and the alerts see a janitor that has
+	// not acted yet (not an absent series) and dashboards show every kind.
+	for _, kind := range allKinds {
+		for _, result := range []string{resultReleased, resultBlocked, resultDryRun, resultFailed} {
+			objectsTotal.WithLabelValues(kind, result)
+		}
+		blockedObjects.WithLabelValues(kind)
+		pendingObjects.WithLabelValues(kind)
+	}
+	for _, reason := range []WaitReason{WaitUnconfirmed, WaitReachable, WaitPaused, WaitGracePeriod, WaitDuplicate} {
+		waitsTotal.WithLabelValues(string(reason))
+	}
 }

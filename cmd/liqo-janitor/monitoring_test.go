@@ -1,0 +1,76 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/test/monitoring"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
+)
+
+// prometheusOwn are series Prometheus makes itself, not the binary.
+var prometheusOwn = map[string]bool{"up": true}
+
+// TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes: every metric an alert or a dashboard panel of
+// the chart selects is on the real binary's /metrics, once it leads and its gate has answered a request.
+func TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes(t *testing.T) {
+	g := NewWithT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "monitoring-"}}
+	g.Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
+	addr, err := harness.FreeLocalAddr()
+	g.Expect(err).NotTo(HaveOccurred())
+	_, port, err := net.SplitHostPort(addr)
+	g.Expect(err).NotTo(HaveOccurred())
+	r, err := env.StartReplica("monitoring", "--leader-elect", "--leader-election-namespace="+ns.Name, "--webhook-port="+port)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = r.Kill() })
+	g.Eventually(leads(r)).WithTimeout(60 * time.Second).Should(Equal(1.0))
+	_, err = env.Review(r, webhook.ValidatePath, unconfirmedMark(t))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	exposed := scrapedNames(t, r)
+	exprs, err := monitoring.Expressions(t.Context(), env.Root)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(len(exprs)).To(BeNumerically(">", 7), "the seven alerts and the dashboard's queries")
+	for where, expr := range exprs {
+		names, err := monitoring.MetricNames(expr)
+		g.Expect(err).NotTo(HaveOccurred(), "%s: %s", where, expr)
+		g.Expect(names).NotTo(BeEmpty(), "%s selects no metric", where)
+		for _, name := range names {
+			if !prometheusOwn[name] {
+				g.Expect(exposed[name]).To(BeTrue(), "%s selects %s, which the binary does not expose", where, name)
+			}
+		}
+	}
+}
+
+// scrapedNames returns the names of every sample on the replica's /metrics (histograms with their
+// _bucket, _sum and _count).
+func scrapedNames(t *testing.T, r *harness.Replica) map[string]bool {
+	t.Helper()
+	g := NewWithT(t)
+	resp, err := http.Get("http://" + r.Metrics + "/metrics") //nolint:noctx // a scrape in a test
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	names := map[string]bool{}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.IndexAny(line, "{ "); i > 0 {
+			names[line[:i]] = true
+		}
+	}
+	return names
+}

@@ -1,0 +1,183 @@
+package monitoring_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/promqltest"
+	"github.com/prometheus/prometheus/rules"
+
+	"github.com/liqo-janitor/liqo-janitor/test/monitoring"
+)
+
+// ruleFile renders the chart's PrometheusRule with values and parses it as Prometheus loads a rule file
+// (rulefmt: unknown fields, bad expressions and bad templates fail).
+func ruleFile(t *testing.T, values map[string]any) *rulefmt.RuleGroups {
+	t.Helper()
+	g := NewWithT(t)
+	file, _, err := monitoring.Rules(t.Context(), values)
+	g.Expect(err).NotTo(HaveOccurred())
+	groups, errs := rulefmt.Parse(file, false, model.UTF8Validation, monitoring.Parser, nil)
+	g.Expect(errs).To(BeEmpty())
+	return groups
+}
+
+func alertNames(groups *rulefmt.RuleGroups) []string {
+	var names []string
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			names = append(names, r.Alert)
+		}
+	}
+	return names
+}
+
+func TestTheChartShipsTheseAlerts(t *testing.T) {
+	g := NewWithT(t)
+	all := []string{"LiqoJanitorDown", "LiqoJanitorNoLeader", "LiqoJanitorReleaseFailures", "LiqoJanitorObjectsBlocked",
+		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorDryRun"}
+	g.Expect(alertNames(ruleFile(t, nil))).To(Equal(all))
+	without := ruleFile(t, map[string]any{"leaderElection": map[string]any{"enabled": false}})
+	g.Expect(alertNames(without)).To(Equal(slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == "LiqoJanitorNoLeader" })),
+		"no leader alert without leader election: the series never exists")
+}
+
+// alertCase is a Prometheus rule unit test: series loaded at one-minute steps (promqltest's load syntax),
+// the rules evaluated every minute from 0 to at, and whether the alert fires then.
+type alertCase struct {
+	alert  string
+	values map[string]any // chart values, nil for the defaults
+	series string
+	at     time.Duration
+	fires  bool
+	labels map[string]string // labels the firing alert has
+}
+
+const job = `job="liqo-janitor-metrics"`
+
+var alertCases = map[string]alertCase{
+	"down: every replica's scrape fails": {alert: "LiqoJanitorDown", at: 10 * time.Minute, fires: true,
+		series: `up{` + job + `, pod="a"} 0x15
+up{` + job + `, pod="b"} 0x15`},
+	"down: no replica is scraped at all": {alert: "LiqoJanitorDown", at: 10 * time.Minute, fires: true,
+		series: `up{job="something-else"} 1x15`},
+	"not down: one replica answers": {alert: "LiqoJanitorDown", at: 10 * time.Minute,
+		series: `up{` + job + `, pod="a"} 0x15
+up{` + job + `, pod="b"} 1x15`},
+	"not down yet: for 5m": {alert: "LiqoJanitorDown", at: 4 * time.Minute,
+		series: `up{` + job + `, pod="a"} 0x15`},
+
+	"no leader: replicas up, none leads": {alert: "LiqoJanitorNoLeader", at: 10 * time.Minute, fires: true,
+		series: `up{` + job + `, pod="a"} 1x15
+leader_election_master_status{` + job + `, pod="a", name="liqo-janitor.liqo-janitor.io"} 0x15`},
+	"no leader: replicas up, none has ever led": {alert: "LiqoJanitorNoLeader", at: 10 * time.Minute, fires: true,
+		series: `up{` + job + `, pod="a"} 1x15`},
+	"a leader": {alert: "LiqoJanitorNoLeader", at: 10 * time.Minute,
+		series: `up{` + job + `, pod="a"} 1x15
+up{` + job + `, pod="b"} 1x15
+leader_election_master_status{` + job + `, pod="a", name="liqo-janitor.liqo-janitor.io"} 1x15
+leader_election_master_status{` + job + `, pod="b", name="liqo-janitor.liqo-janitor.io"} 0x15`},
+
+	"release failures for 15m": {alert: "LiqoJanitorReleaseFailures", at: 30 * time.Minute, fires: true,
+		series: `liqo_janitor_objects_total{` + job + `, kind="Pod", result="failed"} 0+5x40`},
+	"failures that stopped": {alert: "LiqoJanitorReleaseFailures", at: 35 * time.Minute,
+		series: `liqo_janitor_objects_total{` + job + `, kind="Pod", result="failed"} 0+5x10 50x30`},
+	"releases are no failures": {alert: "LiqoJanitorReleaseFailures", at: 30 * time.Minute,
+		series: `liqo_janitor_objects_total{` + job + `, kind="Pod", result="released"} 0+100x40`},
+
+	"blocked for an hour": {alert: "LiqoJanitorObjectsBlocked", at: 70 * time.Minute, fires: true,
+		labels: map[string]string{"kind": "ResourceSlice", "severity": "warning"},
+		series: `liqo_janitor_blocked_objects{` + job + `, kind="ResourceSlice", pod="a"} 2x80
+liqo_janitor_blocked_objects{` + job + `, kind="ResourceSlice", pod="b"} 0x80`},
+	"blocked for less than an hour": {alert: "LiqoJanitorObjectsBlocked", at: 50 * time.Minute,
+		series: `liqo_janitor_blocked_objects{` + job + `, kind="ResourceSlice"} 2x80`},
+	"blocked for 30m with blockedMinutes=20": {alert: "LiqoJanitorObjectsBlocked", at: 30 * time.Minute, fires: true,
+		values: map[string]any{"prometheusRule": map[string]any{"blockedMinutes": 20}},
+		series: `liqo_janitor_blocked_objects{` + job + `, kind="Pod"} 1x40`},
+
+	"a clean-up waiting for Liqo for 15m": {alert: "LiqoJanitorCleanupStuck", at: 20 * time.Minute, fires: true,
+		labels: map[string]string{"kind": "NamespaceOffloading"},
+		series: `liqo_janitor_pending_objects{` + job + `, kind="NamespaceOffloading"} 2x30
+liqo_janitor_blocked_objects{` + job + `, kind="NamespaceOffloading"} 0x30`},
+	"what is left is all blocked (the blocked alert's job)": {alert: "LiqoJanitorCleanupStuck", at: 20 * time.Minute,
+		series: `liqo_janitor_pending_objects{` + job + `, kind="Pod"} 2x30
+liqo_janitor_blocked_objects{` + job + `, kind="Pod"} 2x30`},
+	"pending that clears before 15m": {alert: "LiqoJanitorCleanupStuck", at: 20 * time.Minute,
+		series: `liqo_janitor_pending_objects{` + job + `, kind="Pod"} 5x10 0x20
+liqo_janitor_blocked_objects{` + job + `, kind="Pod"} 0x30`},
+
+	"webhook errors": {alert: "LiqoJanitorWebhookErrors", at: 20 * time.Minute, fires: true,
+		series: `controller_runtime_webhook_requests_total{` + job + `, code="500", webhook="/validate-liqo-io-v1beta1-foreigncluster"} 0+3x30`},
+	"webhook answers, denials included, are 200": {alert: "LiqoJanitorWebhookErrors", at: 20 * time.Minute,
+		series: `controller_runtime_webhook_requests_total{` + job + `, code="200", webhook="/validate-liqo-io-v1beta1-foreigncluster"} 0+30x30`},
+
+	"a dry run left on for an hour": {alert: "LiqoJanitorDryRun", at: 70 * time.Minute, fires: true,
+		labels: map[string]string{"severity": "info"},
+		series: `liqo_janitor_dry_run{` + job + `, pod="a"} 1x80`},
+	"no dry run": {alert: "LiqoJanitorDryRun", at: 70 * time.Minute,
+		series: `liqo_janitor_dry_run{` + job + `, pod="a"} 0x80`},
+}
+
+func TestAlerts(t *testing.T) {
+	for name, tc := range alertCases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			rule := alertingRule(t, tc.values, tc.alert)
+			firing := evaluate(t, rule, tc.series, tc.at)
+			if !tc.fires {
+				g.Expect(firing).To(BeEmpty(), "%s fires", tc.alert)
+				return
+			}
+			g.Expect(firing).To(HaveLen(1), "%s fires once", tc.alert)
+			for k, v := range tc.labels {
+				g.Expect(firing[0].Labels.Get(k)).To(Equal(v), "label %s", k)
+			}
+			g.Expect(firing[0].Annotations.Get("summary")).NotTo(BeEmpty())
+			g.Expect(firing[0].Annotations.Get("summary")).NotTo(ContainSubstring("MINUTES"), "placeholders filled in")
+		})
+	}
+}
+
+// alertingRule builds the chart's alert named name as Prometheus' rule manager does.
+func alertingRule(t *testing.T, values map[string]any, name string) *rules.AlertingRule {
+	t.Helper()
+	for _, group := range ruleFile(t, values).Groups {
+		for _, r := range group.Rules {
+			if r.Alert != name {
+				continue
+			}
+			expr, err := monitoring.Parser.ParseExpr(r.Expr)
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+			return rules.NewAlertingRule(r.Alert, expr, time.Duration(r.For), time.Duration(r.KeepFiringFor),
+				labels.FromMap(r.Labels), labels.FromMap(r.Annotations), labels.EmptyLabels(), "", true, nil)
+		}
+	}
+	t.Fatalf("no alert %s", name)
+	return nil
+}
+
+// evaluate loads series, evaluates rule every minute up to at, and returns the alerts firing then.
+func evaluate(t *testing.T, rule *rules.AlertingRule, series string, at time.Duration) []*rules.Alert {
+	t.Helper()
+	storage := promqltest.LoadedStorage(t, "load 1m\n"+series)
+	engine := promqltest.NewTestEngine(t, false, 5*time.Minute, promqltest.DefaultMaxSamplesPerQuery)
+	query := rules.EngineQueryFunc(engine, storage)
+	for ts := time.Duration(0); ts <= at; ts += time.Minute {
+		_, err := rule.Eval(context.Background(), 0, time.Unix(0, 0).Add(ts), query, nil, 0)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred(), fmt.Sprintf("evaluating %s at %s", rule.Name(), ts))
+	}
+	var firing []*rules.Alert
+	for _, a := range rule.ActiveAlerts() {
+		if a.State == rules.StateFiring {
+			firing = append(firing, a)
+		}
+	}
+	return firing
+}
