@@ -67,6 +67,18 @@ build: ## Build bin/liqo-janitor
 	@echo ">> building bin/liqo-janitor"
 	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
 
+IMAGE   ?= ghcr.io/liqo-janitor/liqo-janitor
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+ARCH    ?= $(shell go env GOARCH)
+
+.PHONY: image
+image: ## Build the image as an OCI layout and a docker-loadable tarball in bin/image (no daemon, no registry)
+	@mkdir -p $(BIN)/image
+	@CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) go build -trimpath -ldflags '-s -w' -o $(BIN)/image/liqo-janitor-linux-$(ARCH) ./cmd/liqo-janitor
+	@go run ./manifests/image --binary $(BIN)/image/liqo-janitor-linux-$(ARCH) --arch $(ARCH) --out $(BIN)/image \
+	  --tag $(IMAGE):$(VERSION) --version $(VERSION) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
+	  --created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
+
 .PHONY: test
 test: control-plane build $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
 	@KUBEBUILDER_ASSETS=$(K8S_BIN) CONTROLLER_GEN=$(CONTROLLER_GEN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' ; \
