@@ -32,7 +32,7 @@ const (
 // options are the command's flags.
 type options struct {
 	binary, out, tag, arch, version, revision, source string
-	created                                       time.Time
+	created                                           time.Time
 }
 
 func main() {
