@@ -30,6 +30,10 @@ const (
 	PausedAnnotation = AnnotationPrefix + "paused"
 	// CleanupAnnotation is the janitor's short progress summary.
 	CleanupAnnotation = AnnotationPrefix + "cleanup"
+	// GracePlanPrefix starts the cleanup annotation while a confirmed mark waits out the grace period and
+	// the annotation shows the plan ("grace 22s left: would release …"); the gate removes such a plan
+	// with the mark.
+	GracePlanPrefix = "grace "
 )
 
 // Liqo keys the add-on reads.

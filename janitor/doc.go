@@ -11,8 +11,8 @@
 //     confirmed, not Established, not paused, and marked longer ago than --grace-period (marked-at, or the
 //     janitor's first sight of the mark) — re-read from the API server before every batch of writes. One
 //     ForeignCluster that is not keeps the cluster ID alive (AssessClusterID).
-//  2. Marked but not dead: nothing of the cluster is written, its ForeignCluster included; an Event may
-//     say why it waits.
+//  2. Marked but not dead: nothing of the cluster is written, its ForeignCluster included (but rule 9's
+//     plan in the grace period); an Event may say why it waits.
 //  3. Trust: an object is tied to a cluster only through what the consumer's own Liqo controllers write.
 //     A Node is the cluster's when its labels say so and a VirtualNode of the same name has that
 //     spec.clusterID (the provider writes the Node's labels, the consumer the VirtualNode).
@@ -28,4 +28,11 @@
 //  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling.
 //  8. Every action is visible: events (quoting the operator's reason), the cleanup annotation, metrics,
 //     logs; --dry-run writes nothing but events and logs.
+//  9. The grace period is an informed undo window: while a confirmed mark waits it out (and nothing else
+//     keeps the cluster alive), each pass computes with the same targets and selection what it would
+//     release — as if the cluster were dead, every write replaced by its outcome — and shows it on the
+//     ForeignCluster: the cleanup annotation ("grace 22s left: would release pods 400, …; blocked 1") and
+//     one Waiting event, written when the plan is made and again only when its numbers change, the
+//     annotation only onto the ForeignCluster version the plan was made for. It is the one exception to
+//     rule 2; nothing of the cluster's objects is written.
 package janitor

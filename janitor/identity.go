@@ -33,7 +33,7 @@ func (r *releaser) releaseIdentitySecret(ctx context.Context, s *scope, secret c
 			return waiting, nil
 		}
 	}
-	return removeFinalizer(ctx, r.client, r.apiReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.dryRun)
+	return removeFinalizer(ctx, r.client, r.apiReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.reportOnly())
 }
 
 // replicatedGVKs are the kinds the crdReplicator replicates (internal/crdReplicator/resources/resources.go).

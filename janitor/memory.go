@@ -33,6 +33,8 @@ type clusterMemory struct {
 	lastBlocked int
 	// pending is how many objects of each kind were left at the last pass: blocked, waiting or failed.
 	pending map[string]int
+	// plan is the last plan shown during the grace period.
+	plan string
 	// offloadingWaits is what each waiting NamespaceOffloading waited for at the last pass.
 	offloadingWaits map[types.UID]string
 }
@@ -146,6 +148,17 @@ func (m *memory) pass(fc *liqov1beta1.ForeignCluster, t *tally, waitingNamespace
 		c.done = false
 	}
 	return seen
+}
+
+// planChanged records the plan shown for fc during its grace period, and says whether it differs from the
+// last one (or is the first).
+func (m *memory) planChanged(fc *liqov1beta1.ForeignCluster, plan string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(fc)
+	changed := c.plan != plan
+	c.plan = plan
+	return changed
 }
 
 // leftByKind sums, per kind, what stayed blocked and what was left at all (pending) at the last pass of

@@ -69,7 +69,7 @@ func (r *releaser) releaseOffloading(ctx context.Context, s *scope, obj client.O
 		s.waitFor(obj, why)
 		return waiting, nil
 	}
-	return removeFinalizer(ctx, r.client, r.apiReader, obj, liqojanitor.NamespaceOffloadingFinalizer, s.dryRun)
+	return removeFinalizer(ctx, r.client, r.apiReader, obj, liqojanitor.NamespaceOffloadingFinalizer, s.reportOnly())
 }
 
 // schedulingEnabled reads, live and metadata-only, whether the namespace still carries Liqo's scheduling

@@ -49,6 +49,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case live == nil || liveness.Wait == WaitNotMarked: // the cache lags: it is gone, or no longer marked
 		r.forget(fc.Name, fc.UID)
 		return ctrl.Result{}, nil
+	case liveness.Wait == WaitGracePeriod:
+		return r.plan(ctx, live, liveness, fcs)
 	case !liveness.Dead():
 		r.releaser.forget(live.Name)
 		return r.reporter.wait(ctx, live, liveness), nil
@@ -111,6 +113,20 @@ func (r *reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.
 		dead:  DeadClusterIDs(fcs, r.memory.firstSeen, r.clock.Now(), r.options.GracePeriod),
 		drain: map[types.UID]bool{}, waits: map[types.UID]offloadingWait{},
 	}
+}
+
+// plan (janitor rule 9) computes, for a cluster in its grace period, what the pass after the grace period
+// would release — the same targets and the same selection, as if the cluster were dead, with every write
+// replaced by its outcome — and has the reporter show it. Nothing of the cluster's objects is written.
+func (r *reconciler) plan(ctx context.Context, fc *liqov1beta1.ForeignCluster, l Liveness, fcs []liqov1beta1.ForeignCluster) (ctrl.Result, error) {
+	s := r.newScope(fc, fcs)
+	s.plan = true
+	s.dead[s.clusterID] = true // as it will be once the grace period ends
+	t, err := r.releaser.release(ctx, s, func(context.Context) error { return nil })
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("planning the clean-up: %w", err)
+	}
+	return r.reporter.planned(ctx, s, l, t)
 }
 
 // stillDead is the live re-check before each batch of irreversible writes: a mark removed, a pause set, a

@@ -25,8 +25,11 @@ const (
 	gone
 	// waiting: the object is tied to a live cluster too (a NamespaceOffloading), or no longer terminating.
 	waiting
-	// wouldRelease: dry run; the janitor would have released the object.
+	// wouldRelease: dry run or plan; the janitor would have released the object.
 	wouldRelease
+	// wouldReleaseButBlocked: dry run or plan; the janitor would do its part, but someone else's finalizer
+	// would keep the object.
+	wouldReleaseButBlocked
 )
 
 // maxAttempts bounds the re-read-and-retry loop when the finalizer list changes under the janitor.
@@ -49,6 +52,9 @@ func removeFinalizer(ctx context.Context, c client.Client, live client.Reader, o
 			return blockedIfFinalizers(obj), nil
 		}
 		if dryRun {
+			if len(obj.GetFinalizers()) > 1 {
+				return wouldReleaseButBlocked, nil
+			}
 			return wouldRelease, nil
 		}
 		err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, finalizerPatch(uid, i, finalizer)))
@@ -108,6 +114,9 @@ func forceDeletePod(ctx context.Context, c client.Client, pod client.Object, eve
 		return blocked, nil // already force-deleted, waiting on its owners' finalizers: no re-write
 	}
 	if dryRun {
+		if len(pod.GetFinalizers()) > 0 {
+			return wouldReleaseButBlocked, nil
+		}
 		return wouldRelease, nil
 	}
 	uid := pod.GetUID()

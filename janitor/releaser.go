@@ -113,6 +113,9 @@ func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tal
 
 // recordObject makes one object's outcome visible: a log line, an event on the object, a metric.
 func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj client.Object, o outcome, err error) {
+	if s.plan {
+		return // a plan is reported as a whole, on the ForeignCluster
+	}
 	log := ctrl.LoggerFrom(ctx).WithValues(kind, klog.KObj(obj))
 	switch {
 	case err != nil:
@@ -125,7 +128,7 @@ func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj 
 			r.recorder.Eventf(obj, s.fc, "Normal", "Released", releaseAction(kind),
 				"Released by liqo-janitor: its cluster %s is marked permanently unreachable%s", s.clusterID, reasonGiven(s.fc))
 		}
-	case o == wouldRelease:
+	case o == wouldRelease || o == wouldReleaseButBlocked:
 		objectsTotal.WithLabelValues(kind, resultDryRun).Inc()
 		log.Info("Would release object (dry run)")
 		r.recorder.Eventf(obj, s.fc, "Normal", "WouldRelease", releaseAction(kind),

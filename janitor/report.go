@@ -10,6 +10,7 @@ import (
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -44,6 +45,31 @@ func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l L
 		return ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
 	}
 	return ctrl.Result{}
+}
+
+// planned shows what a cluster in its grace period would release (janitor rule 9): the cleanup
+// annotation, e.g. "grace 22s left: would release pods 400, resourceslices 3; blocked 1", and one Waiting
+// event with the same numbers, each written when the plan is first made and again only when its numbers
+// change (the seconds left are as of that write). It comes back when the grace period ends.
+func (p *reporter) planned(ctx context.Context, s *scope, l Liveness, t *tally) (ctrl.Result, error) {
+	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
+	p.memory.waitChanged(s.fc, l.Wait)
+	result := ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
+	plan := t.plan(s.waitingNamespaces())
+	if !p.memory.planChanged(s.fc, plan) {
+		return result, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("Grace period: planned the clean-up", "graceLeft", l.GraceLeft.Round(time.Second), "plan", plan)
+	p.recorder.Eventf(s.fc, nil, "Normal", "Waiting", "Wait", "%s; then it %s", waitMessage(s.fc, l), plan)
+	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
+	// fails, writes nothing, and the change's own event decides what comes next.
+	err := p.writeSummary(ctx, s, fmt.Sprintf("%s%s left: %s", liqojanitor.GracePlanPrefix, l.GraceLeft.Round(time.Second), plan),
+		s.fc.ResourceVersion)
+	if apierrors.IsConflict(err) {
+		p.memory.planChanged(s.fc, "") // not shown: show it again on the next pass
+		return result, nil
+	}
+	return result, err
 }
 
 func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
@@ -98,7 +124,7 @@ func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, p
 			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those): %s",
 			t.sum(func(c *counts) int { return c.blocked }), seen.summary)
 	}
-	return p.writeSummary(ctx, s, seen.summary)
+	return p.writeSummary(ctx, s, seen.summary, "")
 }
 
 // publishBlocked sets liqo_janitor_blocked_objects and liqo_janitor_pending_objects to their sums, per
@@ -147,14 +173,17 @@ func (s *scope) offloadingWaits() map[types.UID]offloadingWait {
 	return maps.Clone(s.waits)
 }
 
-// writeSummary patches the cleanup annotation when it changed (a merge patch of that one key).
-func (p *reporter) writeSummary(ctx context.Context, s *scope, summary string) error {
+// writeSummary patches the cleanup annotation when it changed (a merge patch of that one key); with a
+// resourceVersion, only if the ForeignCluster is still at that version (a conflict error otherwise).
+func (p *reporter) writeSummary(ctx context.Context, s *scope, summary, resourceVersion string) error {
 	if p.options.DryRun || s.fc.Annotations[liqojanitor.CleanupAnnotation] == summary {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{liqojanitor.CleanupAnnotation: summary},
-	}})
+	metadata := map[string]any{"annotations": map[string]string{liqojanitor.CleanupAnnotation: summary}}
+	if resourceVersion != "" {
+		metadata["resourceVersion"] = resourceVersion
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": metadata})
 	fc := &liqov1beta1.ForeignCluster{}
 	fc.Name = s.fc.Name
 	if err := p.client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, patch)); err != nil {

@@ -41,7 +41,7 @@ func (t *tally) add(kind string, uid types.UID, o outcome, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.byKind[kind]
-	if err == nil && (o == released || o == wouldRelease || o == releasedButBlocked) {
+	if err == nil && (o == released || o == wouldRelease || o == releasedButBlocked || o == wouldReleaseButBlocked) {
 		c.released++
 		c.acted = append(c.acted, uid)
 	}
@@ -51,7 +51,7 @@ func (t *tally) add(kind string, uid types.UID, o outcome, err error) {
 		if t.firstErr == nil {
 			t.firstErr = err
 		}
-	case o == blocked || o == releasedButBlocked:
+	case o == blocked || o == releasedButBlocked || o == wouldReleaseButBlocked:
 		c.blocked++
 	case o == waiting:
 		c.waiting++
@@ -102,6 +102,30 @@ func (t *tally) summary(acted map[string]map[types.UID]bool, waitingNamespaces [
 		return "dry run: would release " + strings.Join(parts, ", ")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// plan is what a plan pass would do, for the cleanup annotation and the Waiting event: per kind the
+// objects it would release, then how many of them (or of others) stay blocked by others' finalizers, then
+// the namespaces whose NamespaceOffloading would wait for Liqo, e.g. "would release pods 400,
+// resourceslices 3; blocked 1; waiting for Liqo: app".
+func (t *tally) plan(waitingNamespaces []string) string {
+	var parts []string
+	for _, kind := range t.kinds {
+		if n := t.byKind[kind].released; n > 0 {
+			parts = append(parts, fmt.Sprintf("%ss %d", strings.ToLower(kind), n))
+		}
+	}
+	out := "would release nothing"
+	if len(parts) > 0 {
+		out = "would release " + strings.Join(parts, ", ")
+	}
+	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 {
+		out += fmt.Sprintf("; blocked %d", b)
+	}
+	if len(waitingNamespaces) > 0 {
+		out += "; waiting for Liqo: " + listSome(waitingNamespaces, 3)
+	}
+	return out
 }
 
 // failure is the pass's per-object errors as one bounded error: how many of the objects seen failed, and

@@ -31,6 +31,9 @@ type scope struct {
 	dead map[string]bool
 	// dryRun reports instead of writing.
 	dryRun bool
+	// plan: the cluster is in its grace period, and the pass computes what it would release once that
+	// ends, writing nothing (janitor rule 9).
+	plan bool
 	// drain holds the pods that may be force-deleted though not terminating: those bound to the Node of a
 	// VirtualNode of the cluster that is itself being deleted. Filled by listPods before any release.
 	drain map[types.UID]bool
@@ -44,6 +47,9 @@ type scope struct {
 type offloadingWait struct {
 	namespace, why string
 }
+
+// reportOnly says whether the pass only reports what it would do: a dry run, or a plan.
+func (s *scope) reportOnly() bool { return s.dryRun || s.plan }
 
 // waitFor records what a NamespaceOffloading waits for (releases run concurrently).
 func (s *scope) waitFor(obj client.Object, why string) {
@@ -207,7 +213,7 @@ func daemonSetOrMirror(pod client.Object) bool {
 }
 
 func (r *releaser) releasePod(ctx context.Context, s *scope, pod client.Object) (outcome, error) {
-	return forceDeletePod(ctx, r.client, pod, s.drain[pod.GetUID()], s.dryRun)
+	return forceDeletePod(ctx, r.client, pod, s.drain[pod.GetUID()], s.reportOnly())
 }
 
 // replicated is the target for one of the crdReplicator's kinds (ResourceSlice, NamespaceMap, Renew):
@@ -222,7 +228,7 @@ func (r *releaser) replicated(gvk schema.GroupVersionKind) target {
 			return terminating(objs), err
 		},
 		release: func(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
-			return removeFinalizer(ctx, r.client, r.apiReader, obj, liqojanitor.ReplicatorFinalizer, s.dryRun)
+			return removeFinalizer(ctx, r.client, r.apiReader, obj, liqojanitor.ReplicatorFinalizer, s.reportOnly())
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"strings"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -346,8 +347,9 @@ func stampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) b
 
 // Stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
-// grace period, rule 6); on unmarking it removes the stamps and the confirmation. It returns the
-// annotations to set and the keys to remove.
+// grace period, rule 6); on unmarking it removes the stamps, the confirmation and the janitor's plan of a
+// clean-up that will not happen (a cleanup annotation of a clean-up that did happen stays). It returns
+// the annotations to set and the keys to remove.
 func stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set map[string]string, remove []string) {
 	switch transitionOf(old, fc) {
 	case marking:
@@ -360,6 +362,9 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set
 			if _, ok := fc.Annotations[key]; ok {
 				remove = append(remove, key)
 			}
+		}
+		if strings.HasPrefix(fc.Annotations[liqojanitor.CleanupAnnotation], liqojanitor.GracePlanPrefix) {
+			remove = append(remove, liqojanitor.CleanupAnnotation)
 		}
 		return nil, remove
 	default:

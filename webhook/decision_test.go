@@ -345,6 +345,17 @@ func TestStamp(t *testing.T) {
 			old: fc(id, marked), new: fc(id, without(marked, liqojanitor.MarkAnnotation)),
 			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation},
 		},
+		"unmarking in the grace period also removes the janitor's plan of the clean-up": {
+			old: fc(id, with(marked, liqojanitor.CleanupAnnotation, "grace 20s left: would release pods 3")),
+			new: fc(id, without(with(marked, liqojanitor.CleanupAnnotation, "grace 20s left: would release pods 3"), liqojanitor.MarkAnnotation)),
+			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
+				liqojanitor.CleanupAnnotation},
+		},
+		"unmarking after a clean-up keeps its summary": {
+			old:        fc(id, with(marked, liqojanitor.CleanupAnnotation, "pods 3/3")),
+			new:        fc(id, without(with(marked, liqojanitor.CleanupAnnotation, "pods 3/3"), liqojanitor.MarkAnnotation)),
+			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation},
+		},
 		"a request that does not touch the mark is left alone": {
 			old: fc(id, marked), new: fc(id, with(marked, liqojanitor.PausedAnnotation, "true")),
 		},

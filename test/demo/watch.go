@@ -62,6 +62,11 @@ func (d *demo) measure(ctx context.Context) ([]progress, error) {
 func (d *demo) watchJanitor(ctx context.Context) error {
 	d.out.note(fmt.Sprintf("The janitor waits out the grace period (%s: the window to undo a mistaken mark), "+
 		"re-reads the ForeignCluster from the API server before every batch, then releases.", d.grace))
+	if plan, err := d.gracePlan(ctx); err != nil {
+		return err
+	} else if plan != "" {
+		d.out.done("its plan, shown on the ForeignCluster while the mark can still be undone: " + plan)
+	}
 	var last []progress
 	bars := d.out.bars()
 	err := wait.PollUntilContextTimeout(ctx, 150*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -85,6 +90,24 @@ func (d *demo) watchJanitor(ctx context.Context) error {
 	d.out.done(fmt.Sprintf("released in %s after the mark (grace period %s included)",
 		time.Since(d.marked).Round(100*time.Millisecond), d.grace))
 	return nil
+}
+
+// gracePlan waits, within the grace period, for the plan the janitor shows in the cleanup annotation
+// ("grace 4s left: would release …"); "" if the grace period ended first.
+func (d *demo) gracePlan(ctx context.Context) (string, error) {
+	fc := d.dead().ForeignCluster.DeepCopy()
+	var plan string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, d.grace, true, func(ctx context.Context) (bool, error) {
+		if err := d.env.Client.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
+			return false, err
+		}
+		plan = fc.Annotations[liqojanitor.CleanupAnnotation]
+		return strings.HasPrefix(plan, liqojanitor.GracePlanPrefix), nil
+	})
+	if wait.Interrupted(err) {
+		return "", nil
+	}
+	return plan, err
 }
 
 // liveObjects are every object of the two live providers, and the NamespaceOffloadings they share.

@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/action"
@@ -24,7 +26,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/manifests"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // fromYAML decodes a YAML stream into a build, strictly, as kustomize does for a kustomization.
@@ -184,6 +188,28 @@ func TestChartGrantsExactlyWhatTheCodeCalls(t *testing.T) {
 	g.Expect(serviceAccountGrants(t, b)).To(Equal(withIdentitySecrets))
 	dep := one[*appsv1.Deployment](t, b, installNS, appName)
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--release-identity-secrets"))
+}
+
+// TestChartDefaultsAreTheBinarys: the chart passes every knob explicitly, so its defaults must be the
+// binary's own (an install must behave as the README's flags table says).
+func TestChartDefaultsAreTheBinarys(t *testing.T) {
+	g := NewWithT(t)
+	b, _ := render(t, installNS, nil)
+	args := map[string]string{}
+	for _, a := range one[*appsv1.Deployment](t, b, installNS, appName).Spec.Template.Spec.Containers[0].Args {
+		k, v, _ := strings.Cut(a, "=")
+		args[k] = v
+	}
+	for flag, want := range map[string]time.Duration{
+		"--grace-period": janitor.DefaultGracePeriod, "--min-unreachable": webhook.DefaultMinUnreachable,
+	} {
+		got, err := time.ParseDuration(args[flag])
+		g.Expect(err).NotTo(HaveOccurred(), flag)
+		g.Expect(got).To(Equal(want), flag)
+	}
+	g.Expect(args).To(HaveKeyWithValue("--janitor-workers", strconv.Itoa(janitor.DefaultWorkers)))
+	g.Expect(args).To(HaveKeyWithValue("--kube-api-burst", strconv.Itoa(janitor.DefaultClientBurst)))
+	g.Expect(args).To(HaveKeyWithValue("--liqo-namespace", webhook.DefaultLiqoNamespace))
 }
 
 func TestChartGeneratedCertificateServesTheWebhookService(t *testing.T) {

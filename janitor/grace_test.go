@@ -1,0 +1,71 @@
+package janitor_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+)
+
+// planEvents are the Waiting events on the ForeignCluster that carry a plan.
+func planEvents(t *testing.T, p *fixture.Provider) []string {
+	t.Helper()
+	var notes []string
+	for _, e := range events(t) {
+		if e.Regarding.Kind == "ForeignCluster" && e.Regarding.Name == p.ForeignCluster.Name && e.Reason == "Waiting" &&
+			strings.Contains(e.Note, "would release") {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
+
+// TestTheGracePeriodShowsThePlanAndWritesNothingElse (janitor rule 9): while a confirmed mark waits out
+// the grace period, the cleanup annotation and one Waiting event say what will be released and what will
+// stay blocked; nothing of either cluster is written; another pass in the window writes nothing again;
+// and what the janitor then releases is what the plan said.
+func TestTheGracePeriodShowsThePlanAndWritesNothingElse(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 4, ExtraResourceSlices: 1})
+	dead, live := cons.Providers[0], cons.Providers[1]
+	g.Expect(env.Client.Patch(ctx, dead.Pods[0], client.RawPatch(types.JSONPatchType,
+		fmt.Appendf(nil, `[{"op":"add","path":"/metadata/finalizers","value":[%q]}]`, fixture.ForeignFinalizer)))).To(Succeed())
+	kill(t, dead)
+	liveObjects := append(live.Objects(), live.ForeignCluster)
+	objects := append(dead.Objects(), liveObjects...)
+	before, liveBefore := rvs(t, objects...), rvs(t, liveObjects...)
+	pods, slices := len(dead.Pods), 1+len(dead.ExtraSlices)
+
+	startJanitor(t, janitor.Options{GracePeriod: 25 * time.Second})
+	g.Expect(fixture.Mark(ctx, env.Client, dead, markedAtNow()...)).To(Succeed())
+	plan := fmt.Sprintf("would release pods %d, resourceslices %d, namespacemaps 1, renews 1; blocked 1", pods, slices)
+	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(20 * time.Second).
+		Should(And(HavePrefix(liqojanitor.GracePlanPrefix), ContainSubstring(" left: "), HaveSuffix(plan)))
+	g.Expect(planEvents(t, dead)).To(ConsistOf(And(ContainSubstring("releasing starts in"), HaveSuffix(plan))))
+	g.Expect(rvs(t, objects...)).To(Equal(before), "nothing of either cluster is written in the grace period")
+
+	// another pass in the window: the plan is the same, so neither the annotation nor the event again
+	inGrace := map[string]string{"reason": string(janitor.WaitGracePeriod)}
+	seen := counter("liqo_janitor_waits_total", inGrace)
+	g.Expect(fixture.Annotate(ctx, env.Client, dead.ForeignCluster, map[string]*string{"example.com/poke": ptr.To("1")})).To(Succeed())
+	poked := get(t, dead.ForeignCluster).ResourceVersion
+	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", inGrace) }).Should(BeNumerically(">", seen))
+	g.Expect(get(t, dead.ForeignCluster).ResourceVersion).To(Equal(poked), "the plan did not change: no write")
+	g.Expect(planEvents(t, dead)).To(HaveLen(1))
+	g.Expect(rvs(t, objects...)).To(Equal(before))
+
+	// the grace period ends: released is what was planned (the finalizer-held pod goes once its owner lets it)
+	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(60 * time.Second).Should(Equal(fmt.Sprintf(
+		"pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1, blocked 1", pods-1, pods, slices, slices)))
+	g.Expect(rvs(t, liveObjects...)).To(Equal(liveBefore), "nothing of the live provider, ever")
+}
