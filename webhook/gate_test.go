@@ -331,10 +331,15 @@ func TestBlastRadius(t *testing.T) {
 		return fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: s("true")})
 	}).
 		Should(MatchError(ContainSubstring("failed calling webhook")), "marking fails closed while the gate is down")
-	for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation} {
-		g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{key: s("changed")})).
-			To(MatchError(ContainSubstring("failed calling webhook")), "%s fails closed too", key)
-	}
+	// Removing the confirmation is a change the running gate allows, so only the dead validating webhook
+	// can refuse it: once the API server calls that one too (configurations load asynchronously; a dry
+	// run changes nothing while it does not), the removal fails closed. (A change the running gate
+	// refuses, such as a wrong confirmation, would race its denial against the dead webhook's failure.)
+	unconfirm := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, liqojanitor.ConfirmAnnotation))
+	g.Eventually(func() error { return alice.Patch(ctx, get(t, fc), unconfirm, client.DryRunAll) }).
+		Should(MatchError(ContainSubstring("failed calling webhook")), "the dead validating webhook is called")
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ConfirmAnnotation: nil})).
+		To(MatchError(ContainSubstring("failed calling webhook")), "removing the confirmation fails closed too")
 
 	// unpausing a marked cluster is break-glass: it fails closed too
 	g.Expect(fixture.Annotate(ctx, alice, paused, map[string]*string{liqojanitor.PausedAnnotation: nil})).
