@@ -48,12 +48,7 @@ func fromYAML(t *testing.T, source, data string) built {
 			g.Expect(err).NotTo(HaveOccurred(), "reading %s", source)
 			continue // an empty document
 		}
-		obj, _, err := decoder.Decode(doc, nil, nil)
-		g.Expect(err).NotTo(HaveOccurred(), "decoding %s from %s", describe(u), source)
-		typed, ok := obj.(client.Object)
-		g.Expect(ok).To(BeTrue(), "%s from %s is not an object", describe(u), source)
-		b.raw = append(b.raw, u)
-		b.objects = append(b.objects, typed)
+		b.add(t, u, doc, source)
 	}
 	return b
 }

@@ -69,14 +69,21 @@ func kustomize(t *testing.T, dir string) built {
 		g.Expect(err).NotTo(HaveOccurred())
 		u := &unstructured.Unstructured{}
 		g.Expect(u.UnmarshalJSON(data)).To(Succeed())
-		obj, _, err := decoder.Decode(data, nil, nil)
-		g.Expect(err).NotTo(HaveOccurred(), "decoding %s from %s", describe(u), dir)
-		typed, ok := obj.(client.Object)
-		g.Expect(ok).To(BeTrue(), "%s from %s is not an object", describe(u), dir)
-		b.raw = append(b.raw, u)
-		b.objects = append(b.objects, typed)
+		b.add(t, u, data, dir)
 	}
 	return b
+}
+
+// add decodes one object (data, already read into u) strictly into its Go type and appends it.
+func (b *built) add(t *testing.T, u *unstructured.Unstructured, data []byte, source string) {
+	t.Helper()
+	g := NewWithT(t)
+	obj, _, err := decoder.Decode(data, nil, nil)
+	g.Expect(err).NotTo(HaveOccurred(), "decoding %s from %s", describe(u), source)
+	typed, ok := obj.(client.Object)
+	g.Expect(ok).To(BeTrue(), "%s from %s is not an object", describe(u), source)
+	b.raw = append(b.raw, u)
+	b.objects = append(b.objects, typed)
 }
 
 // describe names an object as "Kind namespace/name" (no namespace for cluster-scoped objects).
