@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,4 +69,43 @@ func TestTheGracePeriodShowsThePlanAndWritesNothingElse(t *testing.T) {
 	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(60 * time.Second).Should(Equal(fmt.Sprintf(
 		"pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1, blocked 1", pods-1, pods, slices, slices)))
 	g.Expect(rvs(t, liveObjects...)).To(Equal(liveBefore), "nothing of the live provider, ever")
+}
+
+// TestPlanClusterIsWhatTheJanitorThenReleases: the plan computed live (no informers, a dry-run client),
+// before the cluster is even marked, writes nothing and names what the janitor then releases.
+func TestPlanClusterIsWhatTheJanitorThenReleases(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 3, ExtraResourceSlices: 2})
+	dead, live := cons.Providers[0], cons.Providers[1]
+	g.Expect(env.Client.Patch(ctx, dead.ResourceSlice, client.RawPatch(types.JSONPatchType,
+		fmt.Appendf(nil, `[{"op":"add","path":"/metadata/finalizers/-","value":%q}]`, fixture.ForeignFinalizer)))).To(Succeed())
+	kill(t, dead)
+	objects := append(append(dead.Objects(), live.Objects()...), live.ForeignCluster, dead.ForeignCluster)
+	before := rvs(t, objects...)
+	mc, err := metadata.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	plan, err := janitor.PlanCluster(ctx, env.Client, mc, dead.ForeignCluster.Name, janitor.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rvs(t, objects...)).To(Equal(before), "planning writes nothing")
+	g.Expect(plan.Wait).To(Equal(janitor.WaitNotMarked))
+	pods, slices := len(dead.Pods), 1+len(dead.ExtraSlices)
+	g.Expect(plan.Kinds).To(Equal([]janitor.PlannedKind{
+		{Kind: "Pod", Release: pods}, {Kind: "ResourceSlice", Release: slices, Blocked: 1},
+		{Kind: "NamespaceMap", Release: 1}, {Kind: "Renew", Release: 1},
+	}))
+	g.Expect(plan.Summary).To(Equal(fmt.Sprintf("would release pods %d, resourceslices %d, namespacemaps 1, renews 1; blocked 1", pods, slices)))
+
+	_, err = janitor.PlanCluster(ctx, env.Client, mc, "no-such-cluster", janitor.Options{})
+	g.Expect(err).To(MatchError(ContainSubstring("kubectl get foreignclusters")), "an error that says what to do")
+
+	startJanitor(t, janitor.Options{})
+	g.Expect(fixture.Mark(ctx, env.Client, dead)).To(Succeed())
+	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(60 * time.Second).Should(Equal(fmt.Sprintf(
+		"pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1, blocked 1", pods, pods, slices-1, slices)))
+	liveAfter := rvs(t, append(live.Objects(), live.ForeignCluster)...)
+	for k, v := range liveAfter {
+		g.Expect(before).To(HaveKeyWithValue(k, v), "nothing of the live provider is written")
+	}
 }

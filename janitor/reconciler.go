@@ -120,9 +120,7 @@ func (r *reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.
 // replaced by its outcome — and has the reporter show it. Nothing of the cluster's objects is written.
 func (r *reconciler) plan(ctx context.Context, fc *liqov1beta1.ForeignCluster, l Liveness, fcs []liqov1beta1.ForeignCluster) (ctrl.Result, error) {
 	s := r.newScope(fc, fcs)
-	s.plan = true
-	s.dead[s.clusterID] = true // as it will be once the grace period ends
-	t, err := r.releaser.release(ctx, s, func(context.Context) error { return nil })
+	t, err := r.releaser.plan(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning the clean-up: %w", err)
 	}

@@ -23,8 +23,8 @@ type releaser struct {
 	apiReader client.Reader
 	// recorder emits events on released objects.
 	recorder events.EventRecorder
-	// pods watches the pods of dead virtual nodes.
-	pods    *podWatcher
+	// pods lists the pods of dead virtual nodes: from per-node watches in the controller, live for Plan.
+	pods    podSource
 	options Options
 	// passes is how many passes are releasing now, and handled how many objects the passes since it was
 	// last zero have handled (see settle).
@@ -36,6 +36,13 @@ type releaser struct {
 // instead of keeping it for the Go runtime's slow background return: a controller that idles between
 // rare clean-ups should not keep a clean-up's peak resident for minutes.
 const largeCleanup = 1000
+
+// podSource lists the pods bound to a virtual node of a cluster, and forgets the nodes of a cluster not
+// in keep.
+type podSource interface {
+	pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error)
+	retain(cluster string, keep map[string]bool)
+}
 
 // forget stops watching the pods of the ForeignCluster named cluster.
 func (r *releaser) forget(cluster string) { r.pods.retain(cluster, nil) }

@@ -1,0 +1,110 @@
+package janitor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Plan is what the janitor would release for a marked ForeignCluster if its grace period ended now —
+// computed by the same targets and selection as a clean-up (janitor rule 9), writing nothing.
+type Plan struct {
+	// ForeignCluster and ClusterID name the cluster.
+	ForeignCluster, ClusterID string
+	// Wait is why the janitor leaves the cluster alone now: NotWaiting when it would release at once,
+	// WaitGracePeriod while the grace period runs, or a reason that holds beyond it (unconfirmed,
+	// reachable, paused, a duplicate), for which nothing would be released when the grace period ends.
+	Wait WaitReason
+	// GraceLeft is what remains of the grace period (WaitGracePeriod only).
+	GraceLeft time.Duration
+	// Kinds are the targets with objects, in table order.
+	Kinds []PlannedKind
+	// Waiting are the NamespaceOffloadings that would wait for Liqo, and what for.
+	Waiting []PlannedWait
+	// Summary is the plan in the words of the cleanup annotation ("would release pods 4, …; blocked 1").
+	Summary string
+}
+
+// PlannedKind is what the plan does with one kind.
+type PlannedKind struct {
+	Kind string
+	// Release is how many objects would be released; Blocked how many stay because of finalizers the
+	// janitor does not own (released ones among them); Waiting how many wait (for Liqo).
+	Release, Blocked, Waiting int
+}
+
+// PlannedWait is one NamespaceOffloading that would wait for Liqo.
+type PlannedWait struct{ Namespace, Why string }
+
+// PlanCluster computes the Plan for the ForeignCluster named name, reading live through c and mc (pods
+// are listed per virtual node by field selector; no informers are started). Every write is replaced by
+// its outcome, and c is wrapped in a dry-run client besides. A cluster the janitor has never seen marked
+// counts its grace period from its marked-at stamp.
+func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, name string, o Options) (*Plan, error) {
+	o = o.Default()
+	var fcs liqov1beta1.ForeignClusterList
+	if err := c.List(ctx, &fcs); err != nil {
+		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
+	}
+	now := time.Now()
+	unseen := func(*liqov1beta1.ForeignCluster) time.Time { return now }
+	fc, l := AssessClusterID(fcs.Items, name, unseen, now, o.GracePeriod)
+	if fc == nil {
+		return nil, fmt.Errorf("ForeignCluster %s not found: list them with kubectl get foreignclusters", name)
+	}
+	s := &scope{fc: fc, clusterID: string(fc.Spec.ClusterID),
+		dead: DeadClusterIDs(fcs.Items, unseen, now, o.GracePeriod), drain: map[types.UID]bool{}, waits: map[types.UID]offloadingWait{}}
+
+	r := &releaser{client: client.NewDryRunClient(c), apiReader: c, pods: livePods{mc}, options: o}
+	t, err := r.plan(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("planning the clean-up of %s: %w", name, err)
+	}
+	p := &Plan{ForeignCluster: fc.Name, ClusterID: s.clusterID, Wait: l.Wait, GraceLeft: l.GraceLeft,
+		Summary: t.plan(s.waitingNamespaces())}
+	for _, kind := range t.kinds {
+		k := t.byKind[kind]
+		if k.released+k.blocked+k.waiting > 0 {
+			p.Kinds = append(p.Kinds, PlannedKind{Kind: kind, Release: k.released, Blocked: k.blocked, Waiting: k.waiting})
+		}
+	}
+	for _, w := range s.offloadingWaits() {
+		p.Waiting = append(p.Waiting, PlannedWait{Namespace: w.namespace, Why: w.why})
+	}
+	return p, nil
+}
+
+// plan runs the pass s would be once the cluster's grace period ends — the cluster dead, every write
+// replaced by its outcome — and returns what it would do.
+func (r *releaser) plan(ctx context.Context, s *scope) (*tally, error) {
+	s.plan = true
+	s.dead[s.clusterID] = true
+	return r.release(ctx, s, func(context.Context) error { return nil })
+}
+
+// livePods lists a node's pods from the API server, metadata only, filtered by spec.nodeName there.
+type livePods struct{ c metadata.Interface }
+
+func (l livePods) pods(ctx context.Context, _, node string, _ bool) ([]client.Object, error) {
+	list, err := l.c.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(metav1.NamespaceAll).
+		List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of virtual node %s: %w", node, err)
+	}
+	out := make([]client.Object, 0, len(list.Items))
+	for i := range list.Items {
+		pod := &list.Items[i]
+		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+		out = append(out, pod)
+	}
+	return out, nil
+}
+
+func (livePods) retain(string, map[string]bool) {}
