@@ -63,9 +63,10 @@ PKGS           ?= ./...
 CHART          := manifests/chart/liqo-janitor
 
 .PHONY: build
-build: ## Build bin/liqo-janitor
-	@echo ">> building bin/liqo-janitor"
+build: ## Build bin/liqo-janitor and the kubectl plugin bin/kubectl-liqo_janitor
+	@echo ">> building bin/liqo-janitor, bin/kubectl-liqo_janitor"
 	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
+	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(BIN)/kubectl-liqo_janitor ./cmd/kubectl-liqo_janitor
 
 IMAGE   ?= ghcr.io/liqo-janitor/liqo-janitor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

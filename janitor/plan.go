@@ -17,31 +17,37 @@ import (
 // computed by the same targets and selection as a clean-up (janitor rule 9), writing nothing.
 type Plan struct {
 	// ForeignCluster and ClusterID name the cluster.
-	ForeignCluster, ClusterID string
+	ForeignCluster string `json:"foreignCluster"`
+	ClusterID      string `json:"clusterID"`
 	// Wait is why the janitor leaves the cluster alone now: NotWaiting when it would release at once,
 	// WaitGracePeriod while the grace period runs, or a reason that holds beyond it (unconfirmed,
 	// reachable, paused, a duplicate), for which nothing would be released when the grace period ends.
-	Wait WaitReason
+	Wait WaitReason `json:"wait,omitempty"`
 	// GraceLeft is what remains of the grace period (WaitGracePeriod only).
-	GraceLeft time.Duration
+	GraceLeft time.Duration `json:"graceLeft,omitempty"`
 	// Kinds are the targets with objects, in table order.
-	Kinds []PlannedKind
+	Kinds []PlannedKind `json:"kinds"`
 	// Waiting are the NamespaceOffloadings that would wait for Liqo, and what for.
-	Waiting []PlannedWait
+	Waiting []PlannedWait `json:"waiting,omitempty"`
 	// Summary is the plan in the words of the cleanup annotation ("would release pods 4, …; blocked 1").
-	Summary string
+	Summary string `json:"summary"`
 }
 
 // PlannedKind is what the plan does with one kind.
 type PlannedKind struct {
-	Kind string
+	Kind string `json:"kind"`
 	// Release is how many objects would be released; Blocked how many stay because of finalizers the
 	// janitor does not own (released ones among them); Waiting how many wait (for Liqo).
-	Release, Blocked, Waiting int
+	Release int `json:"release"`
+	Blocked int `json:"blocked"`
+	Waiting int `json:"waiting"`
 }
 
 // PlannedWait is one NamespaceOffloading that would wait for Liqo.
-type PlannedWait struct{ Namespace, Why string }
+type PlannedWait struct {
+	Namespace string `json:"namespace"`
+	Why       string `json:"why"`
+}
 
 // PlanCluster computes the Plan for the ForeignCluster named name, reading live through c and mc (pods
 // are listed per virtual node by field selector; no informers are started). Every write is replaced by

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
+)
+
+var testEnv *harness.Env
+
+const (
+	alice = "alice" // may update ForeignClusters and holds the break-glass verb
+	bob   = "bob"   // may update ForeignClusters, nothing more
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../" + harness.GeneratedWebhooksFile}}, func(e *harness.Env) error {
+		testEnv = e
+		ctx := context.Background()
+		if err := e.InstallLocalClusterID(ctx, webhook.DefaultLiqoNamespace, "consumer"); err != nil {
+			return err
+		}
+		if err := e.InstallOperators(ctx, []string{alice}, []string{bob}); err != nil {
+			return err
+		}
+		if err := readers(ctx, e, alice, bob); err != nil {
+			return err
+		}
+		return e.StartGate(webhook.Options{MinUnreachable: time.Minute})
+	}))
+}
+
+// readers lets users read what a plan reads (as a cluster's "view" role does): Liqo's objects, nodes,
+// pods, namespaces, events.
+func readers(ctx context.Context, e *harness.Env, users ...string) error {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "plan-reader"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"core.liqo.io", "offloading.liqo.io", "authentication.liqo.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+	}}
+	for _, o := range []client.Object{role, harness.ClusterRoleBinding(role.Name, role.Name, users...)} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kubectl runs the plugin as user with stdin, the way kubectl runs it (--kubeconfig, --as).
+func kubectl(t *testing.T, user, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand(genericiooptions.IOStreams{In: bytes.NewBufferString(stdin), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append([]string{"--kubeconfig", testEnv.KubeconfigPath, "--as", user}, args...))
+	err = cmd.ExecuteContext(t.Context())
+	return out.String(), errOut.String(), err
+}
+
+var layouts atomic.Int64
+
+// deadAndLive lays out a consumer with a dead provider (unreachable for 10 minutes, unpeering stuck) and a
+// live one.
+func deadAndLive(t *testing.T) (dead, live *fixture.Provider) {
+	t.Helper()
+	g := NewWithT(t)
+	cons, err := fixture.Build(t.Context(), testEnv.Client, fixture.Spec{Prefix: fmt.Sprintf("k%d", layouts.Add(1)), Providers: 2, PodsPerProvider: 3})
+	g.Expect(err).NotTo(HaveOccurred())
+	dead, live = cons.Providers[0], cons.Providers[1]
+	g.Expect(fixture.Kill(t.Context(), testEnv.Client, dead)).To(Succeed())
+	g.Expect(fixture.Terminate(t.Context(), testEnv.Client, dead)).To(Succeed())
+	return dead, live
+}
+
+func rvs(t *testing.T, ps ...*fixture.Provider) map[string]string {
+	t.Helper()
+	var objs []client.Object
+	for _, p := range ps {
+		objs = append(append(objs, p.Objects()...), p.ForeignCluster)
+	}
+	m, err := fixture.ResourceVersions(t.Context(), testEnv.Client, objs...)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return m
+}
+
+func annotations(t *testing.T, p *fixture.Provider) map[string]string {
+	t.Helper()
+	fc := p.ForeignCluster.DeepCopy()
+	NewWithT(t).Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(fc), fc)).To(Succeed())
+	return fc.Annotations
+}
+
+func TestPlanShowsTheJanitorsSelectionAndTheGatesAnswer(t *testing.T) {
+	g := NewWithT(t)
+	dead, live := deadAndLive(t)
+	before := rvs(t, dead, live)
+	id := string(dead.ForeignCluster.Spec.ClusterID)
+
+	out, _, err := kubectl(t, alice, "", "plan", id)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`(?m)^Pod\s+%d\s+0\s+0$`, len(dead.Pods)))
+	g.Expect(out).To(MatchRegexp(`(?m)^ResourceSlice\s+1\s+0\s+0$`))
+	g.Expect(out).To(ContainSubstring("Gate: a mark would be accepted now"))
+	g.Expect(out).To(ContainSubstring("you hold the break-glass verb"))
+
+	out, _, err = kubectl(t, alice, "", "plan", dead.ForeignCluster.Name, "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report planReport
+	g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
+	g.Expect(report.Plan.Kinds).To(ContainElement(janitor.PlannedKind{Kind: "Pod", Release: len(dead.Pods)}))
+	g.Expect(report.Gate).To(Equal(gateCheck{MayMark: true, Accepted: true}))
+
+	out, _, err = kubectl(t, bob, "", "plan", id)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("Gate: a mark would be refused now"))
+	g.Expect(out).To(ContainSubstring("verb mark-unreachable"))
+	g.Expect(out).To(ContainSubstring("you do not hold the break-glass verb"))
+
+	out, _, err = kubectl(t, alice, "", "plan", string(live.ForeignCluster.Spec.ClusterID))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("Gate: a mark would be refused now"), "Liqo sees the live provider answering")
+
+	g.Expect(rvs(t, dead, live)).To(Equal(before), "plan writes nothing")
+	_, stderr, err := kubectl(t, alice, "", "plan", "no-such-cluster")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("kubectl get foreignclusters"))
+}
+
+func TestMarkTakesTheClusterIDTyped(t *testing.T) {
+	g := NewWithT(t)
+	dead, live := deadAndLive(t)
+	id := string(dead.ForeignCluster.Spec.ClusterID)
+	before := rvs(t, dead, live)
+
+	_, stderr, err := kubectl(t, alice, "provider-typo\n", "mark", id, "--reason", "data centre flooded")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("nothing was written"))
+	g.Expect(rvs(t, dead, live)).To(Equal(before))
+
+	out, _, err := kubectl(t, alice, "", "mark", id, "--reason", "data centre flooded", "--yes", "--dry-run=server")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("Dry run: the gate accepts this mark; nothing was stored"))
+	g.Expect(rvs(t, dead, live)).To(Equal(before), "--dry-run=server writes nothing")
+
+	_, stderr, err = kubectl(t, alice, id+"\n", "mark", id)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("--reason is required"))
+
+	out, _, err = kubectl(t, alice, id+"\n", "mark", id, "--reason", "data centre flooded")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("Type the cluster ID (" + id + ") to confirm"))
+	g.Expect(out).To(ContainSubstring("marked permanently unreachable (stamped by the gate: marked-by=" + alice))
+	a := annotations(t, dead)
+	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"))
+	g.Expect(a).To(HaveKeyWithValue(liqojanitor.ConfirmAnnotation, id))
+	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, alice))
+	g.Expect(a).To(HaveKeyWithValue(liqojanitor.ReasonAnnotation, "data centre flooded"))
+	for k, v := range rvs(t, live) {
+		g.Expect(before).To(HaveKeyWithValue(k, v), "nothing of the live provider")
+	}
+}
+
+func TestARefusedMarkShowsTheGatesMessage(t *testing.T) {
+	g := NewWithT(t)
+	dead, live := deadAndLive(t)
+	_, stderr, err := kubectl(t, bob, "", "mark", string(dead.ForeignCluster.Spec.ClusterID), "--reason", "gone", "--yes")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring(`admission webhook "vforeigncluster.liqo-janitor.io" denied the request`))
+	g.Expect(stderr).To(ContainSubstring("verb mark-unreachable"))
+	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.MarkAnnotation))
+
+	_, stderr, err = kubectl(t, alice, "", "mark", string(live.ForeignCluster.Spec.ClusterID), "--reason", "gone", "--yes")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("denied the request"), "Liqo sees it answering: the gate's reachability veto")
+	g.Expect(annotations(t, live)).NotTo(HaveKey(liqojanitor.MarkAnnotation))
+}
+
+func TestStatusShowsThePlanInTheGraceWindow(t *testing.T) {
+	g := NewWithT(t)
+	dead, _ := deadAndLive(t)
+	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = stop() })
+	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone for good", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Eventually(func() string {
+		out, _, _ := kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
+		return out
+	}).WithTimeout(30 * time.Second).Should(And(
+		ContainSubstring("marked permanently unreachable"),
+		ContainSubstring("marked by "+alice),
+		ContainSubstring(`reason: "gone for good"`),
+		MatchRegexp(`cleanup: grace \S+ left: would release pods %d`, len(dead.Pods)),
+		ContainSubstring("Waiting: "),
+	))
+	out, _, err := kubectl(t, alice, "", "status")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring(dead.ForeignCluster.Name), "every marked cluster is listed")
+}
+
+func TestPauseResumeUnmarkAndCanI(t *testing.T) {
+	g := NewWithT(t)
+	dead, _ := deadAndLive(t)
+	name := dead.ForeignCluster.Name
+
+	out, _, err := kubectl(t, alice, "", "can-i")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("yes\n"))
+	out, stderr, err := kubectl(t, bob, "", "can-i", name)
+	g.Expect(err).To(HaveOccurred(), "exit status 1, as kubectl auth can-i")
+	g.Expect(out).To(Equal("no\n"))
+	g.Expect(stderr).To(ContainSubstring("--clusterrole=" + webhook.MarkRoleName))
+
+	_, _, err = kubectl(t, alice, "", "mark", name, "--reason", "gone", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, _, err = kubectl(t, bob, "", "pause", name)
+	g.Expect(err).NotTo(HaveOccurred(), "anyone with update may pause")
+	g.Expect(annotations(t, dead)).To(HaveKeyWithValue(liqojanitor.PausedAnnotation, "true"))
+	_, stderr, err = kubectl(t, bob, "", "resume", name)
+	g.Expect(err).To(HaveOccurred(), "resuming a marked cluster is break-glass")
+	g.Expect(stderr).To(ContainSubstring("denied the request"))
+	g.Expect(annotations(t, dead)).To(HaveKeyWithValue(liqojanitor.PausedAnnotation, "true"))
+	_, _, err = kubectl(t, alice, "", "resume", name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.PausedAnnotation))
+
+	_, _, err = kubectl(t, bob, "", "unmark", name)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(annotations(t, dead)).To(HaveKey(liqojanitor.MarkAnnotation))
+	_, stderr, err = kubectl(t, alice, "", "unmark", name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("Warning:"), "the gate's warning is shown")
+	a := annotations(t, dead)
+	for _, k := range []string{liqojanitor.MarkAnnotation, liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation} {
+		g.Expect(a).NotTo(HaveKey(k))
+	}
+
+	out, _, err = kubectl(t, bob, "", "version")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("kubectl-liqo_janitor dev\n"))
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// env is what every command gets: the streams and the clients of the kubeconfig flags kubectl has
+// (--kubeconfig, --context, --as, …), and the API server's warnings (the gate's, on unmarking).
+type env struct {
+	genericiooptions.IOStreams
+	flags *genericclioptions.ConfigFlags
+
+	mu       sync.Mutex
+	warnings []string
+}
+
+func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	e := &env{IOStreams: streams, flags: genericclioptions.NewConfigFlags(true)}
+	root := &cobra.Command{
+		Use:         "kubectl-liqo_janitor",
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl liqo-janitor"},
+		Short:       "Plan, mark and follow the clean-up of a Liqo provider that is gone for good",
+		Long: `kubectl liqo-janitor shows what declaring a Liqo provider dead would release, marks it through
+liqo-janitor's gate with the typed confirmation, and follows the clean-up.
+
+  kubectl liqo-janitor plan <cluster-id>        what a mark would release, and whether the gate would take it
+  kubectl liqo-janitor mark <cluster-id> --reason "…"
+  kubectl liqo-janitor status [<cluster-id>] [--watch]`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	e.flags.AddFlags(root.PersistentFlags())
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.AddCommand(e.planCommand(), e.markCommand(), e.statusCommand(), e.pauseCommand(true), e.pauseCommand(false),
+		e.unmarkCommand(), e.canICommand(), versionCommand())
+	// errors are printed once, as they are: the gate's refusals already say what to do next
+	for _, c := range root.Commands() {
+		c.RunE = printed(streams, c.RunE)
+	}
+	return root
+}
+
+// printed prints a command's error to the error stream and returns it (for the exit code).
+func printed(streams genericiooptions.IOStreams, run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	if run == nil {
+		return nil
+	}
+	return func(cmd *cobra.Command, args []string) error {
+		err := run(cmd, args)
+		if err != nil {
+			fmt.Fprintln(streams.ErrOut, "error:", err)
+		}
+		return err
+	}
+}
+
+func (e *env) restConfig() (*rest.Config, error) {
+	cfg, err := e.flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig: %w (set --kubeconfig or --context as for kubectl)", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandlerWithContext = e
+	return cfg, nil
+}
+
+// HandleWarningHeaderWithContext collects the API server's warnings.
+func (e *env) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.warnings = append(e.warnings, text)
+}
+
+// printWarnings prints the warnings collected so far, once.
+func (e *env) printWarnings() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, w := range e.warnings {
+		fmt.Fprintln(e.ErrOut, "Warning:", w)
+	}
+	e.warnings = nil
+}
+
+func (e *env) client() (client.Client, error) {
+	cfg, err := e.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: liqojanitor.NewScheme()})
+}
+
+func (e *env) metadataClient() (metadata.Interface, error) {
+	cfg, err := e.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return metadata.NewForConfig(cfg)
+}
+
+// foreignCluster finds the ForeignCluster an argument names: its name, or its spec.clusterID.
+func foreignCluster(ctx context.Context, c client.Client, arg string) (*liqov1beta1.ForeignCluster, error) {
+	var fcs liqov1beta1.ForeignClusterList
+	if err := c.List(ctx, &fcs); err != nil {
+		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
+	}
+	var byID []*liqov1beta1.ForeignCluster
+	for i := range fcs.Items {
+		fc := &fcs.Items[i]
+		if fc.Name == arg {
+			return fc, nil
+		}
+		if string(fc.Spec.ClusterID) == arg {
+			byID = append(byID, fc)
+		}
+	}
+	switch len(byID) {
+	case 1:
+		return byID[0], nil
+	case 0:
+		return nil, fmt.Errorf("no ForeignCluster is named %q or has that cluster ID: list them with kubectl get foreignclusters", arg)
+	}
+	return nil, fmt.Errorf("%d ForeignClusters have cluster ID %q: name one of them (kubectl get foreignclusters)", len(byID), arg)
+}
