@@ -43,11 +43,17 @@ func (s *screen) step(i, n int, name string) {
 	s.line(s.color("1;36", fmt.Sprintf("[%d/%d] %s", i, n, name)))
 }
 
-func (s *screen) done(text string)     { s.wrapped("  ✓ ", "    ", text, "") }
-func (s *screen) note(text string)     { s.wrapped("  ", "  ", text, "") }
-func (s *screen) command(text string)  { s.wrapped("  $ ", "      ", text, "33") }
-func (s *screen) accepted(text string) { s.wrapped("  ✓ ", "    ", text, "32") }
-func (s *screen) refused(text string)  { s.wrapped("  ✗ refused: ", "    ", text, "31") }
+func (s *screen) done(text string)    { s.wrapped("  ✓ ", "    ", text, "") }
+func (s *screen) note(text string)    { s.wrapped("  ", "  ", text, "") }
+func (s *screen) command(text string) { s.wrapped("  $ ", "      ", text, "33") }
+func (s *screen) refused(text string) { s.wrapped("  ✗ refused: ", "    ", text, "31") }
+
+// shown prints a command's own output as it is, indented.
+func (s *screen) shown(text string) {
+	for line := range strings.SplitSeq(strings.TrimRight(text, "\n"), "\n") {
+		s.line("    " + line)
+	}
+}
 
 // wrapped prints text word-wrapped to the width, with a first-line and a continuation prefix, each line
 // in the given color (none if empty).

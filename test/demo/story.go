@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,7 +35,21 @@ func installLiqoBasics(ctx context.Context, env *harness.Env) error {
 	if err := env.InstallLocalClusterID(ctx, "liqo", localClusterID); err != nil {
 		return err
 	}
-	return env.InstallOperators(ctx, []string{operator}, nil)
+	if err := env.InstallOperators(ctx, []string{operator}, nil); err != nil {
+		return err
+	}
+	// what a plan reads, as a cluster's view role and Liqo's read roles give it
+	reader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "demo-reader"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"core.liqo.io", "offloading.liqo.io", "authentication.liqo.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+	}}
+	for _, o := range []client.Object{reader, harness.ClusterRoleBinding(reader.Name, reader.Name, operator)} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (d *demo) layout(ctx context.Context) error {
@@ -86,6 +104,14 @@ func (d *demo) declare(ctx context.Context) error {
 		return err
 	}
 	p := d.dead()
+	d.out.note("The operator looks first, with the kubectl plugin: what would a mark release, and would the gate take it?")
+	out, err := d.plugin(ctx, "", "plan", p.ID)
+	if err != nil {
+		return err
+	}
+	d.out.shown(out)
+
+	d.out.note("Without the plugin, a bare mark has no confirmation, the second key:")
 	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=true", p.ID, liqojanitor.MarkAnnotation))
 	err = fixture.Annotate(ctx, alice, p.ForeignCluster, map[string]*string{liqojanitor.MarkAnnotation: ptr.To("true")})
 	if err := d.expectRefusal(err); err != nil {
@@ -98,26 +124,58 @@ func (d *demo) declare(ctx context.Context) error {
 		return err
 	}
 	d.out.note("A ForeignCluster named after this very cluster exists too (a copy-paste accident). Marking it:")
-	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=%s %s=true",
-		localClusterID, liqojanitor.ConfirmAnnotation, localClusterID, liqojanitor.MarkAnnotation))
-	err = fixture.MarkCluster(ctx, alice, self)
-	if err := d.expectRefusal(err); err != nil {
+	if _, err := d.plugin(ctx, "", "mark", localClusterID, "--reason", "oops", "--yes"); err == nil {
+		return errors.New("expected the gate to refuse marking the local cluster")
+	} else if msg, ok := strings.CutPrefix(err.Error(), "error: "); ok {
+		d.out.refused(msg)
+	} else {
 		return err
 	}
 
-	d.out.command(fmt.Sprintf("kubectl annotate foreigncluster %s %s=%s %s=true %s=%q", p.ID,
-		liqojanitor.ConfirmAnnotation, p.ID, liqojanitor.MarkAnnotation, liqojanitor.ReasonAnnotation, "data centre flooded"))
-	if err := fixture.Mark(ctx, alice, p, liqojanitor.ReasonAnnotation, "data centre flooded"); err != nil {
+	d.out.note("The real one, typing the cluster ID when asked:")
+	out, err = d.plugin(ctx, p.ID+"\n", "mark", p.ID, "--reason", "data centre flooded")
+	if err != nil {
 		return fmt.Errorf("the confirmed mark was refused: %w", err)
 	}
+	if i := strings.Index(out, "This cannot be undone"); i >= 0 {
+		out = out[i:] // the plan above it is step one's
+	}
+	d.out.shown(strings.Replace(out, "to confirm: ", "to confirm: "+p.ID+"\n", 1))
 	fc := &liqov1beta1.ForeignCluster{}
 	if err := d.env.Client.Get(ctx, client.ObjectKeyFromObject(p.ForeignCluster), fc); err != nil {
 		return err
 	}
 	d.marked = time.Now()
-	d.out.accepted(fmt.Sprintf("accepted and stamped: marked-by=%s, marked-at=%s",
-		fc.Annotations[liqojanitor.MarkedByAnnotation], fc.Annotations[liqojanitor.MarkedAtAnnotation]))
+	if !liqojanitor.IsMarked(fc.Annotations) || fc.Annotations[liqojanitor.MarkedByAnnotation] != operator {
+		return fmt.Errorf("the mark is not stored as expected: %v", fc.Annotations)
+	}
 	return nil
+}
+
+// plugin runs bin/kubectl-liqo_janitor as the operator against the demo's API server, with stdin, and
+// returns its output (its error output as the error, if it fails).
+func (d *demo) plugin(ctx context.Context, stdin string, args ...string) (string, error) {
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = a
+		if strings.ContainsAny(a, " \t") {
+			shown[i] = strconv.Quote(a)
+		}
+	}
+	d.out.command("kubectl liqo-janitor " + strings.Join(shown, " "))
+	cmd := exec.CommandContext(ctx, filepath.Join(d.env.Root, "bin", "kubectl-liqo_janitor"),
+		append([]string{"--kubeconfig", d.env.KubeconfigPath, "--as", operator}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return out.String(), errors.New(strings.TrimSpace(errOut.String()))
+		}
+		return "", fmt.Errorf("running the kubectl plugin (make build builds it): %w", err)
+	}
+	return out.String(), nil
 }
 
 // expectRefusal prints the API server's refusal, or fails if the request went through.

@@ -65,7 +65,12 @@ func (d *demo) watchJanitor(ctx context.Context) error {
 	if plan, err := d.gracePlan(ctx); err != nil {
 		return err
 	} else if plan != "" {
-		d.out.done("its plan, shown on the ForeignCluster while the mark can still be undone: " + plan)
+		d.out.note("While the mark can still be undone, the janitor shows its plan on the ForeignCluster:")
+		out, err := d.plugin(ctx, "", "status", d.dead().ID)
+		if err != nil {
+			return err
+		}
+		d.out.shown(out)
 	}
 	var last []progress
 	bars := d.out.bars()
@@ -160,6 +165,12 @@ func (d *demo) result(ctx context.Context) error {
 		return err
 	}
 	d.out.done("events on the ForeignCluster: " + strings.Join(reasons, ", "))
+	d.out.note("What the operator sees now:")
+	out, err := d.plugin(ctx, "", "status")
+	if err != nil {
+		return err
+	}
+	d.out.shown(out)
 	return nil
 }
 
