@@ -288,6 +288,7 @@ func (e *env) confirm(fc *liqov1beta1.ForeignCluster) error {
 
 func (e *env) statusCommand() *cobra.Command {
 	var watch bool
+	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "status [<cluster-id|foreigncluster>]",
 		Short: "Show marked ForeignClusters: stamps, the grace-window plan or the clean-up's progress, the last events",
@@ -300,17 +301,21 @@ func (e *env) statusCommand() *cobra.Command {
 			if !watch {
 				return e.printStatus(cmd.Context(), c, args)
 			}
-			return e.watchStatus(cmd.Context(), c, args)
+			if interval <= 0 {
+				return fmt.Errorf("--interval=%s: give a positive duration, e.g. --interval=2s", interval)
+			}
+			return e.watchStatus(cmd.Context(), c, args, interval)
 		},
 	}
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh every 2 seconds (in place on a terminal)")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until interrupted (in place on a terminal, plain lines otherwise)")
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch refreshes")
 	return cmd
 }
 
-func (e *env) watchStatus(ctx context.Context, c client.Client, args []string) error {
+func (e *env) watchStatus(ctx context.Context, c client.Client, args []string, interval time.Duration) error {
 	f, isFile := e.Out.(*os.File)
 	tty := isFile && term.IsTerminal(int(f.Fd()))
-	tick := time.NewTicker(2 * time.Second)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		if tty {
@@ -319,6 +324,9 @@ func (e *env) watchStatus(ctx context.Context, c client.Client, args []string) e
 			fmt.Fprintf(e.Out, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
 		}
 		if err := e.printStatus(ctx, c, args); err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted mid-refresh
+			}
 			return err
 		}
 		select {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
@@ -213,6 +216,71 @@ func TestStatusShowsThePlanInTheGraceWindow(t *testing.T) {
 	out, _, err := kubectl(t, alice, "", "status")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring(dead.ForeignCluster.Name), "every marked cluster is listed")
+}
+
+// TestPlanIsWhatTheJanitorThenReleases: the counts `plan -o json` gives before the mark are those of the
+// janitor's cleanup annotation once it is done.
+func TestPlanIsWhatTheJanitorThenReleases(t *testing.T) {
+	g := NewWithT(t)
+	dead, live := deadAndLive(t)
+	liveBefore := rvs(t, live)
+	out, _, err := kubectl(t, alice, "", "plan", dead.ForeignCluster.Name, "-o", "yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report planReport
+	g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
+	var parts []string
+	for _, k := range report.Plan.Kinds {
+		parts = append(parts, fmt.Sprintf("%ss %d/%d", strings.ToLower(k.Kind), k.Release-k.Blocked, k.Release))
+	}
+	g.Expect(parts).NotTo(BeEmpty())
+
+	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = stop() })
+	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() string { return annotations(t, dead)[liqojanitor.CleanupAnnotation] }).WithTimeout(60*time.Second).
+		Should(Equal(strings.Join(parts, ", ")), "released is what the plan said")
+	g.Expect(rvs(t, live)).To(Equal(liveBefore), "nothing of the live provider")
+}
+
+// TestStatusWatchRefreshes: without a terminal, --watch prints a timestamped block per refresh.
+func TestStatusWatchRefreshes(t *testing.T) {
+	g := NewWithT(t)
+	dead, _ := deadAndLive(t)
+	_, _, err := kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out syncBuffer
+	cmd := newRootCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+	cmd.SetArgs([]string{"--kubeconfig", testEnv.KubeconfigPath, "--as", alice, "status", dead.ForeignCluster.Name, "--watch", "--interval=100ms"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	g.Eventually(func() int { return strings.Count("\n"+out.String(), "\n--- ") }).
+		Should(BeNumerically(">=", 3), "refreshed at least three times")
+	cancel()
+	g.Eventually(done).Should(Receive(BeNil()), "interrupted, it stops cleanly")
+	g.Expect(out.String()).To(ContainSubstring(dead.ForeignCluster.Name + " (cluster ID"))
+	g.Expect(out.String()).NotTo(ContainSubstring("\033["), "no terminal escapes when not on a terminal")
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestPauseResumeUnmarkAndCanI(t *testing.T) {
