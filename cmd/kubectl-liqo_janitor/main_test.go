@@ -13,8 +13,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -43,27 +41,11 @@ func TestMain(m *testing.M) {
 		if err := e.InstallOperators(ctx, []string{alice}, []string{bob}); err != nil {
 			return err
 		}
-		if err := readers(ctx, e, alice, bob); err != nil {
+		if err := e.InstallPlanReaders(ctx, alice, bob); err != nil {
 			return err
 		}
 		return e.StartGate(webhook.Options{MinUnreachable: time.Minute})
 	}))
-}
-
-// readers lets users read what a plan reads (as a cluster's "view" role does): Liqo's objects, nodes,
-// pods, namespaces, events.
-func readers(ctx context.Context, e *harness.Env, users ...string) error {
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "plan-reader"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"core.liqo.io", "offloading.liqo.io", "authentication.liqo.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
-	}}
-	for _, o := range []client.Object{role, harness.ClusterRoleBinding(role.Name, role.Name, users...)} {
-		if err := e.Client.Create(ctx, o); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // kubectl runs the plugin as user with stdin, the way kubectl runs it (--kubeconfig, --as).

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,18 +37,7 @@ func installLiqoBasics(ctx context.Context, env *harness.Env) error {
 	if err := env.InstallOperators(ctx, []string{operator}, nil); err != nil {
 		return err
 	}
-	// what a plan reads, as a cluster's view role and Liqo's read roles give it
-	reader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "demo-reader"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"core.liqo.io", "offloading.liqo.io", "authentication.liqo.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
-	}}
-	for _, o := range []client.Object{reader, harness.ClusterRoleBinding(reader.Name, reader.Name, operator)} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return env.InstallPlanReaders(ctx, operator)
 }
 
 func (d *demo) layout(ctx context.Context) error {

@@ -79,6 +79,22 @@ func (e *Env) InstallOperators(ctx context.Context, markers, editors []string) e
 	return nil
 }
 
+// InstallPlanReaders lets users read what `kubectl liqo-janitor plan` reads, as a cluster's view role and
+// Liqo's read roles give it: Liqo's objects, nodes, pods, namespaces and events.
+func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "plan-reader"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"core.liqo.io", "offloading.liqo.io", "authentication.liqo.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+	}}
+	for _, o := range []client.Object{role, ClusterRoleBinding(role.Name, role.Name, users...)} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
 // Installed reads the object of the given kind and name from the rendered install into obj, strictly (an
 // unknown field fails).
 func (e *Env) Installed(kind, name string, obj client.Object) error {
