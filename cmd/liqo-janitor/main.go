@@ -32,26 +32,28 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 
 // options holds every command-line setting; main parses them and the wiring below only reads them.
 type options struct {
-	metricsAddr    string
-	pprofAddr      string
-	probeAddr      string
-	leaderElect    bool
-	leaderElectNS  string
-	webhookPort    int
-	webhookCertDir string
-	enableWebhook  bool
-	enableJanitor  bool
-	enableHTTP2    bool
-	liqoNamespace  string
-	minUnreachable time.Duration
-	gracePeriod    time.Duration
-	dryRun         bool
-	releaseSecrets bool
-	workers        int
-	podEvents      bool
-	kubeAPIQPS     float64
-	kubeAPIBurst   int
-	zap            zap.Options
+	metricsAddr   string
+	pprofAddr     string
+	probeAddr     string
+	leaderElect   bool
+	leaderElectNS string
+	// lease, renew, retry are the leader election's timings.
+	lease, renew, retry time.Duration
+	webhookPort         int
+	webhookCertDir      string
+	enableWebhook       bool
+	enableJanitor       bool
+	enableHTTP2         bool
+	liqoNamespace       string
+	minUnreachable      time.Duration
+	gracePeriod         time.Duration
+	dryRun              bool
+	releaseSecrets      bool
+	workers             int
+	podEvents           bool
+	kubeAPIQPS          float64
+	kubeAPIBurst        int
+	zap                 zap.Options
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
@@ -65,6 +67,12 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Elect a leader before running the janitor, so that only one replica writes (every replica serves the webhook).")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "",
 		"Namespace of the leader-election Lease; in a cluster it defaults to the pod's own namespace, out of a cluster it is required with --leader-elect.")
+	fs.DurationVar(&o.lease, "leader-election-lease-duration", 15*time.Second,
+		"How long a standby waits after the leader's last renewal before it takes the Lease (a killed leader's gap).")
+	fs.DurationVar(&o.renew, "leader-election-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew before it gives up leading (shorter than the lease duration).")
+	fs.DurationVar(&o.retry, "leader-election-retry-period", 2*time.Second,
+		"How often the replicas try to take or renew the Lease (shorter than the renew deadline).")
 	fs.IntVar(&o.webhookPort, "webhook-port", crwebhook.DefaultPort,
 		"Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
@@ -115,6 +123,10 @@ func (o *options) validate() error {
 		errs = append(errs, fmt.Errorf("--leader-elect needs --leader-election-namespace out of a cluster (there is no %s "+
 			"to take the pod's namespace from): name the namespace the replicas share, e.g. --leader-election-namespace=liqo-janitor-system",
 			inClusterNamespaceFile))
+	}
+	if o.retry <= 0 || o.renew <= o.retry || o.lease <= o.renew {
+		errs = append(errs, fmt.Errorf("leader election needs --leader-election-lease-duration (%s) > --leader-election-renew-deadline (%s) "+
+			"> --leader-election-retry-period (%s) > 0", o.lease, o.renew, o.retry))
 	}
 	if !o.enableWebhook && !o.enableJanitor {
 		errs = append(errs, errors.New("nothing to run: --enable-webhook and --enable-janitor are both false"))
@@ -193,6 +205,9 @@ func managerOptions(o *options) ctrl.Options {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectNS,
+		LeaseDuration:           &o.lease,
+		RenewDeadline:           &o.renew,
+		RetryPeriod:             &o.retry,
 		// Only the janitor needs the lease; webhook-only replicas must serve admission right away.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{

@@ -92,6 +92,10 @@ func TestFlagValidation(t *testing.T) {
 		"leader election out of a cluster needs the Lease's namespace": {args: []string{"--leader-elect"},
 			wantErr: "--leader-elect needs --leader-election-namespace out of a cluster"},
 		"leader election with the Lease's namespace is valid": {args: []string{"--leader-elect", "--leader-election-namespace=ns"}},
+		"shorter leader-election timings are valid": {args: []string{"--leader-election-lease-duration=6s",
+			"--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s"}},
+		"a renew deadline not shorter than the lease is refused": {args: []string{"--leader-election-renew-deadline=15s"},
+			wantErr: "--leader-election-lease-duration (15s) > --leader-election-renew-deadline (15s)"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -142,7 +146,8 @@ func TestLeaderElectionOutOfAClusterUsesTheGivenNamespace(t *testing.T) {
 	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
 	o.bindFlags(fs)
 	g.Expect(fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=" + freeAddr(t),
-		"--enable-webhook=false", "--leader-elect", "--leader-election-namespace=" + ns.Name})).To(Succeed())
+		"--enable-webhook=false", "--leader-elect", "--leader-election-namespace=" + ns.Name,
+		"--leader-election-lease-duration=7s", "--leader-election-renew-deadline=5s", "--leader-election-retry-period=1s"})).To(Succeed())
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, &o) }()
@@ -155,6 +160,7 @@ func TestLeaderElectionOutOfAClusterUsesTheGivenNamespace(t *testing.T) {
 		return *lease.Spec.HolderIdentity
 	}
 	g.Eventually(holder).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "the Lease is taken in %s", ns.Name)
+	g.Expect(lease.Spec.LeaseDurationSeconds).To(HaveValue(BeNumerically("==", 7)), "--leader-election-lease-duration")
 
 	cancel()
 	g.Expect(<-done).To(Succeed())

@@ -89,6 +89,7 @@ var valueMatrix = map[string]map[string]any{
 		"podAnnotations": map[string]any{"example.com/team": "platform"},
 		"janitor":        map[string]any{"gracePeriod": "10m", "dryRun": true, "workers": 8, "podEvents": true},
 		"gate":           map[string]any{"minUnreachable": "30m"},
+		"leaderElection": map[string]any{"leaseDuration": "8s", "renewDeadline": "6s", "retryPeriod": "1s"},
 		"liqo":           map[string]any{"namespace": "liqo"},
 	},
 }
@@ -197,6 +198,9 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	}
 	for flag, want := range map[string]time.Duration{
 		"--grace-period": janitor.DefaultGracePeriod, "--min-unreachable": webhook.DefaultMinUnreachable,
+		// controller-runtime's leader-election defaults, which the binary's flags keep
+		"--leader-election-lease-duration": 15 * time.Second, "--leader-election-renew-deadline": 10 * time.Second,
+		"--leader-election-retry-period": 2 * time.Second,
 	} {
 		got, err := time.ParseDuration(args[flag])
 		g.Expect(err).NotTo(HaveOccurred(), flag)
