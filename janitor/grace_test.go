@@ -52,7 +52,8 @@ func TestTheGracePeriodShowsThePlanAndWritesNothingElse(t *testing.T) {
 	plan := fmt.Sprintf("would release pods %d, resourceslices %d, namespacemaps 1, renews 1; blocked 1", pods, slices)
 	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(20 * time.Second).
 		Should(And(HavePrefix(liqojanitor.GracePlanPrefix), ContainSubstring(" left: "), HaveSuffix(plan)))
-	g.Expect(planEvents(t, dead)).To(ConsistOf(And(ContainSubstring("releasing starts in"), HaveSuffix(plan))))
+	g.Eventually(func() []string { return planEvents(t, dead) }).Should( // events are sent asynchronously
+		ConsistOf(And(ContainSubstring("releasing starts in"), HaveSuffix(plan))))
 	g.Expect(rvs(t, objects...)).To(Equal(before), "nothing of either cluster is written in the grace period")
 
 	// another pass in the window: the plan is the same, so neither the annotation nor the event again

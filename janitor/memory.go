@@ -85,9 +85,13 @@ func (m *memory) forget(uid types.UID) bool {
 func (m *memory) waitChanged(fc *liqov1beta1.ForeignCluster, w WaitReason) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.cluster(fc)
-	changed := c.lastWait != w
-	c.lastWait = w
+	return swap(&m.cluster(fc).lastWait, w)
+}
+
+// swap sets *field to v and reports whether that changed it.
+func swap[T comparable](field *T, v T) bool {
+	changed := *field != v
+	*field = v
 	return changed
 }
 
@@ -155,10 +159,7 @@ func (m *memory) pass(fc *liqov1beta1.ForeignCluster, t *tally, waitingNamespace
 func (m *memory) planChanged(fc *liqov1beta1.ForeignCluster, plan string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.cluster(fc)
-	changed := c.plan != plan
-	c.plan = plan
-	return changed
+	return swap(&m.cluster(fc).plan, plan)
 }
 
 // leftByKind sums, per kind, what stayed blocked and what was left at all (pending) at the last pass of

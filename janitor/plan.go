@@ -8,7 +8,6 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -65,9 +64,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	if fc == nil {
 		return nil, fmt.Errorf("ForeignCluster %s not found: list them with kubectl get foreignclusters", name)
 	}
-	s := &scope{fc: fc, clusterID: string(fc.Spec.ClusterID),
-		dead: DeadClusterIDs(fcs.Items, unseen, now, o.GracePeriod), drain: map[types.UID]bool{}, waits: map[types.UID]offloadingWait{}}
-
+	s := newScope(fc, DeadClusterIDs(fcs.Items, unseen, now, o.GracePeriod), false)
 	r := &releaser{client: client.NewDryRunClient(c), apiReader: c, pods: livePods{mc}, options: o}
 	t, err := r.plan(ctx, s)
 	if err != nil {

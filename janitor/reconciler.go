@@ -108,11 +108,7 @@ func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 // newScope gathers what a pass over the dead cluster needs: which cluster IDs are dead, from the same
 // live list of ForeignClusters the pass was decided on.
 func (r *reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
-	return &scope{
-		fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: r.options.DryRun,
-		dead:  DeadClusterIDs(fcs, r.memory.firstSeen, r.clock.Now(), r.options.GracePeriod),
-		drain: map[types.UID]bool{}, waits: map[types.UID]offloadingWait{},
-	}
+	return newScope(fc, DeadClusterIDs(fcs, r.memory.firstSeen, r.clock.Now(), r.options.GracePeriod), r.options.DryRun)
 }
 
 // plan (janitor rule 9) computes, for a cluster in its grace period, what the pass after the grace period

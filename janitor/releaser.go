@@ -78,7 +78,9 @@ func (r *releaser) release(ctx context.Context, s *scope, stillDead func(context
 				todo = append(todo, work{tg: tg, obj: obj})
 			}
 		}
-		r.handled.Add(int64(len(todo)))
+		if !s.plan { // a plan holds little; only a clean-up's peak is worth handing back
+			r.handled.Add(int64(len(todo)))
+		}
 		if err := r.releaseAll(ctx, s, todo, t, stillDead); err != nil {
 			return t, err
 		}

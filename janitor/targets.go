@@ -48,6 +48,12 @@ type offloadingWait struct {
 	namespace, why string
 }
 
+// newScope starts a pass over fc, given which cluster IDs are dead.
+func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool) *scope {
+	return &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: dryRun, dead: dead,
+		drain: map[types.UID]bool{}, waits: map[types.UID]offloadingWait{}}
+}
+
 // reportOnly says whether the pass only reports what it would do: a dry run, or a plan.
 func (s *scope) reportOnly() bool { return s.dryRun || s.plan }
 

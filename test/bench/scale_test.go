@@ -84,7 +84,6 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 
 		dead := layoutAllDead(b)
 		r0 := requests(b, cs)
-		w0 := releaseWrites(b, cs)
 		t0 := time.Now()
 		var wg sync.WaitGroup
 		for _, p := range dead {
@@ -92,8 +91,9 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 		}
 		wg.Wait()
 		rawTimes = append(rawTimes, time.Since(t0))
-		rawWrites += releaseWrites(b, cs) - w0
-		others, other = otherRequests(r0, requests(b, cs))
+		r1 := requests(b, cs)
+		rawWrites += releaseWrites(r1) - releaseWrites(r0)
+		others, other = otherRequests(r0, r1)
 		rawOther += other
 		b.Logf("raw round %d: other requests the API server served: %s", len(rawTimes), strings.Join(others, ", "))
 	}
@@ -134,7 +134,6 @@ func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string
 	b.Helper()
 	dead := layoutAllDead(b)
 	r0 := requests(b, cs)
-	w0 := releaseWrites(b, cs)
 	firstGone, stopWatching := firstPodGone(b, cs, dead)
 	defer stopWatching()
 	profiled := make(chan error, 1)
@@ -155,8 +154,9 @@ func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string
 	}
 	took = time.Since(t0)
 	first = (<-firstGone).Sub(t0)
-	writes = releaseWrites(b, cs) - w0
-	others, other = otherRequests(r0, requests(b, cs))
+	r1 := requests(b, cs)
+	writes = releaseWrites(r1) - releaseWrites(r0)
+	others, other = otherRequests(r0, r1)
 	if err := <-profiled; err != nil {
 		b.Fatal(err)
 	}
@@ -186,12 +186,11 @@ func layoutAllDead(b *testing.B) []*fixture.Provider {
 	return cons.Providers
 }
 
-// releaseWrites is the API server's count of the writes that release objects: pod DELETEs and
-// ResourceSlice, NamespaceMap and Renew PATCHes (apiserver_request_total, successful or not).
-func releaseWrites(b *testing.B, cs kubernetes.Interface) float64 {
-	b.Helper()
+// releaseWrites is the count, in a reading of requests, of the writes that release objects: pod DELETEs
+// and ResourceSlice, NamespaceMap and Renew PATCHes (apiserver_request_total, successful or not).
+func releaseWrites(counts map[request]float64) float64 {
 	total := 0.0
-	for k, n := range requests(b, cs) {
+	for k, n := range counts {
 		if isReleaseWrite(k) {
 			total += n
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -23,11 +24,13 @@ var Parser = parser.NewParser(parser.Options{})
 // Rules renders the chart with the PrometheusRule on (values merged over that) and returns its spec as a
 // Prometheus rule file, and the PrometheusRule itself (decoded strictly).
 func Rules(ctx context.Context, values map[string]any) ([]byte, *monitoringv1.PrometheusRule, error) {
+	values = maps.Clone(values) // the caller's maps stay as they were
 	if values == nil {
 		values = map[string]any{}
 	}
-	pr, ok := values["prometheusRule"].(map[string]any)
-	if !ok {
+	pr, _ := values["prometheusRule"].(map[string]any)
+	pr = maps.Clone(pr)
+	if pr == nil {
 		pr = map[string]any{}
 	}
 	pr["enabled"] = true
