@@ -1,5 +1,15 @@
 package janitor
 
+import (
+	"context"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
 // RemoveFinalizer exposes removeFinalizer to the real-API-server tests of package janitor_test.
 var RemoveFinalizer = removeFinalizer
 
@@ -8,3 +18,11 @@ const (
 	Released = released
 	Gone     = gone
 )
+
+// ShowPlan has a reporter show an empty plan for fc (as read at some version) in its grace period, as
+// planned does for a pass, and returns planned's error.
+func ShowPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) error {
+	p := &reporter{client: c, recorder: events.NewFakeRecorder(10), clock: clock.RealClock{}, memory: newMemory(clock.RealClock{})}
+	_, err := p.planned(ctx, newScope(fc, map[string]bool{}, false), Liveness{Wait: WaitGracePeriod, GraceLeft: time.Minute}, newTally(nil))
+	return err
+}

@@ -110,3 +110,26 @@ func TestPlanClusterIsWhatTheJanitorThenReleases(t *testing.T) {
 		g.Expect(before).To(HaveKeyWithValue(k, v), "nothing of the live provider is written")
 	}
 }
+
+// TestThePlanIsWrittenOnlyOntoTheForeignClusterItWasMadeFor: a plan made from a ForeignCluster that has
+// changed since (here: its mark removed) is not written onto it — the patch carries the version it was
+// made from — and that is no error; made from the current version, it is written.
+func TestThePlanIsWrittenOnlyOntoTheForeignClusterItWasMadeFor(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 1}).Providers[0]
+	kill(t, p)
+	g.Expect(fixture.Mark(ctx, env.Client, p, markedAtNow()...)).To(Succeed())
+	planned := get(t, p.ForeignCluster) // what a pass read
+	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	unmarked := get(t, p.ForeignCluster)
+
+	g.Expect(janitor.ShowPlan(ctx, env.Client, planned)).To(Succeed(), "a stale plan is dropped, not an error")
+	after := get(t, p.ForeignCluster)
+	g.Expect(after.ResourceVersion).To(Equal(unmarked.ResourceVersion), "nothing written onto the unmarked ForeignCluster")
+	g.Expect(after.Annotations).NotTo(HaveKey(liqojanitor.CleanupAnnotation))
+
+	g.Expect(janitor.ShowPlan(ctx, env.Client, after)).To(Succeed())
+	g.Expect(get(t, p.ForeignCluster).Annotations).To(HaveKeyWithValue(liqojanitor.CleanupAnnotation,
+		HavePrefix(liqojanitor.GracePlanPrefix)), "made from the current version, the plan is shown")
+}
