@@ -30,14 +30,33 @@ const (
 	PausedAnnotation = AnnotationPrefix + "paused"
 	// CleanupAnnotation is the janitor's short progress summary.
 	CleanupAnnotation = AnnotationPrefix + "cleanup"
+	// NoEvidenceAnnotation is the extra key gate rule 12 asks for when Liqo keeps no APIServerStatus for
+	// the ForeignCluster (no reachability evidence at all): it must equal spec.clusterID.
+	NoEvidenceAnnotation = AnnotationPrefix + "no-reachability-evidence"
+	// FirstSeenAnnotation is the janitor's own record (RFC 3339, UTC) of when it first saw the confirmed
+	// mark: the grace period ends no sooner than this plus --grace-period, across restarts and failovers.
+	FirstSeenAnnotation = AnnotationPrefix + "first-seen-at"
+	// GraceEndsAnnotation is the janitor's own record (RFC 3339, UTC) of when its grace period for the
+	// current mark ends: the later of marked-at and first-seen-at, plus --grace-period. The plugin shows it.
+	GraceEndsAnnotation = AnnotationPrefix + "grace-ends-at"
 	// GracePlanPrefix starts the cleanup annotation while a confirmed mark waits out the grace period and
 	// the annotation shows the plan ("grace 22s left: would release …"); the gate removes such a plan
 	// with the mark.
 	GracePlanPrefix = "grace "
 )
 
+// JanitorOwnedAnnotations are the keys only the janitor's own identity may set, change or remove (gate
+// rule 14); the gate removes the grace-window ones together with the mark (rule 7).
+var JanitorOwnedAnnotations = []string{CleanupAnnotation, FirstSeenAnnotation, GraceEndsAnnotation}
+
 // Liqo keys the add-on reads.
 const (
+	// WebhookSkipLabel switches Liqo's own webhooks off for one object (the objectSelector of Liqo v1.2's
+	// webhook configurations, deployments/liqo/templates/webhooks/*.yaml); locked while marked (rule 11).
+	WebhookSkipLabel = "liqo.io/webhook-skip"
+	// ShadowPodLabel marks the consumer's offloaded pods (consts.LocalPodLabelKey, value "true"): the only
+	// pods Liqo's VirtualNode drain selects (virtualnode-controller/drain.go getPodsForDeletion).
+	ShadowPodLabel = consts.LocalPodLabelKey
 	// RemoteClusterIDLabel ties Liqo objects (and virtual Nodes) to a remote cluster.
 	RemoteClusterIDLabel = consts.RemoteClusterID
 	// ClusterIDConfigMapKey is the data key of the local cluster ID in Liqo's cluster-ID ConfigMap.
@@ -117,15 +136,23 @@ func Reachable(fc *liqov1beta1.ForeignCluster) bool {
 	return c != nil && c.Status == liqov1beta1.ConditionStatusEstablished
 }
 
-// ForeignClustersOf returns the ForeignClusters of fcs whose spec.clusterID is clusterID. Liqo probes only
-// one of them (GetForeignClusterByID, pkg/utils/foreigncluster/getters.go, Liqo v1.0 to v1.2: the oldest
-// labelled liqo.io/remote-cluster-id), so the others have no APIServerStatus of their own.
+// ForeignClustersOf returns the ForeignClusters of fcs that Liqo could take for clusterID's: those whose
+// spec.clusterID is clusterID, and those its own lookup finds by the label liqo.io/remote-cluster-id of that
+// value (GetForeignClusterByID, pkg/utils/foreigncluster/getters.go, Liqo v1.0.3 to v1.2.0: a label
+// selector, the oldest match wins). Liqo probes, drains and replicates for only the one it finds.
 func ForeignClustersOf(fcs []liqov1beta1.ForeignCluster, clusterID liqov1beta1.ClusterID) []*liqov1beta1.ForeignCluster {
 	var out []*liqov1beta1.ForeignCluster
 	for i := range fcs {
-		if fcs[i].Spec.ClusterID == clusterID {
+		if fcs[i].Spec.ClusterID == clusterID || fcs[i].Labels[RemoteClusterIDLabel] == string(clusterID) {
 			out = append(out, &fcs[i])
 		}
 	}
 	return out
+}
+
+// FoundByLiqo reports whether fc is the object Liqo's own lookup finds for its cluster ID: its
+// liqo.io/remote-cluster-id label equals its spec.clusterID (GetForeignClusterByID selects by that label).
+// An object without it is never probed again, so its APIServerStatus is frozen.
+func FoundByLiqo(fc *liqov1beta1.ForeignCluster) bool {
+	return fc.Spec.ClusterID != "" && fc.Labels[RemoteClusterIDLabel] == string(fc.Spec.ClusterID)
 }

@@ -19,12 +19,20 @@ type Options struct {
 	// MinUnreachable is how long the APIServerStatus condition must have been not Established before the
 	// mark is accepted: a blip is not a death (rule 4). Zero accepts any unreachable provider.
 	MinUnreachable time.Duration
+	// ProbeTimeout bounds the gate's own probe of the provider's API server (rule 4); zero turns the
+	// probe off. It must stay well inside the webhook's timeout (5 s).
+	ProbeTimeout time.Duration
+	// JanitorUser is the janitor's own identity, the only user who may write the janitor's keys (rule 14).
+	// Empty: Setup learns it with a SelfSubjectReview (the binary serves the gate and runs the janitor
+	// under one ServiceAccount).
+	JanitorUser string
 }
 
 // Defaults of the gate's options (the binary's flag defaults).
 const (
 	DefaultLiqoNamespace  = consts.DefaultLiqoNamespace
 	DefaultMinUnreachable = 60 * time.Second
+	DefaultProbeTimeout   = 2 * time.Second
 )
 
 // Default returns o with an empty LiqoNamespace set to DefaultLiqoNamespace.
@@ -60,12 +68,33 @@ type inputs struct {
 	// permission is the break-glass review; only consulted when the request sets or removes the mark, or
 	// unpauses a marked cluster.
 	permission permission
-	// Duplicates are the other ForeignClusters with New's spec.clusterID; DuplicatesErr says why they
-	// could not be listed. Only consulted when the request sets the mark.
-	Duplicates    []string
+	// Duplicates are the other ForeignClusters Liqo's lookup could confuse with New: those with New's
+	// spec.clusterID or with a liqo.io/remote-cluster-id label of that value (rule 9); DuplicatesErr says
+	// why they could not be listed. Only consulted when the request sets the mark.
+	Duplicates    []duplicate
 	DuplicatesErr error
+	// Probe is what the gate's own probe of the provider's API server found (rule 4); only made when the
+	// request sets the mark and every other rule allows it.
+	Probe probeResult
+	// JanitorUser is the janitor's own identity (rule 14).
+	JanitorUser string
 	// Now is the time of the request.
 	Now time.Time
+}
+
+// duplicate is another ForeignCluster of the same cluster ID, and how it names it.
+type duplicate struct {
+	// Name is the other ForeignCluster's name.
+	Name string
+	// ByLabel: it carries the liqo.io/remote-cluster-id label of the cluster ID (Liqo's lookup finds it);
+	// otherwise it has the same spec.clusterID.
+	ByLabel bool
+}
+
+// probeResult is the outcome of the gate's own probe of a provider's API server.
+type probeResult struct {
+	// Answered names the URL that answered; empty when none did (or none was probed).
+	Answered string
 }
 
 // transition is what a request does to the mark.
@@ -131,19 +160,25 @@ type verdict struct {
 
 // Reasons of a verdict: a bounded set, one per refusing check, plus what an allowed request did.
 const (
-	ReasonMarkValue    = "MarkValue"
-	ReasonConfirmation = "Confirmation"
-	ReasonLocalCluster = "LocalCluster"
-	ReasonDuplicate    = "Duplicate"
-	ReasonReachable    = "Reachable"
-	ReasonNotStamped   = "NotStamped"
-	ReasonPermission   = "permission"
-	ReasonImmutable    = "Immutable"
-	ReasonStamps       = "StampsWithoutMark"
-	ReasonMarked       = "Marked"
-	ReasonUnmarked     = "Unmarked"
-	ReasonUnpaused     = "Unpaused"
-	ReasonOther        = "Other"
+	ReasonMarkValue       = "MarkValue"
+	ReasonConfirmation    = "Confirmation"
+	ReasonLocalCluster    = "LocalCluster"
+	ReasonLiqoLookup      = "LiqoLookup"
+	ReasonDuplicate       = "Duplicate"
+	ReasonNoEvidence      = "NoEvidence"
+	ReasonCreateMarked    = "CreateMarked"
+	ReasonReachable       = "Reachable"
+	ReasonProviderAnswers = "ProviderAnswers"
+	ReasonLabelsLocked    = "LabelsLocked"
+	ReasonJanitorOwned    = "JanitorOwned"
+	ReasonNotStamped      = "NotStamped"
+	ReasonPermission      = "permission"
+	ReasonImmutable       = "Immutable"
+	ReasonStamps          = "StampsWithoutMark"
+	ReasonMarked          = "Marked"
+	ReasonUnmarked        = "Unmarked"
+	ReasonUnpaused        = "Unpaused"
+	ReasonOther           = "Other"
 )
 
 // deny adds errs to the verdict, naming reason if they are the first.
@@ -163,7 +198,13 @@ var (
 	confirmPath     = annotationsPath.Key(liqojanitor.ConfirmAnnotation)
 	clusterIDPath   = field.NewPath("spec", "clusterID")
 	conditionsPath  = field.NewPath("status", "conditions")
+	labelsPath      = field.NewPath("metadata", "labels")
+	noEvidencePath  = annotationsPath.Key(liqojanitor.NoEvidenceAnnotation)
 )
+
+// lockedLabels are Liqo's labels that decide which ForeignCluster Liqo's lookup finds and whether Liqo's
+// own webhook re-asserts it (rule 11).
+var lockedLabels = []string{liqojanitor.RemoteClusterIDLabel, liqojanitor.WebhookSkipLabel}
 
 // decide applies the gate's rules (the package documentation) to a request that creates or updates a
 // ForeignCluster.
@@ -171,13 +212,19 @@ func decide(r *inputs, opts Options) verdict {
 	var v verdict
 	v.deny(ReasonMarkValue, checkMarkValue(r))
 	t := transitionOf(r.Old, r.New)
+	v.deny(ReasonLabelsLocked, checkLabelsLocked(r, t))
+	v.deny(ReasonJanitorOwned, checkJanitorOwned(r, t))
 	allowed := ReasonOther
 	switch t {
 	case marking:
+		v.deny(ReasonCreateMarked, checkNotCreate(r))
 		v.deny(ReasonConfirmation, checkConfirmation(r, true))
 		v.deny(ReasonLocalCluster, checkNotLocal(r))
+		v.deny(ReasonLiqoLookup, checkLiqoLookup(r))
 		v.deny(ReasonDuplicate, checkNoDuplicate(r))
+		v.deny(ReasonNoEvidence, checkEvidence(r))
 		v.deny(ReasonReachable, checkUnreachable(r, opts))
+		v.deny(ReasonProviderAnswers, checkProbe(r))
 		v.deny(ReasonNotStamped, checkStamped(r))
 		v.checkPermission(r, t)
 		allowed = ReasonMarked
@@ -238,10 +285,31 @@ func checkNotLocal(r *inputs) field.ErrorList {
 	return nil
 }
 
-// checkNoDuplicate: one cluster ID, one ForeignCluster (rule 9). Liqo's API-server checker probes only
-// the ForeignCluster it finds for a cluster ID (pkg/utils/foreigncluster/getters.go GetForeignClusterByID,
-// the oldest one labelled liqo.io/remote-cluster-id), so a second one has no APIServerStatus and would
-// pass rule 4 while the provider is alive. Fail closed when the others cannot be listed.
+// checkNotCreate: no ForeignCluster is born dead (rule 13). A new object has no status (the status
+// subresource drops it on CREATE), so nothing Liqo observed could back the mark.
+func checkNotCreate(r *inputs) field.ErrorList {
+	if r.Old != nil {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(markPath, msgCreateMarked(r.New))}
+}
+
+// checkLiqoLookup: the mark goes only on the ForeignCluster Liqo itself finds for the cluster ID (rule 9).
+// Liqo's API-server checker, VirtualNode drain and crdReplicator find "the" ForeignCluster of a cluster
+// ID by the label liqo.io/remote-cluster-id, not by spec.clusterID (pkg/utils/foreigncluster/getters.go
+// GetForeignClusterByID, Liqo v1.0.3, v1.1.0 and v1.2.0): an object without that label is never probed
+// again, so its APIServerStatus is frozen at whatever it said last.
+func checkLiqoLookup(r *inputs) field.ErrorList {
+	if liqojanitor.FoundByLiqo(r.New) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(labelsPath.Key(liqojanitor.RemoteClusterIDLabel), msgNotLiqosLookup(r.New))}
+}
+
+// checkNoDuplicate: one cluster ID, one ForeignCluster (rule 9). Liqo's lookup (GetForeignClusterByID)
+// takes the oldest ForeignCluster labelled with the cluster ID, so a second one — by label or by
+// spec.clusterID — may be the one Liqo probes while this one's status is never updated. Fail closed when
+// the others cannot be listed.
 func checkNoDuplicate(r *inputs) field.ErrorList {
 	switch {
 	case r.DuplicatesErr != nil:
@@ -250,6 +318,71 @@ func checkNoDuplicate(r *inputs) field.ErrorList {
 		return field.ErrorList{field.Forbidden(clusterIDPath, msgDuplicate(r.New, r.Duplicates))}
 	}
 	return nil
+}
+
+// checkEvidence: no evidence is not evidence of death (rule 12). Liqo deletes APIServerStatus when the
+// ForeignCluster names no API server (no status.apiServerURL and no status.foreignProxyURL:
+// foreigncluster-controller/apiserverchecker.go needCondition, Liqo v1.0.3 to v1.2.0) — identity deleted,
+// authentication off, a hand-made object — and Liqo ≥ v1.1's IsDead reads a missing condition as dead. The
+// operator must say, with a second key, that they know there is no evidence.
+func checkEvidence(r *inputs) field.ErrorList {
+	if liqojanitor.APIServerStatus(r.New) != nil || r.New.Annotations[liqojanitor.NoEvidenceAnnotation] == string(r.New.Spec.ClusterID) {
+		return nil
+	}
+	return field.ErrorList{field.Required(noEvidencePath, msgNoEvidence(r.New))}
+}
+
+// checkProbe: an answer to the gate's own probe vetoes the mark, whatever Liqo's status says (rule 4):
+// that status is written only on a transition, only while Liqo's controller runs and only onto the
+// ForeignCluster its lookup finds, so it may be stale.
+func checkProbe(r *inputs) field.ErrorList {
+	if r.Probe.Answered == "" {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(conditionsPath, msgProviderAnswers(r.New, r.Probe.Answered))}
+}
+
+// checkLabelsLocked: while the mark is set (before or after the request), Liqo's labels that decide its
+// lookup and its own webhook do not change, for anyone (rule 11).
+func checkLabelsLocked(r *inputs, t transition) field.ErrorList {
+	if t == notMarked || r.Old == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, key := range lockedLabels {
+		oldValue, inOld := r.Old.Labels[key]
+		newValue, inNew := r.New.Labels[key]
+		if inOld != inNew || oldValue != newValue {
+			errs = append(errs, field.Forbidden(labelsPath.Key(key), msgLabelLocked(r.New, key)))
+		}
+	}
+	return errs
+}
+
+// checkJanitorOwned: only the janitor's own identity writes the janitor's keys (rule 14). The one
+// exception is the gate's own removal, inside a request that removes the mark, of the grace-window keys
+// and of a cleanup annotation that only holds the grace-window plan (rule 7).
+func checkJanitorOwned(r *inputs, t transition) field.ErrorList {
+	if r.JanitorUser != "" && r.User.Username == r.JanitorUser {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, key := range liqojanitor.JanitorOwnedAnnotations {
+		if !changed(r, key) || (t == unmarking && removedWithTheMark(r, key)) {
+			continue
+		}
+		errs = append(errs, field.Forbidden(annotationsPath.Key(key), msgJanitorOwned(r.New, key)))
+	}
+	return errs
+}
+
+// removedWithTheMark reports whether key is one the gate removes together with the mark (stamp), and the
+// request removes it.
+func removedWithTheMark(r *inputs, key string) bool {
+	if _, inNew := r.New.Annotations[key]; inNew || r.Old == nil {
+		return false
+	}
+	return key != liqojanitor.CleanupAnnotation || strings.HasPrefix(r.Old.Annotations[key], liqojanitor.GracePlanPrefix)
 }
 
 // checkUnreachable is the reachability veto (rule 4): Liqo must not see the provider answering, and must
@@ -281,10 +414,15 @@ func checkStamped(r *inputs) field.ErrorList {
 	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.MarkedByAnnotation), msgNotStamped(r.New))}
 }
 
-// checkImmutable: while the mark is set, the confirmation and the stamps do not change (rule 6).
+// immutableWhileMarked are the keys no request changes while the mark is set: the confirmation and the
+// stamps (rule 6), and the operator's reason the clean-up's events quote (rule 14).
+var immutableWhileMarked = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation,
+	liqojanitor.MarkedAtAnnotation, liqojanitor.ReasonAnnotation}
+
+// checkImmutable: while the mark is set, the confirmation, the stamps and the reason do not change.
 func checkImmutable(r *inputs) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
+	for _, key := range immutableWhileMarked {
 		if changed(r, key) {
 			errs = append(errs, field.Forbidden(annotationsPath.Key(key), msgImmutable(r.New, key)))
 		}
@@ -347,8 +485,9 @@ func stampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) b
 
 // Stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
-// grace period, rule 6); on unmarking it removes the stamps, the confirmation and the janitor's plan of a
-// clean-up that will not happen (a cleanup annotation of a clean-up that did happen stays). It returns
+// grace period, rule 6); on unmarking it removes the stamps, the confirmation, the no-evidence key, the
+// janitor's record of its grace window and its plan of a clean-up that will not happen (a cleanup
+// annotation of a clean-up that did happen stays). It returns
 // the annotations to set and the keys to remove.
 func stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set map[string]string, remove []string) {
 	switch transitionOf(old, fc) {
@@ -358,7 +497,8 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set
 			liqojanitor.MarkedAtAnnotation: now.UTC().Format(time.RFC3339),
 		}, nil
 	case unmarking:
-		for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
+		for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
+			liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation} {
 			if _, ok := fc.Annotations[key]; ok {
 				remove = append(remove, key)
 			}

@@ -30,7 +30,8 @@ type fcOpt func(*liqov1beta1.ForeignCluster)
 
 func fc(id string, annotations map[string]string, o ...fcOpt) *liqov1beta1.ForeignCluster {
 	f := &liqov1beta1.ForeignCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: maps.Clone(annotations)},
+		ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: maps.Clone(annotations),
+			Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: id}},
 		Spec:       liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)},
 	}
 	for _, opt := range o {
@@ -45,6 +46,21 @@ func apiServer(status liqov1beta1.ConditionStatusType, since time.Duration) fcOp
 			Type: liqov1beta1.APIServerStatusCondition, Status: status,
 			LastTransitionTime: metav1.NewTime(now.Add(-since)),
 		})
+	}
+}
+
+func withLabels(kv ...string) fcOpt {
+	return func(f *liqov1beta1.ForeignCluster) {
+		f.Labels = map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			f.Labels[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func urls(apiServerURL, proxyURL string) fcOpt {
+	return func(f *liqov1beta1.ForeignCluster) {
+		f.Status.APIServerURL, f.Status.ForeignProxyURL = apiServerURL, proxyURL
 	}
 }
 
@@ -94,9 +110,11 @@ func TestDecide(t *testing.T) {
 			review:      inputs{Old: fc(id, nil, down), New: fc(id, marked, down), permission: permitted},
 			wantAllowed: true,
 		},
-		"creating a ForeignCluster already marked and confirmed is allowed": {
-			review:      inputs{New: fc(id, marked), permission: permitted},
-			wantAllowed: true,
+		"creating a ForeignCluster already marked and confirmed is denied (rule 13)": {
+			review:    inputs{New: fc(id, marked, down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{"cannot be created marked", "create it without"},
 		},
 		"marking without the confirmation is denied with the annotate command": {
 			review:    inputs{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down), permission: permitted},
@@ -127,13 +145,13 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{`exactly "true"`, "liqo.io/foreign-cluster-permanently-unreachable=true --overwrite"},
 		},
 		"marking the local cluster is denied": {
-			review:    inputs{Old: fc(id, confirmed), New: fc(id, marked), LocalClusterID: id, permission: permitted},
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), LocalClusterID: id, permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"spec.clusterID"},
 			wantInMsg: []string{"this cluster's own ID", "kubectl get foreignclusters"},
 		},
 		"marking while the local cluster ID cannot be read is denied (fail closed)": {
-			review: inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted,
+			review: inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted,
 				LocalClusterIDErr: errors.New("no ConfigMap labelled app.kubernetes.io/name=clusterid-configmap")},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"spec.clusterID"},
@@ -153,9 +171,91 @@ func TestDecide(t *testing.T) {
 			wantPaths: []string{"status.conditions"},
 			wantInMsg: []string{"only for 10s", "retry after 2026-12-01T10:00:50Z"},
 		},
-		"marking a provider with no APIServerStatus condition is allowed": {
-			review:      inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted},
+		"marking a provider with no APIServerStatus condition is denied without the no-evidence key (rule 12)": {
+			review:    inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/no-reachability-evidence]"},
+			wantInMsg: []string{"no APIServerStatus condition", "liqo-janitor.io/no-reachability-evidence=provider-a", "kubectl liqo-janitor mark provider-a"},
+		},
+		"a wrong no-evidence key is no key": {
+			review:    inputs{Old: fc(id, confirmed), New: fc(id, with(marked, liqojanitor.NoEvidenceAnnotation, "provider-b")), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/no-reachability-evidence]"},
+		},
+		"marking a provider with no APIServerStatus condition and the no-evidence key is allowed": {
+			review:      inputs{Old: fc(id, confirmed), New: fc(id, with(marked, liqojanitor.NoEvidenceAnnotation, id)), permission: permitted},
 			wantAllowed: true,
+		},
+		"marking a ForeignCluster without Liqo's label is denied: Liqo does not probe it (rule 9)": {
+			review:    inputs{Old: fc(id, confirmed, down, withLabels()), New: fc(id, marked, down, withLabels()), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.labels[liqo.io/remote-cluster-id]"},
+			wantInMsg: []string{"does not carry the label liqo.io/remote-cluster-id", "kubectl label foreigncluster provider-a liqo.io/remote-cluster-id=provider-a --overwrite"},
+		},
+		"marking a ForeignCluster whose Liqo label names another cluster is denied": {
+			review: inputs{Old: fc(id, confirmed, down, withLabels(liqojanitor.RemoteClusterIDLabel, "provider-b")),
+				New: fc(id, marked, down, withLabels(liqojanitor.RemoteClusterIDLabel, "provider-b")), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.labels[liqo.io/remote-cluster-id]"},
+			wantInMsg: []string{`liqo.io/remote-cluster-id="provider-b", not its spec.clusterID`},
+		},
+		"marking while the provider answers the gate's own probe is denied, whatever Liqo's status says (rule 4)": {
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted, Probe: probeResult{Answered: "https://10.0.0.1:6443"}},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"status.conditions"},
+			wantInMsg: []string{"the provider answers at https://10.0.0.1:6443"},
+		},
+		"adding liqo.io/webhook-skip to a marked cluster is denied, even with permission (rule 11)": {
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, marked, down, withLabels(liqojanitor.RemoteClusterIDLabel, id, liqojanitor.WebhookSkipLabel, "true")), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.labels[liqo.io/webhook-skip]"},
+			wantInMsg: []string{"cannot change while the cluster is marked", "liqo.io/foreign-cluster-permanently-unreachable-"},
+		},
+		"removing liqo.io/remote-cluster-id from a marked cluster is denied": {
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, marked, down, withLabels())},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.labels[liqo.io/remote-cluster-id]"},
+		},
+		"removing Liqo's label together with the mark is denied: unmark first": {
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, nil, down, withLabels()), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.labels[liqo.io/remote-cluster-id]"},
+		},
+		"Liqo's labels change freely on an unmarked cluster": {
+			review:      inputs{Old: fc(id, nil), New: fc(id, nil, withLabels(liqojanitor.WebhookSkipLabel, "true"))},
+			wantAllowed: true,
+		},
+		"changing the reason while marked is denied (rule 14)": {
+			review:    inputs{Old: fc(id, with(marked, liqojanitor.ReasonAnnotation, "dc lost"), down), New: fc(id, with(marked, liqojanitor.ReasonAnnotation, "nothing happened"), down)},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/reason]"},
+		},
+		"a user who is not the janitor may not write the cleanup annotation, even on an unmarked cluster (rule 14)": {
+			review:    inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.CleanupAnnotation, "pods 3/3")), JanitorUser: "system:serviceaccount:x:liqo-janitor"},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/cleanup]"},
+			wantInMsg: []string{"written only by liqo-janitor's own identity", "liqo-janitor.io/paused=true"},
+		},
+		"a user who is not the janitor may not remove a finished clean-up's summary or its first sight": {
+			review: inputs{Old: fc(id, with(marked, liqojanitor.CleanupAnnotation, "pods 3/3", liqojanitor.FirstSeenAnnotation, "2026-12-01T09:00:00Z"), down),
+				New: fc(id, marked, down), JanitorUser: "system:serviceaccount:x:liqo-janitor"},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/cleanup]", "metadata.annotations[liqo-janitor.io/first-seen-at]"},
+		},
+		"the janitor writes its own keys": {
+			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.CleanupAnnotation, "pods 3/3", liqojanitor.FirstSeenAnnotation, "2026-12-01T09:00:00Z"), down),
+				JanitorUser: "alice"},
+			wantAllowed: true,
+		},
+		"unmarking removes the grace-window plan and record with the mark": {
+			review: inputs{Old: fc(id, with(marked, liqojanitor.CleanupAnnotation, "grace 20s left: would release pods 3", liqojanitor.FirstSeenAnnotation, "2026-12-01T09:00:00Z",
+				liqojanitor.GraceEndsAnnotation, "2026-12-01T09:00:30Z"), down), New: fc(id, nil, down), permission: permitted, JanitorUser: "janitor"},
+			wantAllowed: true, wantWarning: "not restored",
+		},
+		"unmarking may not remove a finished clean-up's summary": {
+			review:    inputs{Old: fc(id, with(marked, liqojanitor.CleanupAnnotation, "pods 3/3"), down), New: fc(id, nil, down), permission: permitted, JanitorUser: "janitor"},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/cleanup]"},
 		},
 		"marking without the break-glass permission is forbidden with the binding command": {
 			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permission{Reason: "no RBAC policy matched"}},
@@ -187,13 +287,20 @@ func TestDecide(t *testing.T) {
 			wantAllowed: true,
 		},
 		"marking while another ForeignCluster has the same cluster ID is denied, naming it": {
-			review:    inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted, Duplicates: []string{"provider-a-copy"}},
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted, Duplicates: []duplicate{{Name: "provider-a-copy"}}},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"spec.clusterID"},
-			wantInMsg: []string{"ForeignCluster provider-a-copy has the same cluster ID", "kubectl delete foreigncluster"},
+			wantInMsg: []string{"ForeignCluster provider-a-copy has the same spec.clusterID", "kubectl delete foreigncluster"},
+		},
+		"marking while another ForeignCluster carries Liqo's label for the cluster ID is denied, naming it": {
+			review: inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted,
+				Duplicates: []duplicate{{Name: "impostor", ByLabel: true}}},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"spec.clusterID"},
+			wantInMsg: []string{"ForeignCluster impostor carries the label liqo.io/remote-cluster-id=provider-a", "kubectl get foreignclusters -l liqo.io/remote-cluster-id=provider-a"},
 		},
 		"marking when the other ForeignClusters cannot be listed is denied (fail closed)": {
-			review:    inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted, DuplicatesErr: errors.New("timeout")},
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted, DuplicatesErr: errors.New("timeout")},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"spec.clusterID"},
 			wantInMsg: []string{"cannot list ForeignClusters", "timeout"},
@@ -246,7 +353,7 @@ func TestDecide(t *testing.T) {
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/marked-by]", "metadata.annotations[liqo-janitor.io/marked-at]"},
 		},
 		"other annotations on a marked cluster pass": {
-			review:      inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.PausedAnnotation, "true", liqojanitor.ReasonAnnotation, "dc lost"), down)},
+			review:      inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.PausedAnnotation, "true", "team", "blue"), down)},
 			wantAllowed: true,
 		},
 		"stamps without the mark are denied": {
@@ -345,6 +452,12 @@ func TestStamp(t *testing.T) {
 			old: fc(id, marked), new: fc(id, without(marked, liqojanitor.MarkAnnotation)),
 			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation},
 		},
+		"unmarking removes the no-evidence key and the janitor's record of its grace window": {
+			old: fc(id, with(marked, liqojanitor.NoEvidenceAnnotation, id, liqojanitor.FirstSeenAnnotation, "t", liqojanitor.GraceEndsAnnotation, "t")),
+			new: fc(id, without(with(marked, liqojanitor.NoEvidenceAnnotation, id, liqojanitor.FirstSeenAnnotation, "t", liqojanitor.GraceEndsAnnotation, "t"), liqojanitor.MarkAnnotation)),
+			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
+				liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation},
+		},
 		"unmarking in the grace period also removes the janitor's plan of the clean-up": {
 			old: fc(id, with(marked, liqojanitor.CleanupAnnotation, "grace 20s left: would release pods 3")),
 			new: fc(id, without(with(marked, liqojanitor.CleanupAnnotation, "grace 20s left: would release pods 3"), liqojanitor.MarkAnnotation)),
@@ -410,7 +523,13 @@ func TestDecisionReasons(t *testing.T) {
 		"an allowed unpausing":    {inputs{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), permission: permitted}, ReasonUnpaused},
 		"an unrelated change":     {inputs{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))}, ReasonOther},
 		"the first refusing rule": {inputs{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down)}, ReasonConfirmation},
-		"a duplicate":             {inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted, Duplicates: []string{"x"}}, ReasonDuplicate},
+		"a duplicate":             {inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted, Duplicates: []duplicate{{Name: "x"}}}, ReasonDuplicate},
+		"no evidence":             {inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted}, ReasonNoEvidence},
+		"born marked":             {inputs{New: fc(id, marked, down), permission: permitted}, ReasonCreateMarked},
+		"not Liqo's lookup":       {inputs{Old: fc(id, confirmed, down, withLabels()), New: fc(id, marked, down, withLabels()), permission: permitted}, ReasonLiqoLookup},
+		"the provider answers":    {inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted, Probe: probeResult{Answered: "https://x"}}, ReasonProviderAnswers},
+		"a locked label":          {inputs{Old: fc(id, marked, down), New: fc(id, marked, down, withLabels())}, ReasonLabelsLocked},
+		"a janitor's key":         {inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.CleanupAnnotation, "x")), JanitorUser: "j"}, ReasonJanitorOwned},
 		"no permission":           {inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down)}, ReasonPermission},
 		"a frozen stamp":          {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.MarkedByAnnotation, "mallory"), down)}, ReasonImmutable},
 	}

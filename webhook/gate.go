@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -35,15 +36,17 @@ const (
 
 // The configurations below are generated into manifests/webhook by `make manifests`. Their
 // matchConditions make the API server call the gate only for requests it could refuse or must stamp: the
-// validating webhook when the mark, the confirmation or a stamp is created, changed or removed, or when a
-// marked cluster is unpaused (rule 10); the mutating webhook only when the mark itself changes (it only
-// stamps and unstamps). Every other update of a ForeignCluster — Liqo's status, labels and annotations,
-// liqo-janitor.io/reason and cleanup, and pausing — never waits for the gate, and never blocks when its
-// pods are down.
+// validating webhook when the mark, the confirmation, a stamp or one of the janitor's own keys is created,
+// changed or removed (rules 1, 2, 6, 14), when a marked cluster is unpaused (rule 10), and when the reason
+// or Liqo's labels liqo.io/remote-cluster-id and liqo.io/webhook-skip change on a marked cluster (rules
+// 11, 14); the mutating webhook only when the mark itself changes (it only stamps and unstamps). Every
+// other update of a ForeignCluster — Liqo's status (a subresource the gate never sees), Liqo's labels and
+// annotations on an unmarked one, and pausing — never waits for the gate, and never blocks when its pods
+// are down.
 //
 //nolint:lll // markers are one line each
 // +kubebuilder:webhook:path=/mutate-liqo-io-v1beta1-foreigncluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=mforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"mark-changes","expression":"(request.operation == 'CREATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) || (request.operation == 'UPDATE' && ((has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) ? !(has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == object.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable']) : (has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations)))"}]}`
-// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-annotation-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true'))"}]}`
+// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && (['liqo-janitor.io/reason'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k]))))"}]}`
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=core.liqo.io,resources=foreignclusters,verbs=list
@@ -62,6 +65,8 @@ type gate struct {
 	options Options
 	// clock tells the time (injected for tests).
 	clock clock.PassiveClock
+	// probe asks whether a provider's API server answers (rule 4); nil when the probe is off.
+	probe func(ctx context.Context, fc *liqov1beta1.ForeignCluster) probeResult
 
 	decoder admission.Decoder
 }
@@ -87,7 +92,18 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
 		return fmt.Errorf("watching Liqo's cluster-ID ConfigMap: %w", err)
 	}
-	g := &gate{client: mgr.GetClient(), reader: mgr.GetCache(), apiReader: mgr.GetAPIReader(), options: o.Default()}
+	o = o.Default()
+	if o.JanitorUser == "" {
+		user, err := selfUser(ctx, mgr.GetClient())
+		if err != nil {
+			return err
+		}
+		o.JanitorUser = user
+	}
+	g := &gate{client: mgr.GetClient(), reader: mgr.GetCache(), apiReader: mgr.GetAPIReader(), options: o}
+	if o.ProbeTimeout > 0 {
+		g.probe = newProber(o.ProbeTimeout).probe
+	}
 	mutating, validating := g.webhooks(mgr.GetScheme())
 	mgr.GetWebhookServer().Register(MutatePath, mutating)
 	mgr.GetWebhookServer().Register(ValidatePath, validating)
@@ -159,7 +175,7 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 	if err != nil {
 		return nil, err
 	}
-	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now()}
+	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now(), JanitorUser: g.options.JanitorUser}
 	if needsClusterContext(transitionOf(old, fc)) {
 		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
 		r.Duplicates, r.DuplicatesErr = g.duplicates(ctx, fc)
@@ -168,6 +184,11 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		r.permission = g.checkPermission(ctx, fc, req.UserInfo)
 	}
 	v := decide(r, g.options)
+	// The probe costs up to ProbeTimeout: made only for a mark every other rule accepts.
+	if v.Allowed() && g.probe != nil && transitionOf(old, fc) == marking {
+		r.Probe = g.probe(ctx, fc)
+		v = decide(r, g.options)
+	}
 	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(fc)
 }
@@ -197,20 +218,34 @@ func (g *gate) localClusterID(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("several cluster-ID ConfigMaps in namespace %q disagree: %s", g.options.LiqoNamespace, strings.Join(sortedKeys(ids), ", "))
 }
 
-// duplicates lists, live, the other ForeignClusters whose spec.clusterID is fc's.
-func (g *gate) duplicates(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]string, error) {
+// duplicates lists, live, the other ForeignClusters Liqo's lookup could confuse with fc: those whose
+// spec.clusterID is fc's, or whose liqo.io/remote-cluster-id label names it (rule 9).
+func (g *gate) duplicates(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]duplicate, error) {
 	var fcs liqov1beta1.ForeignClusterList
 	if err := g.apiReader.List(ctx, &fcs); err != nil {
 		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
 	}
-	var others []string
+	var others []duplicate
 	for _, o := range liqojanitor.ForeignClustersOf(fcs.Items, fc.Spec.ClusterID) {
 		if o.Name != fc.Name {
-			others = append(others, o.Name)
+			others = append(others, duplicate{Name: o.Name, ByLabel: o.Spec.ClusterID != fc.Spec.ClusterID})
 		}
 	}
-	sort.Strings(others)
+	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
 	return others, nil
+}
+
+// selfUser asks the API server who the binary is (a SelfSubjectReview): the janitor's identity, the only
+// one that may write the janitor's keys (rule 14).
+func selfUser(ctx context.Context, c client.Client) (string, error) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("learning the janitor's own identity with a SelfSubjectReview: %w", err)
+	}
+	if review.Status.UserInfo.Username == "" {
+		return "", errors.New("learning the janitor's own identity: the SelfSubjectReview named no user")
+	}
+	return review.Status.UserInfo.Username, nil
 }
 
 // checkPermission asks the API server whether the requesting user may use the break-glass verb on fc.

@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 		if err := setupCluster(e); err != nil {
 			return err
 		}
-		return e.StartGate(webhook.Options{LiqoNamespace: liqoNamespace, MinUnreachable: time.Minute})
+		return e.StartGate(webhook.Options{LiqoNamespace: liqoNamespace, MinUnreachable: time.Minute, ProbeTimeout: webhook.DefaultProbeTimeout})
 	}))
 }
 
@@ -219,7 +219,6 @@ func TestReachabilityVeto(t *testing.T) {
 		"a provider unreachable for longer than --min-unreachable can be marked": {
 			status: liqov1beta1.ConditionStatusError, since: 2 * time.Minute, wantAllowed: true,
 		},
-		"a provider without an APIServerStatus condition can be marked": {wantAllowed: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -278,13 +277,13 @@ func TestStampsAreWrittenByTheWebhookAndImmutableWhileMarked(t *testing.T) {
 	g.Expect(at).To(BeTemporally(">=", before.Truncate(time.Second)), "the forged marked-at is replaced")
 
 	// a later unrelated change keeps the stamps as they are
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ReasonAnnotation: s("data centre flooded")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{"example.com/note": s("data centre flooded")})).To(Succeed())
 	stable := get(t, fc).Annotations
 	g.Expect(stable).To(And(
 		HaveKeyWithValue(liqojanitor.MarkedByAnnotation, markerUser),
 		HaveKeyWithValue(liqojanitor.MarkedAtAnnotation, marked.Annotations[liqojanitor.MarkedAtAnnotation])))
 
-	for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
+	for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation, liqojanitor.ReasonAnnotation} {
 		err := fixture.Annotate(ctx, alice, fc, map[string]*string{key: s("changed")})
 		expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations["+key+"]", fc,
 			key+" cannot change while", "kubectl annotate foreigncluster "+fc.Name+" liqo.io/foreign-cluster-permanently-unreachable-")
@@ -303,8 +302,9 @@ func TestRemovingTheMarkWarnsAndDropsStampsAndConfirmation(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
-	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ReasonAnnotation: s("kept")})).To(Succeed())
+	kv := markAndConfirm(fc)
+	kv[liqojanitor.ReasonAnnotation] = s("kept")
+	g.Expect(fixture.Annotate(ctx, alice, fc, kv)).To(Succeed())
 
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	g.Expect(get(t, fc).Annotations).To(Equal(map[string]string{liqojanitor.ReasonAnnotation: "kept"}))
@@ -350,10 +350,13 @@ func TestBlastRadius(t *testing.T) {
 	g.Expect(env.Client.Patch(ctx, latest, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"liqo.io/example":"relabelled"}}}`)))).To(Succeed()) // a label change
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{"example.com/note": s("unrelated")})).To(Succeed())
-	// an operator can still pause the janitor, and the janitor can still report, with the gate down
+	// an operator can still pause the janitor and give a reason on an unmarked cluster, with the gate down
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{
-		liqojanitor.PausedAnnotation: s("true"), liqojanitor.ReasonAnnotation: s("gate down"), liqojanitor.CleanupAnnotation: s("nothing to release"),
+		liqojanitor.PausedAnnotation: s("true"), liqojanitor.ReasonAnnotation: s("gate down"),
 	})).To(Succeed())
+	// the janitor's own keys are the gate's to guard (rule 14): with the gate down, they fail closed
+	g.Expect(fixture.Annotate(ctx, env.Client, fc, map[string]*string{liqojanitor.CleanupAnnotation: s("nothing to release")})).
+		To(MatchError(ContainSubstring("failed calling webhook")), "a janitor key fails closed")
 	g.Expect(get(t, fc).Annotations).To(And(Not(HaveKey(liqojanitor.MarkAnnotation)),
 		HaveKeyWithValue(liqojanitor.ConfirmAnnotation, fc.Name), HaveKeyWithValue(liqojanitor.PausedAnnotation, "true")))
 }
@@ -426,7 +429,8 @@ func TestMarkingADuplicateOfALiveClusterIsDenied(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	live := newProvider(t, liqov1beta1.ConditionStatusEstablished, time.Hour)
-	dup := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: live.Name + "-copy"},
+	dup := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: live.Name + "-copy",
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: string(live.Spec.ClusterID)}},
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: live.Spec.ClusterID}}
 	g.Expect(env.Client.Create(ctx, dup)).To(Succeed())
 
@@ -434,7 +438,7 @@ func TestMarkingADuplicateOfALiveClusterIsDenied(t *testing.T) {
 	seen := harness.Metric("liqo_janitor_gate_decisions_total", deniedDuplicate)
 	err := fixture.Annotate(ctx, alice, dup, markAndConfirm(dup))
 	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", dup,
-		"ForeignCluster "+live.Name+" has the same cluster ID", "kubectl get foreignclusters -o custom-columns")
+		"ForeignCluster "+live.Name+" has the same spec.clusterID", "kubectl get foreignclusters -o custom-columns")
 	g.Expect(harness.Metric("liqo_janitor_gate_decisions_total", deniedDuplicate)).To(Equal(seen+1), "the decision is counted")
 	g.Expect(get(t, dup).Annotations).NotTo(HaveKey(liqojanitor.MarkAnnotation))
 

@@ -69,12 +69,68 @@ func msgLocalUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
 		describe(fc), err, liqojanitor.ClusterIDConfigMapNameLabel, liqojanitor.ClusterIDConfigMapNameValue)
 }
 
-func msgDuplicate(fc *liqov1beta1.ForeignCluster, others []string) string {
-	return fmt.Sprintf("%s: ForeignCluster %s has the same cluster ID; Liqo probes only one ForeignCluster per cluster ID, "+
-		"so this one's reachability cannot be trusted and marking it could condemn a live provider; find the stray one with: "+
-		"kubectl get foreignclusters -o custom-columns=NAME:.metadata.name,CLUSTERID:.spec.clusterID, delete it "+
-		"(kubectl delete foreigncluster NAME), then mark the one Liqo uses",
-		describe(fc), strings.Join(others, ", "))
+func msgDuplicate(fc *liqov1beta1.ForeignCluster, others []duplicate) string {
+	var named []string
+	for _, o := range others {
+		how := "has the same spec.clusterID"
+		if o.ByLabel {
+			how = fmt.Sprintf("carries the label %s=%s", liqojanitor.RemoteClusterIDLabel, fc.Spec.ClusterID)
+		}
+		named = append(named, fmt.Sprintf("ForeignCluster %s %s", o.Name, how))
+	}
+	return fmt.Sprintf("%s: %s; Liqo probes, drains and replicates for only one ForeignCluster per cluster ID (the oldest "+
+		"labelled %s=%s), so this one's reachability cannot be trusted and marking it could condemn a live provider; "+
+		"find the stray one with: kubectl get foreignclusters -l %s=%s and kubectl get foreignclusters "+
+		"-o custom-columns=NAME:.metadata.name,CLUSTERID:.spec.clusterID, delete it (kubectl delete foreigncluster NAME), "+
+		"then mark the one Liqo uses",
+		describe(fc), strings.Join(named, "; "), liqojanitor.RemoteClusterIDLabel, fc.Spec.ClusterID,
+		liqojanitor.RemoteClusterIDLabel, fc.Spec.ClusterID)
+}
+
+func msgNotLiqosLookup(fc *liqov1beta1.ForeignCluster) string {
+	what := "does not carry the label " + liqojanitor.RemoteClusterIDLabel
+	if v, ok := fc.Labels[liqojanitor.RemoteClusterIDLabel]; ok {
+		what = fmt.Sprintf("carries the label %s=%q, not its spec.clusterID", liqojanitor.RemoteClusterIDLabel, v)
+	}
+	return fmt.Sprintf("%s %s: Liqo finds a cluster's ForeignCluster by that label, so it does not probe this one and its "+
+		"APIServerStatus may be stale; restore the label (Liqo's own webhook sets it, unless %s=true switches it off): "+
+		"kubectl label foreigncluster %s %s=%s --overwrite, and remove the skip if it is there: "+
+		"kubectl label foreigncluster %s %s-; then wait for Liqo to report the provider's state and retry",
+		describe(fc), what, liqojanitor.WebhookSkipLabel, fc.Name, liqojanitor.RemoteClusterIDLabel, fc.Spec.ClusterID,
+		fc.Name, liqojanitor.WebhookSkipLabel)
+}
+
+func msgCreateMarked(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: a ForeignCluster cannot be created marked permanently unreachable: nothing Liqo observed "+
+		"backs the mark yet; create it without %s, let Liqo report its provider's state, then mark it",
+		describe(fc), liqojanitor.MarkAnnotation)
+}
+
+func msgNoEvidence(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s has no APIServerStatus condition: Liqo keeps no reachability evidence for it (its identity was "+
+		"deleted, authentication is off, or it was made by hand), and Liqo treats a marked cluster without evidence as dead; "+
+		"if you know the provider is gone, say so with a second key in the same request: "+
+		"kubectl liqo-janitor mark %s (it asks you to type the cluster ID again), or %s",
+		describe(fc), fc.Name, annotateCmd(fc, fmt.Sprintf("%s=%s %s %s=%s", liqojanitor.NoEvidenceAnnotation, fc.Spec.ClusterID,
+			confirmKV(fc), liqojanitor.MarkAnnotation, liqojanitor.MarkValue)))
+}
+
+func msgProviderAnswers(fc *liqov1beta1.ForeignCluster, url string) string {
+	return fmt.Sprintf("%s: Liqo's status says the provider is unreachable, but the provider answers at %s (liqo-janitor's "+
+		"own probe, just now): a cluster that answers is not dead; Liqo's status may be stale "+
+		"(is liqo-controller-manager running?); check the peering with: kubectl get foreigncluster %s -o yaml",
+		describe(fc), url, fc.Name)
+}
+
+func msgLabelLocked(fc *liqov1beta1.ForeignCluster, key string) string {
+	return fmt.Sprintf("%s: the label %s cannot change while the cluster is marked permanently unreachable (it decides "+
+		"which ForeignCluster Liqo probes for the cluster ID); restore it, or remove the mark first (this needs the %s "+
+		"permission): %s", describe(fc), key, MarkVerb, unmarkCmd(fc))
+}
+
+func msgJanitorOwned(fc *liqov1beta1.ForeignCluster, key string) string {
+	return fmt.Sprintf("%s: %s is written only by liqo-janitor's own identity; leave it out of your request "+
+		"(to stop the janitor, pause it: %s)", describe(fc), key, annotateCmd(fc, liqojanitor.PausedAnnotation+"=true"))
 }
 
 func msgDuplicatesUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
