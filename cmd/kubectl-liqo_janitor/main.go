@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -15,7 +16,7 @@ var version = "dev"
 
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	if err := newRootCommand(streams).Execute(); err != nil {
+	if err := run(context.Background(), newRootCommand(streams)); err != nil {
 		os.Exit(1)
 	}
 }

@@ -54,7 +54,7 @@ func kubectl(t *testing.T, user, stdin string, args ...string) (stdout, stderr s
 	var out, errOut bytes.Buffer
 	cmd := newRootCommand(genericiooptions.IOStreams{In: bytes.NewBufferString(stdin), Out: &out, ErrOut: &errOut})
 	cmd.SetArgs(append([]string{"--kubeconfig", testEnv.KubeconfigPath, "--as", user}, args...))
-	err = cmd.ExecuteContext(t.Context())
+	err = run(t.Context(), cmd)
 	return out.String(), errOut.String(), err
 }
 
@@ -109,7 +109,7 @@ func TestPlanShowsTheJanitorsSelectionAndTheGatesAnswer(t *testing.T) {
 	var report planReport
 	g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
 	g.Expect(report.Plan.Kinds).To(ContainElement(janitor.PlannedKind{Kind: "Pod", Release: len(dead.Pods)}))
-	g.Expect(report.Gate).To(Equal(gateCheck{MayMark: true, Accepted: true}))
+	g.Expect(report.Gate).To(Equal(gateCheck{MayMark: true, Accepted: true, Answered: true}))
 
 	out, _, err = kubectl(t, bob, "", "plan", id)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -125,6 +125,12 @@ func TestPlanShowsTheJanitorsSelectionAndTheGatesAnswer(t *testing.T) {
 	_, stderr, err := kubectl(t, alice, "", "plan", "no-such-cluster")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("kubectl get foreignclusters"))
+	_, stderr, err = kubectl(t, alice, "", "plan")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(Equal("error: accepts 1 arg(s), received 0\n"), "a usage error says so")
+	_, stderr, err = kubectl(t, alice, "", "plan", id, "-o", "table")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("use -o json or -o yaml"))
 }
 
 func TestMarkTakesTheClusterIDTyped(t *testing.T) {
@@ -140,7 +146,8 @@ func TestMarkTakesTheClusterIDTyped(t *testing.T) {
 
 	out, _, err := kubectl(t, alice, "", "mark", id, "--reason", "data centre flooded", "--yes", "--dry-run=server")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(ContainSubstring("Dry run: the gate accepts this mark; nothing was stored"))
+	g.Expect(out).To(ContainSubstring("Dry run: the gate accepts this mark (it would stamp marked-by=" + alice + ", marked-at="))
+	g.Expect(out).To(ContainSubstring("nothing was stored"))
 	g.Expect(rvs(t, dead, live)).To(Equal(before), "--dry-run=server writes nothing")
 
 	_, stderr, err = kubectl(t, alice, id+"\n", "mark", id)
@@ -164,11 +171,17 @@ func TestMarkTakesTheClusterIDTyped(t *testing.T) {
 func TestARefusedMarkShowsTheGatesMessage(t *testing.T) {
 	g := NewWithT(t)
 	dead, live := deadAndLive(t)
-	_, stderr, err := kubectl(t, bob, "", "mark", string(dead.ForeignCluster.Spec.ClusterID), "--reason", "gone", "--yes")
+	id := string(dead.ForeignCluster.Spec.ClusterID)
+	_, stderr, err := kubectl(t, bob, "", "mark", id, "--reason", "gone", "--yes")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring(`admission webhook "vforeigncluster.liqo-janitor.io" denied the request`))
 	g.Expect(stderr).To(ContainSubstring("verb mark-unreachable"))
 	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.MarkAnnotation))
+
+	out, stderr, err := kubectl(t, bob, id+"\n", "mark", id, "--reason", "gone")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("denied the request"))
+	g.Expect(out).NotTo(ContainSubstring("Type the cluster ID"), "the dry run through the gate comes before the typing")
 
 	_, stderr, err = kubectl(t, alice, "", "mark", string(live.ForeignCluster.Spec.ClusterID), "--reason", "gone", "--yes")
 	g.Expect(err).To(HaveOccurred())
@@ -192,7 +205,8 @@ func TestStatusShowsThePlanInTheGraceWindow(t *testing.T) {
 		ContainSubstring("marked permanently unreachable"),
 		ContainSubstring("marked by "+alice),
 		ContainSubstring(`reason: "gone for good"`),
-		MatchRegexp(`cleanup: grace \S+ left: would release pods %d`, len(dead.Pods)),
+		MatchRegexp(`cleanup: grace\b.*would release pods %d`, len(dead.Pods)),
+		Not(MatchRegexp(`cleanup: grace \S+ left`)), // the countdown the janitor wrote with the plan is stale when read
 		ContainSubstring("Waiting: "),
 	))
 	out, _, err := kubectl(t, alice, "", "status")
@@ -238,7 +252,7 @@ func TestStatusWatchRefreshes(t *testing.T) {
 	cmd := newRootCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
 	cmd.SetArgs([]string{"--kubeconfig", testEnv.KubeconfigPath, "--as", alice, "status", dead.ForeignCluster.Name, "--watch", "--interval=100ms"})
 	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+	go func() { done <- run(ctx, cmd) }()
 	g.Eventually(func() int { return strings.Count("\n"+out.String(), "\n--- ") }).
 		Should(BeNumerically(">=", 3), "refreshed at least three times")
 	cancel()

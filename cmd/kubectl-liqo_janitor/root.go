@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -24,6 +28,9 @@ type env struct {
 
 	mu       sync.Mutex
 	warnings []string
+
+	// stdin reads the typed confirmations, one line each, from one buffer.
+	stdin *bufio.Reader
 }
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -47,25 +54,17 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
 	root.SetErr(streams.ErrOut)
 	root.AddCommand(e.planCommand(), e.markCommand(), e.statusCommand(), e.pauseCommand(true), e.pauseCommand(false),
 		e.unmarkCommand(), e.canICommand(), versionCommand())
-	// errors are printed once, as they are: the gate's refusals already say what to do next
-	for _, c := range root.Commands() {
-		c.RunE = printed(streams, c.RunE)
-	}
 	return root
 }
 
-// printed prints a command's error to the error stream and returns it (for the exit code).
-func printed(streams genericiooptions.IOStreams, run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
-	if run == nil {
-		return nil
+// run executes the command line and prints its error once, escaped (printError): a command's own, the
+// API server's (the gate's refusals already say what to do next), and cobra's usage errors alike.
+func run(ctx context.Context, root *cobra.Command) error {
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		printError(root.ErrOrStderr(), err)
 	}
-	return func(cmd *cobra.Command, args []string) error {
-		err := run(cmd, args)
-		if err != nil {
-			fmt.Fprintln(streams.ErrOut, "error:", err)
-		}
-		return err
-	}
+	return err
 }
 
 func (e *env) restConfig() (*rest.Config, error) {
@@ -90,9 +89,28 @@ func (e *env) printWarnings() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, w := range e.warnings {
-		fmt.Fprintln(e.ErrOut, "Warning:", w)
+		fmt.Fprintln(e.ErrOut, "Warning:", printable(w))
 	}
 	e.warnings = nil
+}
+
+// dropWarnings forgets the warnings collected so far.
+func (e *env) dropWarnings() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.warnings = nil
+}
+
+// readLine reads one line the operator typed, without its line end.
+func (e *env) readLine() (string, error) {
+	if e.stdin == nil {
+		e.stdin = bufio.NewReader(e.In)
+	}
+	line, err := e.stdin.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
 }
 
 func (e *env) client() (client.Client, error) {

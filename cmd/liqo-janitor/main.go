@@ -46,6 +46,7 @@ type options struct {
 	enableHTTP2         bool
 	liqoNamespace       string
 	minUnreachable      time.Duration
+	probeTimeout        time.Duration
 	gracePeriod         time.Duration
 	dryRun              bool
 	releaseSecrets      bool
@@ -87,6 +88,8 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Namespace Liqo is installed in; the local cluster ID is read from its cluster-ID ConfigMap.")
 	fs.DurationVar(&o.minUnreachable, "min-unreachable", webhook.DefaultMinUnreachable,
 		"How long a ForeignCluster's APIServerStatus must have been not Established before it may be marked dead.")
+	fs.DurationVar(&o.probeTimeout, "probe-timeout", webhook.DefaultProbeTimeout,
+		"How long the gate's own probe of a provider's API server (an unauthenticated GET /readyz at the https URLs Liqo wrote in the ForeignCluster's status) may take before a mark is accepted; an answer vetoes the mark. 0 turns the probe off. At most 3s (the webhook's timeout is 5s)")
 	fs.DurationVar(&o.gracePeriod, "grace-period", janitor.DefaultGracePeriod,
 		"How long after a cluster is marked dead the janitor waits before releasing anything (the window to undo a mistake).")
 	fs.BoolVar(&o.dryRun, "dry-run", false,
@@ -107,6 +110,9 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 
 func (o *options) validate() error {
 	var errs []error
+	if o.probeTimeout < 0 || o.probeTimeout > 3*time.Second {
+		errs = append(errs, fmt.Errorf("--probe-timeout must be between 0 (off) and 3s, inside the webhook's 5s timeout, got %s", o.probeTimeout))
+	}
 	if o.minUnreachable < 0 {
 		errs = append(errs, fmt.Errorf("--min-unreachable must not be negative, got %s", o.minUnreachable))
 	}
@@ -239,7 +245,7 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 }
 
 func gateOptions(o *options) webhook.Options {
-	return webhook.Options{LiqoNamespace: o.liqoNamespace, MinUnreachable: o.minUnreachable}
+	return webhook.Options{LiqoNamespace: o.liqoNamespace, MinUnreachable: o.minUnreachable, ProbeTimeout: o.probeTimeout}
 }
 
 func janitorOptions(o *options) janitor.Options {

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+)
+
+// graceWindow is the janitor's grace period for a ForeignCluster's current mark, as the janitor itself
+// recorded it in liqo-janitor.io/grace-ends-at. The plugin never assumes a grace period: only the janitor
+// knows its --grace-period and when it first saw the mark.
+type graceWindow struct {
+	// EndsAt is the janitor's record; nil while it has written none for this mark.
+	EndsAt *metav1.Time `json:"endsAt,omitempty"`
+	// Left is EndsAt − now, while that is positive.
+	Left time.Duration `json:"left,omitempty"`
+	// Over: EndsAt has passed.
+	Over bool `json:"over,omitempty"`
+	// MarkedAt is the gate's stamp: the window ends no sooner than MarkedAt + the janitor's --grace-period.
+	MarkedAt *metav1.Time `json:"markedAt,omitempty"`
+	// Ignored says why a grace-ends-at on the ForeignCluster is not the janitor's record for this mark.
+	Ignored string `json:"ignored,omitempty"`
+}
+
+// graceOf reads fc's grace window at now.
+func graceOf(fc *liqov1beta1.ForeignCluster, now time.Time) graceWindow {
+	var g graceWindow
+	markedAt, stamped := liqojanitor.MarkedAt(fc)
+	if stamped {
+		g.MarkedAt = &metav1.Time{Time: markedAt.UTC()}
+	}
+	raw, recorded := fc.Annotations[liqojanitor.GraceEndsAnnotation]
+	if !recorded {
+		return g
+	}
+	ends, err := time.Parse(time.RFC3339, raw)
+	switch {
+	case err != nil:
+		g.Ignored = fmt.Sprintf("%s %q is not an RFC 3339 time", liqojanitor.GraceEndsAnnotation, raw)
+	case stamped && ends.Before(markedAt):
+		g.Ignored = fmt.Sprintf("%s %s is before the mark (marked-at %s): it is not this mark's",
+			liqojanitor.GraceEndsAnnotation, raw, markedAt.UTC().Format(time.RFC3339))
+	default:
+		g.EndsAt = &metav1.Time{Time: ends.UTC()}
+		g.Left = max(ends.Sub(now), 0)
+		g.Over = g.Left == 0
+	}
+	return g
+}
+
+// String says where the window stands, for a person.
+func (g graceWindow) String() string {
+	switch {
+	case g.EndsAt != nil && g.Over:
+		return fmt.Sprintf("grace period over (the janitor's ended at %s)", g.EndsAt.UTC().Format(time.RFC3339))
+	case g.EndsAt != nil:
+		return fmt.Sprintf("%s left (the janitor's ends at %s)", g.Left.Round(time.Second), g.EndsAt.UTC().Format(time.RFC3339))
+	}
+	s := "waiting for the janitor to record its grace window"
+	if g.Ignored != "" {
+		s += " (" + printable(g.Ignored) + ")"
+	}
+	if g.MarkedAt != nil {
+		s += fmt.Sprintf("; it lasts at least until %s + the janitor's --grace-period", g.MarkedAt.UTC().Format(time.RFC3339))
+	}
+	return s
+}
+
+// applyTo replaces, in a plan of a marked cluster, the grace period janitor.PlanCluster assumes (its
+// default, not the running janitor's) with the window the janitor recorded: a cluster PlanCluster finds
+// in its grace period or past it is in its grace period until the janitor's record says it is over.
+func (g graceWindow) applyTo(p *janitor.Plan) {
+	if p.Wait != janitor.WaitGracePeriod && p.Wait != janitor.NotWaiting {
+		return
+	}
+	p.Wait, p.GraceLeft = janitor.WaitGracePeriod, g.Left
+	if g.Over {
+		p.Wait, p.GraceLeft = janitor.NotWaiting, 0
+	}
+}

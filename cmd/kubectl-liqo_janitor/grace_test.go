@@ -1,0 +1,111 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+)
+
+func marked(annotations ...string) *liqov1beta1.ForeignCluster {
+	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "provider-a", Annotations: map[string]string{
+		liqojanitor.MarkAnnotation: liqojanitor.MarkValue,
+	}}}
+	for i := 0; i+1 < len(annotations); i += 2 {
+		fc.Annotations[annotations[i]] = annotations[i+1]
+	}
+	return fc
+}
+
+func TestGraceWindowIsTheOneTheJanitorRecorded(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	markedAt := now.Add(-10 * time.Second).Format(time.RFC3339)
+	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	for name, tc := range map[string]struct {
+		fc       *liqov1beta1.ForeignCluster
+		says     string
+		left     time.Duration
+		over     bool
+		recorded bool
+	}{
+		"the janitor has recorded nothing yet, the gate stamped the mark": {
+			fc:   marked(liqojanitor.MarkedAtAnnotation, markedAt),
+			says: "waiting for the janitor to record its grace window; it lasts at least until " + markedAt + " + the janitor's --grace-period",
+		},
+		"the janitor has recorded nothing yet, no stamp": {
+			fc: marked(), says: "waiting for the janitor to record its grace window",
+		},
+		"the janitor's window runs: what is left of it, not of an assumed 30s": {
+			fc:   marked(liqojanitor.MarkedAtAnnotation, markedAt, liqojanitor.GraceEndsAnnotation, at(42*time.Minute)),
+			says: "42m0s left (the janitor's ends at " + at(42*time.Minute) + ")", left: 42 * time.Minute, recorded: true,
+		},
+		"the janitor's window is over, though the mark is younger than 30s": {
+			fc:   marked(liqojanitor.MarkedAtAnnotation, markedAt, liqojanitor.GraceEndsAnnotation, at(-time.Second)),
+			says: "grace period over (the janitor's ended at " + at(-time.Second) + ")", over: true, recorded: true,
+		},
+		"an unreadable record is no record": {
+			fc:   marked(liqojanitor.GraceEndsAnnotation, "soon\x1b[2J"),
+			says: `waiting for the janitor to record its grace window (liqo-janitor.io/grace-ends-at "soon\x1b[2J" is not an RFC 3339 time)`,
+		},
+		"a record older than the mark is an earlier mark's": {
+			fc: marked(liqojanitor.MarkedAtAnnotation, markedAt, liqojanitor.GraceEndsAnnotation, at(-time.Hour)),
+			says: "waiting for the janitor to record its grace window (liqo-janitor.io/grace-ends-at " + at(-time.Hour) +
+				" is before the mark (marked-at " + markedAt + "): it is not this mark's); it lasts at least until " + markedAt +
+				" + the janitor's --grace-period",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			w := graceOf(tc.fc, now)
+			g.Expect(w.String()).To(Equal(tc.says))
+			g.Expect(w.Left).To(Equal(tc.left))
+			g.Expect(w.Over).To(Equal(tc.over))
+			g.Expect(w.EndsAt != nil).To(Equal(tc.recorded))
+		})
+	}
+}
+
+func TestGraceWindowReplacesThePlansAssumedOne(t *testing.T) {
+	now := time.Now()
+	for name, tc := range map[string]struct {
+		plan, want janitor.Plan
+		ends       string
+	}{
+		"PlanCluster's default has passed, the janitor's window has not": {
+			plan: janitor.Plan{Wait: janitor.NotWaiting},
+			ends: now.Add(time.Hour).Format(time.RFC3339),
+			want: janitor.Plan{Wait: janitor.WaitGracePeriod, GraceLeft: time.Hour},
+		},
+		"PlanCluster's default runs, the janitor's window is over": {
+			plan: janitor.Plan{Wait: janitor.WaitGracePeriod, GraceLeft: 20 * time.Second},
+			ends: now.Add(-time.Minute).Format(time.RFC3339),
+			want: janitor.Plan{Wait: janitor.NotWaiting},
+		},
+		"no record: in the grace period, nothing left is known": {
+			plan: janitor.Plan{Wait: janitor.NotWaiting},
+			want: janitor.Plan{Wait: janitor.WaitGracePeriod},
+		},
+		"another reason to wait stays": {
+			plan: janitor.Plan{Wait: janitor.WaitPaused},
+			ends: now.Add(-time.Minute).Format(time.RFC3339),
+			want: janitor.Plan{Wait: janitor.WaitPaused},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			fc := marked()
+			if tc.ends != "" {
+				fc.Annotations[liqojanitor.GraceEndsAnnotation] = tc.ends
+			}
+			p := tc.plan
+			graceOf(fc, now).applyTo(&p)
+			g.Expect(p.Wait).To(Equal(tc.want.Wait))
+			g.Expect(p.GraceLeft).To(BeNumerically("~", tc.want.GraceLeft, time.Second))
+		})
+	}
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
+)
+
+// gateCheck is what the gate would say to a mark now, and whether the user holds the break-glass verb.
+type gateCheck struct {
+	// MayMark: a SelfSubjectAccessReview for verb mark-unreachable on this ForeignCluster.
+	MayMark bool `json:"mayMark"`
+	// Accepted: a server-side dry run of the mark `mark` would send passed the API server.
+	Accepted bool `json:"accepted"`
+	// Answered: the gate answered that dry run (its stamps, naming you, are in the result). Accepted but not
+	// Answered means nothing checked the mark: `mark` refuses it unless --without-gate.
+	Answered bool `json:"answered"`
+	// Refusal is the API server's (the gate's) answer when it would refuse, or why the gate did not answer.
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// planReport is `plan -o json|yaml`.
+type planReport struct {
+	Plan *janitor.Plan `json:"plan"`
+	// Grace is the janitor's recorded grace window (marked clusters only).
+	Grace *graceWindow `json:"grace,omitempty"`
+	// NoReachabilityEvidence: Liqo keeps no APIServerStatus for the ForeignCluster, and marking it needs the
+	// cluster ID typed a second time.
+	NoReachabilityEvidence bool      `json:"noReachabilityEvidence,omitempty"`
+	Gate                   gateCheck `json:"gate"`
+}
+
+func (e *env) planCommand() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "plan <cluster-id|foreigncluster>",
+		Short: "Show what marking the provider dead would release, and whether the gate would accept the mark now",
+		Long: `plan writes nothing. It runs the janitor's own selection for the ForeignCluster as if its grace period
+had ended, and asks the gate, with a server-side dry run, whether it would accept the mark now. For a marked
+ForeignCluster it shows the grace window the janitor recorded.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "json" && output != "yaml" {
+				return fmt.Errorf("-o %s: use -o json or -o yaml, or leave it out for tables", output)
+			}
+			report, err := e.planReport(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printReport(e.Out, output, report)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml, for scripts (default: tables)")
+	return cmd
+}
+
+func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
+	c, fc, err := e.resolve(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := e.plan(ctx, c, fc)
+	if err != nil {
+		return nil, err
+	}
+	r := &planReport{Plan: plan, NoReachabilityEvidence: !hasEvidence(fc)}
+	if liqojanitor.IsMarked(fc.Annotations) {
+		g := graceOf(fc, time.Now())
+		g.applyTo(plan)
+		r.Grace = &g
+	}
+	r.Gate, err = e.checkGate(ctx, c, fc)
+	return r, err
+}
+
+func (e *env) resolve(ctx context.Context, arg string) (client.Client, *liqov1beta1.ForeignCluster, error) {
+	c, err := e.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	fc, err := foreignCluster(ctx, c, arg)
+	return c, fc, err
+}
+
+func (e *env) plan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*janitor.Plan, error) {
+	mc, err := e.metadataClient()
+	if err != nil {
+		return nil, err
+	}
+	plan, err := janitor.PlanCluster(ctx, c, mc, fc.Name, janitor.Options{})
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("%w (a plan reads what the janitor reads: get and list on ForeignClusters, ResourceSlices, "+
+			"NamespaceMaps, Renews, NamespaceOffloadings, VirtualNodes, Nodes, Pods and Namespaces; the cluster's view role "+
+			"and Liqo's read roles give them)", err)
+	}
+	return plan, err
+}
+
+// checkGate asks the API server whether the user may mark fc, and the gate, with a server-side dry run of
+// the mark `mark` would send, whether it would take it.
+func (e *env) checkGate(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (gateCheck, error) {
+	var g gateCheck
+	g.MayMark, _ = mayMark(ctx, c, fc.Name)
+	if liqojanitor.IsMarked(fc.Annotations) {
+		g.Refusal = "already marked permanently unreachable (kubectl liqo-janitor status " + fc.Name + ")"
+		return g, nil
+	}
+	user, err := whoAmI(ctx, c)
+	if err != nil {
+		return g, err
+	}
+	r, err := sendMark(ctx, c, fc, markPatch(fc, ""), user, true)
+	if err != nil {
+		g.Refusal = err.Error()
+		return g, nil
+	}
+	g.Accepted = true
+	if missing := r.stampsMissing(); missing != "" {
+		g.Refusal = "the dry run passed with " + missing + ": the gate did not answer"
+		return g, nil
+	}
+	g.Answered = true
+	return g, nil
+}
+
+func printReport(out io.Writer, output string, r *planReport) error {
+	switch output {
+	case "json":
+		data, err := json.MarshalIndent(r.escaped(), "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(out, string(data))
+		return err
+	case "yaml":
+		data, err := yaml.Marshal(r.escaped())
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(data)
+		return err
+	}
+	printPlan(out, r.Plan, r.Grace)
+	printEvidence(out, r.NoReachabilityEvidence)
+	printGate(out, r.Gate)
+	return nil
+}
+
+// escaped is r with its text from the cluster passed through printable: JSON escapes C0 controls but
+// neither C1 nor bidirectional ones, and YAML leaves some of each raw.
+func (r *planReport) escaped() *planReport {
+	out := *r
+	p := *r.Plan
+	p.ForeignCluster, p.ClusterID, p.Summary = printable(p.ForeignCluster), printable(p.ClusterID), printable(p.Summary)
+	p.Waiting = slices.Clone(p.Waiting)
+	for i := range p.Waiting {
+		p.Waiting[i].Namespace, p.Waiting[i].Why = printable(p.Waiting[i].Namespace), printable(p.Waiting[i].Why)
+	}
+	out.Plan = &p
+	if r.Grace != nil {
+		g := *r.Grace
+		g.Ignored = printable(g.Ignored)
+		out.Grace = &g
+	}
+	out.Gate.Refusal = printable(out.Gate.Refusal)
+	return &out
+}
+
+// printPlan prints a plan as a table per kind, with the janitor's grace window of a marked cluster.
+func printPlan(out io.Writer, p *janitor.Plan, grace *graceWindow) {
+	fmt.Fprintf(out, "ForeignCluster %s (cluster ID %s): %s\n", printable(p.ForeignCluster), printable(p.ClusterID), describeWait(p))
+	if grace != nil {
+		fmt.Fprintf(out, "Grace period: %s\n", grace)
+	}
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "KIND\tRELEASED\tBLOCKED (by others' finalizers)\tWAITING (for Liqo)")
+	for _, k := range p.Kinds {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", k.Kind, k.Release, k.Blocked, k.Waiting)
+	}
+	if len(p.Kinds) == 0 {
+		fmt.Fprintln(w, "(nothing to release)\t\t\t")
+	}
+	_ = w.Flush()
+	for _, wt := range p.Waiting {
+		fmt.Fprintf(out, "  NamespaceOffloading %s/offloading would wait: %s\n", printable(wt.Namespace), printable(wt.Why))
+	}
+	fmt.Fprintf(out, "\nIn the words of the cleanup annotation: %s\n", printable(p.Summary))
+}
+
+func describeWait(p *janitor.Plan) string {
+	switch p.Wait {
+	case janitor.WaitNotMarked:
+		return "not marked; if it were marked dead, the janitor would do this once its grace period ends"
+	case janitor.WaitGracePeriod:
+		return "marked, in the janitor's grace period: the janitor will do this once it ends"
+	case janitor.NotWaiting:
+		return "marked and dead, the grace period over: the janitor does this now"
+	}
+	return fmt.Sprintf("marked, but the janitor waits (%s): nothing is released while that holds", p.Wait)
+}
+
+// printEvidence says what marking a ForeignCluster without reachability evidence asks for.
+func printEvidence(out io.Writer, none bool) {
+	if none {
+		fmt.Fprintln(out, "\nNo reachability evidence: "+noEvidenceWhy+"\n"+
+			"  kubectl liqo-janitor mark asks you to type its cluster ID a second time, for "+liqojanitor.NoEvidenceAnnotation+".")
+	}
+}
+
+func printGate(out io.Writer, g gateCheck) {
+	fmt.Fprintln(out)
+	switch {
+	case g.Answered:
+		fmt.Fprintln(out, "Gate: a mark would be accepted now (server-side dry run).")
+	case g.Accepted:
+		fmt.Fprintf(out, "Gate: NOT ANSWERING: %s.\n  kubectl liqo-janitor mark refuses such a mark unless --without-gate; check the gate with\n  %s\n",
+			printable(g.Refusal), checkGateCommand)
+	default:
+		fmt.Fprintf(out, "Gate: a mark would be refused now:\n  %s\n", printable(g.Refusal))
+	}
+	if g.MayMark {
+		fmt.Fprintln(out, "Permission: you hold the break-glass verb mark-unreachable.")
+	} else {
+		fmt.Fprintf(out, "Permission: you do not hold the break-glass verb mark-unreachable; a cluster admin can grant it:\n"+
+			"  kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>\n", webhook.MarkRoleName)
+	}
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// janitorController is the reportingController of the janitor's events (its recorder,
+// mgr.GetEventRecorder("liqo-janitor") in janitor/setup.go).
+const janitorController = "liqo-janitor"
+
+// eventsNamespace is where the events about a ForeignCluster land: client-go's events recorder puts those
+// about a cluster-scoped object in "default" (k8s.io/client-go/tools/events, makeEvent).
+const eventsNamespace = metav1.NamespaceDefault
+
+// shownEvents is how many of a ForeignCluster's last events status shows.
+const shownEvents = 3
+
+func (e *env) statusCommand() *cobra.Command {
+	var watch bool
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "status [<cluster-id|foreigncluster>]",
+		Short: "Show marked ForeignClusters: stamps, the grace window, the plan or the clean-up's progress, the janitor's last events",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if watch && interval <= 0 {
+				return fmt.Errorf("--interval=%s: give a positive duration, e.g. --interval=2s", interval)
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			if !watch {
+				return e.printStatus(cmd.Context(), c, args)
+			}
+			return e.watchStatus(cmd.Context(), c, args, interval)
+		},
+	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until interrupted (in place on a terminal, plain lines otherwise)")
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch refreshes")
+	return cmd
+}
+
+func (e *env) watchStatus(ctx context.Context, c client.Client, args []string, interval time.Duration) error {
+	f, isFile := e.Out.(*os.File)
+	tty := isFile && term.IsTerminal(int(f.Fd()))
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if tty {
+			fmt.Fprint(e.Out, "\033[H\033[2J")
+		} else {
+			fmt.Fprintf(e.Out, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
+		}
+		if err := e.printStatus(ctx, c, args); err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted mid-refresh
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (e *env) printStatus(ctx context.Context, c client.Client, args []string) error {
+	fcs, err := statusClusters(ctx, c, args)
+	if err != nil {
+		return err
+	}
+	if len(fcs) == 0 {
+		fmt.Fprintln(e.Out, "No ForeignCluster is marked permanently unreachable.")
+		return nil
+	}
+	for _, fc := range fcs {
+		events, err := janitorEvents(ctx, c, fc)
+		if err != nil {
+			return err
+		}
+		printOne(e.Out, fc, events, time.Now())
+	}
+	return nil
+}
+
+// statusClusters is the ForeignCluster an argument names, or without one every marked ForeignCluster.
+func statusClusters(ctx context.Context, c client.Client, args []string) ([]*liqov1beta1.ForeignCluster, error) {
+	if len(args) == 1 {
+		fc, err := foreignCluster(ctx, c, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return []*liqov1beta1.ForeignCluster{fc}, nil
+	}
+	var list liqov1beta1.ForeignClusterList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
+	}
+	var marked []*liqov1beta1.ForeignCluster
+	for i := range list.Items {
+		if liqojanitor.IsMarked(list.Items[i].Annotations) {
+			marked = append(marked, &list.Items[i])
+		}
+	}
+	return marked, nil
+}
+
+// janitorEvents lists the last events the janitor wrote about fc, oldest first: events.k8s.io/v1 Events
+// in eventsNamespace whose regarding.uid is fc's UID (not an earlier ForeignCluster of the same name) and
+// whose reportingController is the janitor's, selected by the API server and checked again here. Anyone
+// who may create events could write that reportingController; the chart's ValidatingAdmissionPolicy lets
+// only the janitor's ServiceAccount write events with it, so these are the janitor's words.
+func janitorEvents(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) ([]eventsv1.Event, error) {
+	var list eventsv1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(eventsNamespace),
+		client.MatchingFields{"regarding.uid": string(fc.UID), "reportingController": janitorController}); err != nil {
+		return nil, fmt.Errorf("listing the janitor's events in namespace %s: %w", eventsNamespace, err)
+	}
+	events := slices.DeleteFunc(list.Items, func(ev eventsv1.Event) bool {
+		return ev.Regarding.UID != fc.UID || ev.ReportingController != janitorController
+	})
+	slices.SortFunc(events, func(x, y eventsv1.Event) int { return eventTime(x).Compare(eventTime(y)) })
+	return events[max(len(events)-shownEvents, 0):], nil
+}
+
+func printOne(out io.Writer, fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, now time.Time) {
+	a := fc.Annotations
+	fmt.Fprintf(out, "%s (cluster ID %s): %s\n", printable(fc.Name), printable(string(fc.Spec.ClusterID)), markState(fc))
+	if by := a[liqojanitor.MarkedByAnnotation]; by != "" {
+		at, _ := liqojanitor.MarkedAt(fc)
+		fmt.Fprintf(out, "  marked by %s at %s (%s ago)\n", printable(by), at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second))
+	}
+	if liqojanitor.IsMarked(a) {
+		fmt.Fprintf(out, "  grace period: %s\n", graceOf(fc, now))
+	}
+	if r := a[liqojanitor.ReasonAnnotation]; r != "" {
+		fmt.Fprintf(out, "  reason: \"%s\"\n", printable(r))
+	}
+	if s := a[liqojanitor.CleanupAnnotation]; s != "" {
+		fmt.Fprintf(out, "  cleanup: %s\n", printable(withoutCountdown(s)))
+	}
+	for _, ev := range events {
+		fmt.Fprintf(out, "  %s  %s: %s\n", eventTime(ev).UTC().Format(time.TimeOnly), printable(ev.Reason), printable(ev.Note))
+	}
+}
+
+func markState(fc *liqov1beta1.ForeignCluster) string {
+	if !liqojanitor.IsMarked(fc.Annotations) {
+		return "not marked"
+	}
+	state := "marked permanently unreachable"
+	if !liqojanitor.Confirmed(fc) {
+		state += ", NOT confirmed"
+	}
+	if liqojanitor.Paused(fc) {
+		state += ", paused"
+	}
+	return state
+}
+
+// countdown is the time left that the janitor writes into a grace-window plan ("grace 22s left: would
+// release …") when it writes the plan, which it does once per change of the plan: read later, it is stale.
+var countdown = regexp.MustCompile(`^` + regexp.QuoteMeta(liqojanitor.GracePlanPrefix) + `\S+ left: `)
+
+// withoutCountdown is a cleanup annotation without a grace-window plan's stale countdown (the grace period
+// line shows the window): "grace: would release …".
+func withoutCountdown(cleanup string) string {
+	if loc := countdown.FindStringIndex(cleanup); loc != nil {
+		return "grace: " + cleanup[loc[1]:]
+	}
+	return cleanup
+}
+
+func eventTime(ev eventsv1.Event) time.Time {
+	switch {
+	case ev.Series != nil:
+		return ev.Series.LastObservedTime.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.CreationTimestamp.Time
+}

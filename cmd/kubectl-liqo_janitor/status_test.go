@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+)
+
+// recordGraceEnd writes the janitor's grace-ends-at on the ForeignCluster, as the janitor does (in the
+// harness the janitor runs as the admin, which is the identity rule 14 lets write the janitor's keys).
+func recordGraceEnd(t *testing.T, p *fixture.Provider, ends time.Time) {
+	t.Helper()
+	NewWithT(t).Expect(fixture.Annotate(t.Context(), testEnv.Client, p.ForeignCluster, map[string]*string{
+		liqojanitor.GraceEndsAnnotation: ptr.To(ends.UTC().Format(time.RFC3339)),
+	})).To(Succeed())
+}
+
+// TestPlanAndStatusShowTheGraceWindowTheJanitorRecorded: the window is the janitor's grace-ends-at, never
+// an assumed 30s; before the janitor records it, plan and status say they wait for it.
+func TestPlanAndStatusShowTheGraceWindowTheJanitorRecorded(t *testing.T) {
+	g := NewWithT(t)
+	dead, _ := deadAndLive(t)
+	name := dead.ForeignCluster.Name
+	_, _, err := kubectl(t, alice, "", "mark", name, "--reason", "gone", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	markedAt := annotations(t, dead)[liqojanitor.MarkedAtAnnotation]
+	status := func() string {
+		out, _, err := kubectl(t, alice, "", "status", name)
+		g.Expect(err).NotTo(HaveOccurred())
+		return out
+	}
+	plan := func() (string, planReport) {
+		out, _, err := kubectl(t, alice, "", "plan", name)
+		g.Expect(err).NotTo(HaveOccurred())
+		js, _, err := kubectl(t, alice, "", "plan", name, "-o", "json")
+		g.Expect(err).NotTo(HaveOccurred())
+		var report planReport
+		g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
+		return out, report
+	}
+
+	waiting := "waiting for the janitor to record its grace window; it lasts at least until " + markedAt + " + the janitor's --grace-period"
+	g.Expect(status()).To(ContainSubstring("  grace period: " + waiting + "\n"))
+	out, report := plan()
+	g.Expect(out).To(ContainSubstring("Grace period: " + waiting + "\n"))
+	g.Expect(out).To(ContainSubstring("marked, in the janitor's grace period"))
+	g.Expect(report.Grace.EndsAt).To(BeNil())
+
+	ends := time.Now().Add(42 * time.Minute).Truncate(time.Second)
+	recordGraceEnd(t, dead, ends)
+	left := regexp.QuoteMeta(" left (the janitor's ends at " + ends.UTC().Format(time.RFC3339) + ")")
+	g.Expect(status()).To(MatchRegexp(`  grace period: 4[12]m\d+s` + left))
+	out, report = plan()
+	g.Expect(out).To(MatchRegexp(`Grace period: 4[12]m\d+s` + left))
+	g.Expect(report.Plan.Wait).To(Equal(janitor.WaitGracePeriod))
+	g.Expect(report.Plan.GraceLeft).To(BeNumerically("~", 42*time.Minute, time.Minute))
+	g.Expect(report.Grace.EndsAt.Time).To(BeTemporally("==", ends))
+
+	// over by the janitor's record, though the mark is younger than PlanCluster's default 30s
+	at, _ := time.Parse(time.RFC3339, markedAt)
+	recordGraceEnd(t, dead, at)
+	over := "grace period over (the janitor's ended at " + markedAt + ")"
+	g.Expect(status()).To(ContainSubstring("  grace period: " + over + "\n"))
+	out, report = plan()
+	g.Expect(out).To(ContainSubstring("Grace period: " + over + "\n"))
+	g.Expect(out).To(ContainSubstring("marked and dead, the grace period over: the janitor does this now"))
+	g.Expect(report.Plan.Wait).To(Equal(janitor.NotWaiting))
+	g.Expect(out).NotTo(ContainSubstring("30s"), "no assumed grace period")
+}
+
+// TestStatusShowsTheGraceWindowTheRunningJanitorRecords: the janitor (grace period 1h) records its window
+// and status shows it.
+func TestStatusShowsTheGraceWindowTheRunningJanitorRecords(t *testing.T) {
+	g := NewWithT(t)
+	dead, _ := deadAndLive(t)
+	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = stop() })
+	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() string {
+		out, _, _ := kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
+		return out
+	}).WithTimeout(30 * time.Second).Should(MatchRegexp(`  grace period: (59m\d+s|1h0m0s) left \(the janitor's ends at `))
+}
+
+// event is an events.k8s.io/v1 Event about the object regarding, reported by controller, in the
+// namespace where the janitor's events about ForeignClusters land.
+func event(regarding *liqov1beta1.ForeignCluster, uid types.UID, controller, reason, note string) *eventsv1.Event {
+	return &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: regarding.Name + "-", Namespace: eventsNamespace},
+		Regarding: corev1.ObjectReference{APIVersion: liqov1beta1.GroupVersion.String(), Kind: "ForeignCluster",
+			Name: regarding.Name, UID: uid},
+		EventTime: metav1.NowMicro(), ReportingController: controller, ReportingInstance: controller + "-0",
+		Action: "Release", Reason: reason, Note: note, Type: corev1.EventTypeNormal,
+	}
+}
+
+// TestStatusListsOnlyTheJanitorsEventsAboutThatForeignCluster: by regarding.uid (not an earlier
+// ForeignCluster of the same name, not another one), by the janitor's reportingController, and the notes
+// printed escaped.
+func TestStatusListsOnlyTheJanitorsEventsAboutThatForeignCluster(t *testing.T) {
+	g := NewWithT(t)
+	dead, live := deadAndLive(t)
+	fc, other := dead.ForeignCluster.DeepCopy(), live.ForeignCluster.DeepCopy()
+	g.Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(fc), fc)).To(Succeed())
+	g.Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(other), other)).To(Succeed())
+	for _, ev := range []*eventsv1.Event{
+		event(fc, fc.UID, janitorController, "Released", "released pods 3\x1b[2J\x1b]0;pwned\x07\nerror: forged line"),
+		event(fc, fc.UID, "someone-else", "Released", "FORGED BY ANOTHER CONTROLLER"),
+		event(fc, "uid-of-an-earlier-foreigncluster", janitorController, "Released", "ABOUT AN EARLIER FOREIGNCLUSTER"),
+		event(other, other.UID, janitorController, "Released", "ABOUT ANOTHER FOREIGNCLUSTER"),
+	} {
+		g.Expect(testEnv.Client.Create(t.Context(), ev)).To(Succeed())
+	}
+
+	out, _, err := kubectl(t, alice, "", "status", fc.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring(`Released: released pods 3\x1b[2J\x1b]0;pwned\a\nerror: forged line` + "\n"))
+	g.Expect(out).NotTo(ContainSubstring("\x1b"), "no raw escape reaches the terminal")
+	g.Expect(out).NotTo(ContainSubstring("\nerror: forged line"))
+	for _, decoy := range []string{"FORGED", "EARLIER", "ANOTHER"} {
+		g.Expect(out).NotTo(ContainSubstring(decoy))
+	}
+}
