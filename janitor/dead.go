@@ -22,6 +22,10 @@ const (
 	WaitUnconfirmed WaitReason = "Unconfirmed"
 	// WaitReachable means Liqo sees the provider's API server answering (APIServerStatus Established).
 	WaitReachable WaitReason = "Reachable"
+	// WaitNotFoundByLiqo means the ForeignCluster is not the one Liqo's own lookup finds for its cluster ID
+	// (its liqo.io/remote-cluster-id label is missing or names another cluster): Liqo never updates its
+	// APIServerStatus, so that status proves nothing.
+	WaitNotFoundByLiqo WaitReason = "NotFoundByLiqo"
 	// WaitPaused means an operator paused the janitor for this cluster.
 	WaitPaused WaitReason = "Paused"
 	// WaitGracePeriod means the mark is younger than the grace period (the window to undo a mistake).
@@ -35,8 +39,13 @@ const (
 type Liveness struct {
 	// Wait is why the cluster is not dead; NotWaiting means dead.
 	Wait WaitReason
-	// MarkedAt is when the mark was set (marked-at, or when the janitor first saw it).
+	// MarkedAt is when the grace period started: the later of the marked-at stamp and the janitor's first
+	// sight of the mark.
 	MarkedAt time.Time
+	// FirstSeen is the janitor's first sight of the mark (its own record, or this process's memory).
+	FirstSeen time.Time
+	// GraceEnds is when the grace period ends (MarkedAt + the grace period).
+	GraceEnds time.Time
 	// GraceLeft is how long until the grace period ends (only with WaitGracePeriod).
 	GraceLeft time.Duration
 	// Duplicate names the ForeignCluster that keeps the cluster ID alive (only with WaitDuplicate).
@@ -47,38 +56,68 @@ type Liveness struct {
 func (l Liveness) Dead() bool { return l.Wait == NotWaiting }
 
 // Assess decides whether fc is dead for the janitor: the mark is "true", the confirmation equals
-// spec.clusterID, APIServerStatus is not Established, the cluster is not paused, and the mark (marked-at,
-// or firstSeen when marked-at is absent or unreadable) is older than grace.
+// spec.clusterID, fc is the ForeignCluster Liqo's own lookup finds (FoundByLiqo), APIServerStatus is not
+// Established, the cluster is not paused, and the grace period has passed since the later of marked-at
+// and firstSeen, the janitor's first sight of the mark: a forged or pre-written marked-at never shortens
+// the window.
 func Assess(fc *liqov1beta1.ForeignCluster, firstSeen, now time.Time, grace time.Duration) Liveness {
 	switch {
 	case !liqojanitor.IsMarked(fc.Annotations):
 		return Liveness{Wait: WaitNotMarked}
 	case !liqojanitor.Confirmed(fc):
 		return Liveness{Wait: WaitUnconfirmed}
+	case !liqojanitor.FoundByLiqo(fc):
+		return Liveness{Wait: WaitNotFoundByLiqo}
 	case liqojanitor.Reachable(fc):
 		return Liveness{Wait: WaitReachable}
 	case liqojanitor.Paused(fc):
 		return Liveness{Wait: WaitPaused}
 	}
-	markedAt := firstSeen
-	if at, ok := liqojanitor.MarkedAt(fc); ok {
-		markedAt = at
+	start := firstSeen
+	if at, ok := liqojanitor.MarkedAt(fc); ok && at.After(start) {
+		start = at
 	}
-	if left := markedAt.Add(grace).Sub(now); left > 0 {
-		return Liveness{Wait: WaitGracePeriod, MarkedAt: markedAt, GraceLeft: left}
+	l := Liveness{MarkedAt: start, FirstSeen: firstSeen, GraceEnds: start.Add(grace)}
+	if left := l.GraceEnds.Sub(now); left > 0 {
+		l.Wait, l.GraceLeft = WaitGracePeriod, left
 	}
-	return Liveness{MarkedAt: markedAt}
+	return l
 }
 
-// FirstSeen tells when the janitor first saw a ForeignCluster's mark (the grace period's fallback start).
+// RecordedFirstSight is the janitor's first sight of fc's mark: its own record (the first-seen-at
+// annotation, which only the janitor's identity may write: gate rule 14), so that it survives restarts and
+// failovers, or remembered when there is no usable record.
+func RecordedFirstSight(fc *liqov1beta1.ForeignCluster, remembered time.Time) time.Time {
+	if at, ok := firstSightRecord(fc); ok {
+		return at
+	}
+	return remembered
+}
+
+// firstSightRecord reads the janitor's record of its first sight of fc's mark. A record older than
+// marked-at belongs to an earlier mark (the gate removes it with the mark; without the gate it may stay)
+// and is not one.
+func firstSightRecord(fc *liqov1beta1.ForeignCluster) (time.Time, bool) {
+	at, err := time.Parse(time.RFC3339, fc.Annotations[liqojanitor.FirstSeenAnnotation])
+	if err != nil {
+		return time.Time{}, false
+	}
+	if markedAt, ok := liqojanitor.MarkedAt(fc); ok && at.Before(markedAt) {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// FirstSeen tells when the janitor first saw a ForeignCluster's mark (the grace period counts from the
+// later of this and marked-at).
 type FirstSeen func(*liqov1beta1.ForeignCluster) time.Time
 
 // AssessClusterID (janitor rule 1) decides for the ForeignCluster named name, out of every ForeignCluster fcs, whether its
 // cluster ID is dead: it is itself dead (Assess), and so is every other ForeignCluster with the same
-// spec.clusterID. Liqo probes only one ForeignCluster per cluster ID (GetForeignClusterByID in
-// pkg/utils/foreigncluster/getters.go, Liqo v1.0 to v1.2), so a marked duplicate of a live provider has no
-// APIServerStatus and would look unreachable: it must never condemn the provider. It returns nil when no
-// ForeignCluster has that name.
+// spec.clusterID or carrying Liqo's label of it. Liqo probes only one ForeignCluster per cluster ID, the
+// oldest its label selector finds (GetForeignClusterByID in pkg/utils/foreigncluster/getters.go, Liqo
+// v1.0.3 to v1.2.0), so a marked duplicate of a live provider has no APIServerStatus and would look
+// unreachable: it must never condemn the provider. It returns nil when no ForeignCluster has that name.
 func AssessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen FirstSeen, now time.Time, grace time.Duration) (*liqov1beta1.ForeignCluster, Liveness) {
 	var self *liqov1beta1.ForeignCluster
 	for i := range fcs {
@@ -102,16 +141,20 @@ func AssessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen FirstSe
 }
 
 // DeadClusterIDs says, for every cluster ID with a ForeignCluster, whether it is dead: every
-// ForeignCluster naming it is (cluster IDs without one count as live).
+// ForeignCluster naming it, by spec.clusterID or by Liqo's label, is (cluster IDs without one count as
+// live).
 func DeadClusterIDs(fcs []liqov1beta1.ForeignCluster, seen FirstSeen, now time.Time, grace time.Duration) map[string]bool {
 	dead := map[string]bool{}
 	for i := range fcs {
-		id := string(fcs[i].Spec.ClusterID)
-		d := Assess(&fcs[i], seen(&fcs[i]), now, grace).Dead()
-		if prev, ok := dead[id]; ok {
-			d = d && prev
+		id := fcs[i].Spec.ClusterID
+		if _, done := dead[string(id)]; done {
+			continue
 		}
-		dead[id] = d
+		d := true
+		for _, fc := range liqojanitor.ForeignClustersOf(fcs, id) {
+			d = d && Assess(fc, seen(fc), now, grace).Dead()
+		}
+		dead[string(id)] = d
 	}
 	return dead
 }

@@ -20,7 +20,8 @@ import (
 var now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 func cluster(id string, ann map[string]string, status liqov1beta1.ConditionStatusType) *liqov1beta1.ForeignCluster {
-	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: ann},
+	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: ann,
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: id}},
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)}}
 	if status != "" {
 		fc.Status.Conditions = []liqov1beta1.Condition{{Type: liqov1beta1.APIServerStatusCondition, Status: status}}
@@ -68,6 +69,21 @@ func TestAssess(t *testing.T) {
 		"without marked-at the grace period runs from first sight": {
 			fc: cluster("x", marked(liqojanitor.MarkedAtAnnotation, ""), ""), firstSeen: now.Add(-5 * time.Second),
 			want: WaitGracePeriod, wantLeft: 25 * time.Second},
+		"a marked-at older than the janitor's first sight does not shorten the window (a forged stamp, or the janitor was down)": {
+			fc:        cluster("x", marked(liqojanitor.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339)), liqov1beta1.ConditionStatusError),
+			firstSeen: now.Add(-5 * time.Second), want: WaitGracePeriod, wantLeft: 25 * time.Second},
+		"a ForeignCluster without Liqo's label is not the one Liqo probes: not dead": {
+			fc: func() *liqov1beta1.ForeignCluster {
+				fc := cluster("x", marked(), liqov1beta1.ConditionStatusError)
+				fc.Labels = nil
+				return fc
+			}(), want: WaitNotFoundByLiqo},
+		"a ForeignCluster whose Liqo label names another cluster is not dead": {
+			fc: func() *liqov1beta1.ForeignCluster {
+				fc := cluster("x", marked(), liqov1beta1.ConditionStatusError)
+				fc.Labels[liqojanitor.RemoteClusterIDLabel] = "y"
+				return fc
+			}(), want: WaitNotFoundByLiqo},
 		"an unreadable marked-at falls back to first sight": {
 			fc: cluster("x", marked(liqojanitor.MarkedAtAnnotation, "yesterday"), ""), firstSeen: now.Add(-time.Hour), want: NotWaiting},
 	}
@@ -76,7 +92,7 @@ func TestAssess(t *testing.T) {
 			t.Parallel()
 			first := tc.firstSeen
 			if first.IsZero() {
-				first = now
+				first = now.Add(-time.Hour) // the janitor saw the mark long ago
 			}
 			got := Assess(tc.fc, first, now, grace)
 			if got.Wait != tc.want || got.GraceLeft != tc.wantLeft {
@@ -198,6 +214,14 @@ func TestAssessClusterID(t *testing.T) {
 			fcs: []liqov1beta1.ForeignCluster{dup("x", "y", confirmed("y"), liqov1beta1.ConditionStatusEstablished),
 				dup("y", "y", nil, "")},
 			want: WaitReachable, deadIDs: map[string]bool{"y": false}},
+		"another ForeignCluster carrying the cluster ID's label, whatever its spec, keeps it alive": {
+			fcs: []liqov1beta1.ForeignCluster{dup("x", "x", confirmed("x"), liqov1beta1.ConditionStatusError),
+				func() liqov1beta1.ForeignCluster {
+					fc := dup("impostor", "other", nil, "")
+					fc.Labels[liqojanitor.RemoteClusterIDLabel] = "x"
+					return fc
+				}()},
+			want: WaitDuplicate, duplicate: "impostor", deadIDs: map[string]bool{"x": false, "other": false}},
 		"other cluster IDs do not matter": {
 			fcs:  []liqov1beta1.ForeignCluster{dup("x", "x", confirmed("x"), ""), dup("z", "z", nil, "")},
 			want: NotWaiting, deadIDs: map[string]bool{"x": true, "z": false}},
@@ -219,23 +243,52 @@ func TestAssessClusterID(t *testing.T) {
 	}
 }
 
-func TestSummary(t *testing.T) {
+// TestTheRecordCarriesOn: a pass's summary is derived from the record it read on the ForeignCluster and
+// from what it did, so it counts on across passes, restarts and failovers (janitor rule 8).
+func TestTheRecordCarriesOn(t *testing.T) {
 	t.Parallel()
-	tl := newTally([]target{{kind: "Pod"}, {kind: "ResourceSlice"}, {kind: "NamespaceOffloading"}, {kind: "Renew"}})
-	acted := map[string]map[types.UID]bool{"Pod": {}, "ResourceSlice": {"rs-1": true, "rs-2": true, "rs-3": true},
-		"NamespaceOffloading": {"nso-1": true}}
-	for i := range 120 {
-		acted["Pod"][types.UID(fmt.Sprint("pod-", i))] = true
+	kinds := []string{"Pod", "ResourceSlice", "NamespaceOffloading", "Renew"}
+	targets := []target{{kind: "Pod"}, {kind: "ResourceSlice"}, {kind: "NamespaceOffloading"}, {kind: "Renew"}}
+	withFirstSight := true
+	prev := parseRecord("pods 100/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 1, waiting for Liqo: app-a", withFirstSight, kinds)
+	tl := newTally(targets)
+	for i := range 18 {
+		tl.add("Pod", types.UID(fmt.Sprint("pod-", i)), released, nil)
 	}
-	tl.add("Pod", "pod-1", releasedButBlocked, nil) // force-deleted, but someone else's finalizer holds it
-	tl.add("Pod", "pod-2", blocked, nil)
+	tl.add("Pod", "pod-x", releasedButBlocked, nil) // force-deleted, but someone else's finalizer holds it
+	tl.add("Pod", "pod-y", blocked, nil)
 	tl.add("NamespaceOffloading", "nso-2", waiting, nil)
-	got := tl.summary(acted, []string{"app-b", "app-a"}, false)
-	want := "pods 118/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 2, waiting for Liqo: app-a, app-b"
-	if got != want {
+	next := prev.after(tl)
+	got := next.summary(kinds, 2, []string{"app-b", "app-a"}, false)
+	if want := "pods 118/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 2, waiting for Liqo: app-a, app-b"; got != want {
 		t.Fatalf("summary = %q, want %q", got, want)
 	}
-	if got := newTally(nil).summary(nil, nil, false); got != "nothing to release" {
+	if !next.started() || next.complete() {
+		t.Fatalf("started %v, complete %v", next.started(), next.complete())
+	}
+
+	// a new leader finds the blocked pods gone and nothing left: it finishes the same record
+	done := parseRecord(got, withFirstSight, kinds).after(newTally(targets))
+	if got := done.summary(kinds, 0, nil, false); got != "pods 120/120, resourceslices 3/3, namespaceoffloadings 2/2" {
+		t.Fatalf("finished summary = %q", got)
+	}
+	if !done.complete() {
+		t.Fatal("a record with nothing left is complete")
+	}
+	if again := done.after(newTally(targets)); again.summary(kinds, 0, nil, false) != done.summary(kinds, 0, nil, false) {
+		t.Fatal("a finished record stays as it is")
+	}
+
+	for name, r := range map[string]record{
+		"a grace-window plan":          parseRecord(liqojanitor.GracePlanPrefix+"20s left: would release pods 3", withFirstSight, kinds),
+		"a summary of an earlier mark": parseRecord("pods 3/3", false, kinds),
+		"nothing to release":           parseRecord("nothing to release", withFirstSight, kinds),
+	} {
+		if r.started() {
+			t.Errorf("%s reads as a clean-up in progress: %+v", name, r)
+		}
+	}
+	if got := (record{}).summary(kinds, 0, nil, false); got != "nothing to release" {
 		t.Fatalf("empty summary = %q", got)
 	}
 	if got := listSome([]string{"d", "c", "b", "a", "e"}, 3); got != "a, b, c and 2 more" {

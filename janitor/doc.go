@@ -7,32 +7,46 @@
 //
 // The code cites them by number.
 //
-//  1. Dead by cluster ID: a cluster ID is dead when every ForeignCluster naming it is marked "true",
-//     confirmed, not Established, not paused, and marked longer ago than --grace-period (marked-at, or the
-//     janitor's first sight of the mark) — re-read from the API server before every batch of writes. One
-//     ForeignCluster that is not keeps the cluster ID alive (AssessClusterID).
+//  1. Dead by cluster ID: a cluster ID is dead when every ForeignCluster Liqo could take for it (by
+//     spec.clusterID or by its liqo.io/remote-cluster-id label) is marked "true", confirmed, the one
+//     Liqo's own lookup finds (label equal to spec.clusterID), not Established, not paused, and past its
+//     grace period — re-read from the API server before every batch of writes. The grace period ends
+//     --grace-period after the later of marked-at and the janitor's first sight of the mark, which it
+//     records on the ForeignCluster (first-seen-at, grace-ends-at) so that it survives restarts and
+//     failovers: a forged or pre-written marked-at never shortens it. One ForeignCluster that is not dead
+//     keeps the cluster ID alive (AssessClusterID).
 //  2. Marked but not dead: nothing of the cluster is written, its ForeignCluster included (but rule 9's
 //     plan in the grace period); an Event may say why it waits.
 //  3. Trust: an object is tied to a cluster only through what the consumer's own Liqo controllers write.
 //     A Node is the cluster's when its labels say so and a VirtualNode of the same name has that
 //     spec.clusterID (the provider writes the Node's labels, the consumer the VirtualNode).
-//  4. Targets (targets.go): terminating pods on the cluster's virtual nodes, and every pod of a Node whose
-//     VirtualNode is being deleted (but DaemonSet and mirror pods), are force-deleted; terminating
-//     ResourceSlices, NamespaceMaps and Renews routed to the cluster lose crdreplicator.liqo.io/resource;
-//     terminating NamespaceOffloadings lose their finalizer only after Liqo's own deletion did its local
-//     part (offloading.go); opt-in, the control-plane identity Secret loses crdreplicator.liqo.io/operator.
+//  4. Targets (targets.go): terminating pods on the cluster's virtual nodes are force-deleted; on a Node
+//     whose VirtualNode is being deleted, so are the pods Liqo's own drain selects, terminating or not
+//     (liqo.io/shadowPod=true, not DaemonSet or mirror pods: virtualnode-controller/drain.go
+//     getPodsForDeletion), and every other pod there is left alone and counted as blocked, its reason
+//     logged; terminating ResourceSlices, NamespaceMaps and Renews routed to the cluster lose
+//     crdreplicator.liqo.io/resource; terminating NamespaceOffloadings lose their finalizer only after
+//     Liqo's own deletion did its local part and only dead clusters are left, decided again on every
+//     attempt on live reads and on the dead set re-read before every batch and every retry
+//     (offloading.go); opt-in, the control-plane identity Secret loses crdreplicator.liqo.io/operator.
 //  5. Only finalizers of the allow-list are removed, with JSON patches that test the object's UID and the
 //     exact entry; pods are deleted with grace 0 and a UID precondition; a pod's finalizers are never
 //     stripped.
-//  6. Nothing that is not being deleted is written, but the pods of rule 4's VirtualNode.
+//  6. Nothing that is not being deleted is written, but the pods Liqo's drain selects on rule 4's
+//     VirtualNode.
 //  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling.
 //  8. Every action is visible: events (quoting the operator's reason), the cleanup annotation, metrics,
-//     logs; --dry-run writes nothing but events and logs.
+//     logs; --dry-run writes nothing but events and logs. The cleanup annotation is the clean-up's one
+//     record: each pass derives it from the record it read live and what it did (record.go), never from
+//     one process's memory, and CleanupStarted and CleanupDone fire on the record's own transitions after
+//     the write that made them — once per clean-up, across restarts and failovers.
 //  9. The grace period is an informed undo window: while a confirmed mark waits it out (and nothing else
 //     keeps the cluster alive), each pass computes with the same targets and selection what it would
 //     release — as if the cluster were dead, every write replaced by its outcome — and shows it on the
 //     ForeignCluster: the cleanup annotation ("grace 22s left: would release pods 400, …; blocked 1") and
 //     one Waiting event, written when the plan is made and again only when its numbers change, the
-//     annotation only onto the ForeignCluster version the plan was made for. It is the one exception to
-//     rule 2; nothing of the cluster's objects is written.
+//     annotation only onto the ForeignCluster version the plan was made for, compared with the live
+//     annotation so a removed or forged plan is written again, and never over the record of a clean-up
+//     that has begun. With the plan go the janitor's first-seen-at and grace-ends-at records. It is the
+//     one exception to rule 2; nothing of the cluster's objects is written.
 package janitor

@@ -10,9 +10,10 @@ import (
 )
 
 // memory is what the janitor remembers of marked clusters between passes, behind its own lock. It only
-// makes reports nicer or waits longer, never shorter: when the janitor first saw a mark (the grace
-// period's fallback start), the last wait reason, what was released, what stayed blocked. A restarted
-// janitor starts it afresh and still finishes the job (janitor rule 7).
+// makes reports nicer or waits longer, never shorter: when this process first saw a mark (recorded on the
+// ForeignCluster too, which is what survives a restart), the last wait reason, what stayed blocked, the
+// last plan shown. What a clean-up released is recorded on the ForeignCluster, not here (record.go). A
+// restarted janitor starts it afresh and still finishes the job (janitor rule 7).
 type memory struct {
 	clock clock.PassiveClock
 
@@ -24,10 +25,8 @@ type memory struct {
 type clusterMemory struct {
 	firstSeen time.Time
 	lastWait  WaitReason
-	// acted holds the objects released so far, by kind (the summary counts them after they are gone).
-	acted   map[string]map[types.UID]bool
-	started bool
-	done    bool
+	// dryRunSummary is the last dry run's summary (a dry run records nothing on the ForeignCluster).
+	dryRunSummary string
 	// blocked is how many objects of each kind stayed blocked at the last pass; lastBlocked their sum.
 	blocked     map[string]int
 	lastBlocked int
@@ -47,7 +46,7 @@ func newMemory(c clock.PassiveClock) *memory {
 func (m *memory) cluster(fc *liqov1beta1.ForeignCluster) *clusterMemory {
 	c, ok := m.clusters[fc.UID]
 	if !ok {
-		c = &clusterMemory{firstSeen: m.clock.Now(), acted: map[string]map[types.UID]bool{},
+		c = &clusterMemory{firstSeen: m.clock.Now(),
 			blocked: map[string]int{}, pending: map[string]int{}, offloadingWaits: map[types.UID]string{}}
 		m.clusters[fc.UID] = c
 	}
@@ -95,63 +94,25 @@ func swap[T comparable](field *T, v T) bool {
 	return changed
 }
 
-// phase is where a clean-up stands after a pass.
-type phase int
-
-const (
-	phaseNone phase = iota
-	phaseStarted
-	phaseDone
-)
-
-// passSeen is what memory makes of a pass: the summary, the phase it entered, and whether the number of
-// blocked objects changed.
-type passSeen struct {
-	summary        string
-	phase          phase
-	blockedChanged bool
-}
-
-// pass folds a pass over fc into memory. In a dry run nothing really goes, so only this pass counts.
-func (m *memory) pass(fc *liqov1beta1.ForeignCluster, t *tally, waitingNamespaces []string, dryRun bool) passSeen {
+// passed folds a pass over fc into memory — what stayed blocked and pending, per kind, for the metrics —
+// and reports whether the number of blocked objects changed (the blocked event says when the situation
+// changes, not on every pass). In a dry run nothing is recorded on the ForeignCluster, so memory keeps the
+// last summary instead: prevDryRun is the one before this pass.
+func (m *memory) passed(fc *liqov1beta1.ForeignCluster, t *tally, dryRunSummary string) (blockedChanged bool, prevDryRun string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.cluster(fc)
-	acted := c.acted
-	if dryRun {
-		acted = map[string]map[types.UID]bool{}
-	}
-	for kind, k := range t.byKind {
-		if acted[kind] == nil {
-			acted[kind] = map[types.UID]bool{}
-		}
-		for _, uid := range k.acted {
-			acted[kind][uid] = true
-		}
-	}
 	c.blocked, c.pending = map[string]int{}, map[string]int{}
 	for kind, k := range t.byKind {
 		c.blocked[kind], c.pending[kind] = k.blocked, k.pending()
 	}
-	blocked := t.sum(func(k *counts) int { return k.blocked })
-	seen := passSeen{summary: t.summary(acted, waitingNamespaces, dryRun)}
-	if blocked > 0 { // the blocked event says when the situation changes, not on every pass
-		seen.blockedChanged = blocked != c.lastBlocked
+	if blocked := t.sum(func(k *counts) int { return k.blocked }); blocked > 0 {
+		blockedChanged = blocked != c.lastBlocked
 		c.lastBlocked = blocked
 	}
-	work := t.sum(func(k *counts) int { return k.released + k.pending() }) > 0
-	outstanding := t.sum(func(k *counts) int { return k.pending() }) > 0
-	switch {
-	case work && !c.started:
-		c.started, c.done = true, false
-		seen.phase = phaseStarted
-	case c.started && !outstanding && !c.done:
-		c.done = true
-		seen.phase = phaseDone
-	case outstanding:
-		c.done = false
-	}
-	return seen
+	prevDryRun = c.dryRunSummary
+	c.dryRunSummary = dryRunSummary
+	return blockedChanged, prevDryRun
 }
 
 // planChanged records the plan shown for fc during its grace period, and says whether it differs from the

@@ -54,7 +54,7 @@ func init() {
 		blockedObjects.WithLabelValues(kind)
 		pendingObjects.WithLabelValues(kind)
 	}
-	for _, reason := range []WaitReason{WaitUnconfirmed, WaitReachable, WaitPaused, WaitGracePeriod, WaitDuplicate} {
+	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitPaused, WaitGracePeriod, WaitDuplicate} {
 		waitsTotal.WithLabelValues(string(reason))
 	}
 }

@@ -23,8 +23,8 @@ import (
 // and Liqo's pod webhook (namespaceSelector on that label, failurePolicy Fail) would refuse every pod of
 // the namespace.
 
-// listOffloadings returns the terminating NamespaceOffloadings that mention the dead cluster;
-// releaseOffloading decides on each with live reads.
+// listOffloadings returns the terminating NamespaceOffloadings that mention the dead cluster (from the
+// cache: a candidate list only); releaseOffloading decides on each with live reads.
 func (r *releaser) listOffloadings(ctx context.Context, s *scope) ([]client.Object, error) {
 	var nsos offloadingv1beta1.NamespaceOffloadingList
 	if err := r.client.List(ctx, &nsos); err != nil {
@@ -54,22 +54,44 @@ func namespaceMaps(ctx context.Context, c client.Reader) ([]offloadingv1beta1.Na
 }
 
 // releaseOffloading removes the NamespaceOffloading finalizer when Liqo has done its local part and only
-// dead clusters are left (offloadingWaitsFor), decided on live reads of the namespace and the
-// NamespaceMaps: the cache may lag behind Liqo's last step. While it waits it records what for.
+// dead clusters are left (offloadingWaitsFor). The decision is taken on a fresh world on every attempt,
+// conflict retries included (removeFinalizerIf): the NamespaceOffloading re-read live, the namespace and
+// the NamespaceMaps read live (the cache may lag behind Liqo's last step), and the current dead set —
+// refreshed by the pass's live re-check before every batch, and again before every retry (s.recheck: a
+// write that lost a race was raced by a changing world, and another cluster of the NamespaceOffloading
+// may have been unmarked meanwhile). While it waits it records what for.
 func (r *releaser) releaseOffloading(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
-	labelled, err := r.schedulingEnabled(ctx, obj.GetNamespace())
-	if err != nil {
-		return 0, err
+	nso := &offloadingv1beta1.NamespaceOffloading{}
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), nso); err != nil {
+		if apierrors.IsNotFound(err) {
+			return gone, nil
+		}
+		return 0, fmt.Errorf("re-reading NamespaceOffloading %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
-	maps, err := namespaceMaps(ctx, r.apiReader)
-	if err != nil {
-		return 0, err
+	if nso.UID != obj.GetUID() {
+		return gone, nil // re-created under the same name: not the one listed
 	}
-	if why := offloadingWaitsFor(obj.(*offloadingv1beta1.NamespaceOffloading), labelled, maps, s.dead); why != "" {
-		s.waitFor(obj, why)
-		return waiting, nil
+	decide := func(ctx context.Context, live client.Object, attempt int) (bool, outcome, error) {
+		if attempt > 0 && s.recheck != nil {
+			if err := s.recheck(ctx); err != nil {
+				return false, 0, err
+			}
+		}
+		labelled, err := r.schedulingEnabled(ctx, live.GetNamespace())
+		if err != nil {
+			return false, 0, err
+		}
+		maps, err := namespaceMaps(ctx, r.apiReader)
+		if err != nil {
+			return false, 0, err
+		}
+		if why := offloadingWaitsFor(live.(*offloadingv1beta1.NamespaceOffloading), labelled, maps, s.deadSet()); why != "" {
+			s.waitFor(live, why)
+			return false, waiting, nil
+		}
+		return true, 0, nil
 	}
-	return removeFinalizer(ctx, r.client, r.apiReader, obj, liqojanitor.NamespaceOffloadingFinalizer, s.reportOnly())
+	return removeFinalizerIf(ctx, r.client, r.apiReader, nso, liqojanitor.NamespaceOffloadingFinalizer, s.reportOnly(), decide)
 }
 
 // schedulingEnabled reads, live and metadata-only, whether the namespace still carries Liqo's scheduling

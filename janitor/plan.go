@@ -3,6 +3,7 @@ package janitor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -50,8 +51,8 @@ type PlannedWait struct {
 
 // PlanCluster computes the Plan for the ForeignCluster named name, reading live through c and mc (pods
 // are listed per virtual node by field selector; no informers are started). Every write is replaced by
-// its outcome, and c is wrapped in a dry-run client besides. A cluster the janitor has never seen marked
-// counts its grace period from its marked-at stamp.
+// its outcome, and c is wrapped in a dry-run client besides. The grace period counts from the janitor's
+// record of its first sight, or from now for a cluster the janitor has not recorded yet.
 func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, name string, o Options) (*Plan, error) {
 	o = o.Default()
 	var fcs liqov1beta1.ForeignClusterList
@@ -59,7 +60,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
 	}
 	now := time.Now()
-	unseen := func(*liqov1beta1.ForeignCluster) time.Time { return now }
+	unseen := func(fc *liqov1beta1.ForeignCluster) time.Time { return RecordedFirstSight(fc, now) }
 	fc, l := AssessClusterID(fcs.Items, name, unseen, now, o.GracePeriod)
 	if fc == nil {
 		return nil, fmt.Errorf("ForeignCluster %s not found: list them with kubectl get foreignclusters", name)
@@ -88,7 +89,9 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 // replaced by its outcome — and returns what it would do.
 func (r *releaser) plan(ctx context.Context, s *scope) (*tally, error) {
 	s.plan = true
-	s.dead[s.clusterID] = true
+	dead := maps.Clone(s.deadSet())
+	dead[s.clusterID] = true
+	s.setDead(dead)
 	return r.release(ctx, s, func(context.Context) error { return nil })
 }
 

@@ -97,6 +97,11 @@ func (w *podWatcher) ensure(cluster, node string) *nodePods {
 	_, _ = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		// A pod of a dead node that goes (its owner released a finalizer the janitor left) is progress
+		// of the clean-up's record: a pass counts it done.
+		DeleteFunc: func(any) {
+			w.events <- event.GenericEvent{Object: &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}
+		},
 	})
 	go informer.Run(np.stop)
 	w.nodes[node] = np

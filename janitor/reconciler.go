@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,14 +102,20 @@ func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 			r.memory.see(fc) // remember the first sight of its mark before the time is read
 		}
 	}
-	fc, l := AssessClusterID(fcs.Items, name, r.memory.firstSeen, r.clock.Now(), r.options.GracePeriod)
+	fc, l := AssessClusterID(fcs.Items, name, r.firstSight, r.clock.Now(), r.options.GracePeriod)
 	return fc, l, fcs.Items, nil
 }
 
 // newScope gathers what a pass over the dead cluster needs: which cluster IDs are dead, from the same
 // live list of ForeignClusters the pass was decided on.
 func (r *reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
-	return newScope(fc, DeadClusterIDs(fcs, r.memory.firstSeen, r.clock.Now(), r.options.GracePeriod), r.options.DryRun)
+	return newScope(fc, DeadClusterIDs(fcs, r.firstSight, r.clock.Now(), r.options.GracePeriod), r.options.DryRun)
+}
+
+// firstSight is the janitor's first sight of fc's mark: its own record on the ForeignCluster, which
+// survives restarts and failovers, or this process's memory of it (janitor rule 1).
+func (r *reconciler) firstSight(fc *liqov1beta1.ForeignCluster) time.Time {
+	return RecordedFirstSight(fc, r.memory.firstSeen(fc))
 }
 
 // plan (janitor rule 9) computes, for a cluster in its grace period, what the pass after the grace period
@@ -124,15 +131,18 @@ func (r *reconciler) plan(ctx context.Context, fc *liqov1beta1.ForeignCluster, l
 }
 
 // stillDead is the live re-check before each batch of irreversible writes: a mark removed, a pause set, a
-// provider answering again or a live duplicate appearing a millisecond ago stops the janitor.
+// provider answering again or a live duplicate appearing a millisecond ago stops the janitor. From the same
+// one live list it refreshes the pass's dead set, on which NamespaceOffloadings spanning several clusters
+// are decided (janitor rule 4).
 func (r *reconciler) stillDead(ctx context.Context, s *scope) error {
-	live, l, _, err := r.assessLive(ctx, s.fc.Name)
+	live, l, fcs, err := r.assessLive(ctx, s.fc.Name)
 	switch {
 	case err != nil:
 		return err
 	case live == nil || live.UID != s.fc.UID || !l.Dead():
 		return errStopped
 	}
+	s.setDead(DeadClusterIDs(fcs, r.firstSight, r.clock.Now(), r.options.GracePeriod))
 	return nil
 }
 

@@ -19,7 +19,8 @@ const (
 	released outcome = iota
 	// releasedButBlocked: the janitor did its part, but the object stays because of someone else's finalizer.
 	releasedButBlocked
-	// blocked: the object stays because of a finalizer the janitor does not own.
+	// blocked: the object stays because of a finalizer the janitor does not own, or it is a pod on a
+	// VirtualNode being deleted that Liqo's drain does not select (listPods), left alone.
 	blocked
 	// gone: the object disappeared (or was replaced) before the janitor acted.
 	gone
@@ -42,14 +43,45 @@ const maxAttempts = 5
 // on the fresh list — unless the object it read is another one (a new UID): that one is not the
 // janitor's to touch. obj is updated to the API server's answer.
 func removeFinalizer(ctx context.Context, c client.Client, live client.Reader, obj client.Object, finalizer string, dryRun bool) (outcome, error) {
+	return removeFinalizerIf(ctx, c, live, obj, finalizer, dryRun, nil)
+}
+
+// attemptCheck decides, before each attempt of removeFinalizerIf, on the object as it stands for that
+// attempt (as given for the first, as re-read from the API server for every retry): ok to write, or the
+// outcome to return instead. attempt counts from 0.
+type attemptCheck func(ctx context.Context, obj client.Object, attempt int) (ok bool, instead outcome, err error)
+
+// removeFinalizerIf is removeFinalizer with a decision taken again on every attempt, conflict retries
+// included: check runs right before each write (and before a dry run's answer), on the object that write
+// is made for, so a retry never writes on a decision taken for an older version of the world. A nil
+// check always allows.
+func removeFinalizerIf(ctx context.Context, c client.Client, live client.Reader, obj client.Object, finalizer string,
+	dryRun bool, check attemptCheck) (outcome, error) {
 	uid := obj.GetUID()
-	for range maxAttempts {
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			// The last write's test op failed: someone changed the list, or the object was replaced. Re-read.
+			if err := live.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				if apierrors.IsNotFound(err) {
+					return gone, nil
+				}
+				return 0, fmt.Errorf("re-reading after a conflict: %w", err)
+			}
+			if obj.GetUID() != uid {
+				return gone, nil // re-created under the same name: a new object, never the janitor's to touch
+			}
+		}
 		if obj.GetDeletionTimestamp().IsZero() {
 			return waiting, nil
 		}
 		i := slices.Index(obj.GetFinalizers(), finalizer)
 		if i < 0 {
 			return blockedIfFinalizers(obj), nil
+		}
+		if check != nil {
+			if ok, instead, err := check(ctx, obj, attempt); err != nil || !ok {
+				return instead, err
+			}
 		}
 		if dryRun {
 			if len(obj.GetFinalizers()) > 1 {
@@ -68,16 +100,6 @@ func removeFinalizer(ctx context.Context, c client.Client, live client.Reader, o
 			return gone, nil
 		case !apierrors.IsInvalid(err) && !apierrors.IsConflict(err):
 			return 0, fmt.Errorf("removing finalizer %s: %w", finalizer, err)
-		}
-		// A test op failed: someone changed the list, or the object was replaced. Re-read and retry.
-		if err := live.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				return gone, nil
-			}
-			return 0, fmt.Errorf("re-reading after a conflict: %w", err)
-		}
-		if obj.GetUID() != uid {
-			return gone, nil // re-created under the same name: a new object, never the janitor's to touch
 		}
 	}
 	return 0, fmt.Errorf("removing finalizer %s: the finalizer list kept changing (%d attempts)", finalizer, maxAttempts)
@@ -102,8 +124,8 @@ func blockedIfFinalizers(obj client.Object) outcome {
 	return gone
 }
 
-// forceDeletePod deletes a terminating pod — or, with evenIfRunning, one of a VirtualNode being deleted
-// (listPods) — with grace period 0 and a UID precondition (a new pod with the same name is never touched).
+// forceDeletePod deletes a terminating pod — or, with evenIfRunning, one Liqo's drain selects on a
+// VirtualNode being deleted (listPods) — with grace period 0 and a UID precondition (a new pod with the same name is never touched).
 // A pod carrying finalizers is deleted all the same — it then goes as soon as its owners release it — but
 // its finalizers are never stripped and it is counted as blocked.
 func forceDeletePod(ctx context.Context, c client.Client, pod client.Object, evenIfRunning, dryRun bool) (outcome, error) {

@@ -2,6 +2,7 @@ package janitor
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,7 @@ type work struct {
 func (r *releaser) release(ctx context.Context, s *scope, stillDead func(context.Context) error) (*tally, error) {
 	r.passes.Add(1)
 	defer r.settle()
+	s.recheck = stillDead
 	ts := r.targets()
 	t := newTally(ts)
 	for stage := range stages {
@@ -98,24 +100,39 @@ func (r *releaser) settle() {
 }
 
 // releaseAll releases todo with up to Options.Workers concurrent writes, calling stillDead before the
-// first write and then before every Options.BatchSize more; it returns once every started write is done.
+// first write and then before every Options.BatchSize more — once a worker is free for that write, so the
+// re-check is as close as it can be to the writes it allows; it returns once every started write is done.
+// A write whose own live re-check found the cluster no longer dead (a retried NamespaceOffloading,
+// releaseOffloading) stops the pass as a batch's re-check would: no more writes start, errStopped.
 func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tally, stillDead func(context.Context) error) error {
 	sem := make(chan struct{}, r.options.Workers)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	var stopped atomic.Bool
 	for i, w := range todo {
+		sem <- struct{}{}
+		if stopped.Load() {
+			break
+		}
 		if i%r.options.BatchSize == 0 {
 			if err := stillDead(ctx); err != nil {
+				wg.Wait()
 				return err
 			}
 		}
-		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			o, err := w.tg.release(ctx, s, w.obj)
+			if errors.Is(err, errStopped) {
+				stopped.Store(true)
+				o, err = waiting, nil // not released; the pass ends as stopped, not as failed
+			}
 			t.add(w.tg.kind, w.obj.GetUID(), o, err)
 			r.recordObject(ctx, s, w.tg.kind, w.obj, o, err)
 		})
+	}
+	wg.Wait()
+	if stopped.Load() {
+		return errStopped
 	}
 	return nil
 }
@@ -142,6 +159,9 @@ func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj 
 		log.Info("Would release object (dry run)")
 		r.recorder.Eventf(obj, s.fc, "Normal", "WouldRelease", releaseAction(kind),
 			"Dry run: liqo-janitor would release it (its cluster %s is marked permanently unreachable)", s.clusterID)
+	case o == blocked && kind == podKind && s.undrained[obj.GetUID()] != "":
+		objectsTotal.WithLabelValues(kind, resultBlocked).Inc()
+		log.Info("Pod left alone on a VirtualNode being deleted: Liqo's drain does not select it", "reason", s.undrained[obj.GetUID()])
 	case o == blocked:
 		objectsTotal.WithLabelValues(kind, resultBlocked).Inc()
 		log.V(1).Info("Object blocked by finalizers liqo-janitor does not own", "finalizers", obj.GetFinalizers())

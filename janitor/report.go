@@ -48,28 +48,38 @@ func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l L
 }
 
 // planned shows what a cluster in its grace period would release (janitor rule 9): the cleanup
-// annotation, e.g. "grace 22s left: would release pods 400, resourceslices 3; blocked 1", and one Waiting
-// event with the same numbers, each written when the plan is first made and again only when its numbers
-// change (the seconds left are as of that write). It comes back when the grace period ends.
+// annotation, e.g. "grace 22s left: would release pods 400, resourceslices 3; blocked 1", with the
+// janitor's record of its first sight and of when the grace period ends, and one Waiting event with the
+// same numbers. The event is sent when the plan is first made and again only when its numbers change;
+// the annotation is compared with the live one, so a plan someone removed or changed is written again
+// (the seconds left are as of that write). It comes back when the grace period ends.
 func (p *reporter) planned(ctx context.Context, s *scope, l Liveness, t *tally) (ctrl.Result, error) {
 	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
 	p.memory.waitChanged(s.fc, l.Wait)
 	result := ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
 	plan := t.plan(s.waitingNamespaces())
-	if !p.memory.planChanged(s.fc, plan) {
-		return result, nil
+	if p.memory.planChanged(s.fc, plan) {
+		ctrl.LoggerFrom(ctx).Info("Grace period: planned the clean-up", "graceLeft", l.GraceLeft.Round(time.Second), "plan", plan)
+		p.recorder.Eventf(s.fc, nil, "Normal", "Waiting", "Wait", "%s; then it %s", waitMessage(s.fc, l), plan)
 	}
-	ctrl.LoggerFrom(ctx).Info("Grace period: planned the clean-up", "graceLeft", l.GraceLeft.Round(time.Second), "plan", plan)
-	p.recorder.Eventf(s.fc, nil, "Normal", "Waiting", "Wait", "%s; then it %s", waitMessage(s.fc, l), plan)
+	summary := s.fc.Annotations[liqojanitor.CleanupAnnotation]
+	if recordOf(s.fc, t.kinds).started() {
+		return result, nil // a clean-up of this mark has begun: its record is never replaced by a plan
+	}
+	if !showsPlan(summary, plan) {
+		summary = fmt.Sprintf("%s%s left: %s", liqojanitor.GracePlanPrefix, l.GraceLeft.Round(time.Second), plan)
+	}
 	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
 	// fails, writes nothing, and the change's own event decides what comes next.
-	err := p.writeSummary(ctx, s, fmt.Sprintf("%s%s left: %s", liqojanitor.GracePlanPrefix, l.GraceLeft.Round(time.Second), plan),
-		s.fc.ResourceVersion)
-	if apierrors.IsConflict(err) {
-		p.memory.planChanged(s.fc, "") // not shown: show it again on the next pass
-		return result, nil
+	if _, err := p.writeRecord(ctx, s, summary, l); err != nil && !apierrors.IsConflict(err) {
+		return result, err
 	}
-	return result, err
+	return result, nil
+}
+
+// showsPlan reports whether a cleanup annotation shows plan (whatever the seconds left it was written with).
+func showsPlan(summary, plan string) bool {
+	return strings.HasPrefix(summary, liqojanitor.GracePlanPrefix) && strings.HasSuffix(summary, " left: "+plan)
 }
 
 func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
@@ -79,6 +89,11 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
 			liqojanitor.ConfirmAnnotation, fc.Spec.ClusterID)
 	case WaitReachable:
 		return "Marked permanently unreachable, but Liqo sees its API server answering (APIServerStatus Established): nothing is released"
+	case WaitNotFoundByLiqo:
+		return fmt.Sprintf("Marked permanently unreachable, but this is not the ForeignCluster Liqo finds for cluster ID %s: "+
+			"its label %s is missing or names another cluster, so Liqo does not probe it and its APIServerStatus proves "+
+			"nothing; nothing is released until the label is restored: kubectl label foreigncluster %s %s=%s --overwrite",
+			fc.Spec.ClusterID, liqojanitor.RemoteClusterIDLabel, fc.Name, liqojanitor.RemoteClusterIDLabel, fc.Spec.ClusterID)
 	case WaitPaused:
 		return fmt.Sprintf("Paused (%s=true): nothing is released", liqojanitor.PausedAnnotation)
 	case WaitDuplicate:
@@ -92,9 +107,11 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
 	return "Not marked permanently unreachable: nothing is released"
 }
 
-// report makes a pass over a dead cluster visible: phase events, the cleanup annotation (at most one
-// write per pass, only when it changes, never in a dry run or once the cluster stopped being dead), and
-// metrics. It returns the error of its own write, nothing else: the pass's errors are the caller's.
+// report makes a pass over a dead cluster visible: the cleanup annotation — the clean-up's record,
+// derived from the record on the ForeignCluster and what this pass did (record.go), written at most once
+// per pass, only when it changes, never in a dry run — then the phase events on the record's transitions
+// (started, done: once per clean-up, whichever replica makes them), progress, blocked and waiting events,
+// and metrics. It returns the error of its own write, nothing else: the pass's errors are the caller's.
 func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, passErr error) error {
 	if errors.Is(passErr, errStopped) {
 		ctrl.LoggerFrom(ctx).Info("Stopped releasing: the cluster is no longer dead")
@@ -102,29 +119,44 @@ func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, p
 			"Stopped releasing: the mark was removed or changed, the cluster was paused, or Liqo sees it answering again")
 		return nil
 	}
-	seen := p.memory.pass(s.fc, t, s.waitingNamespaces(), p.options.DryRun)
+	waiting := s.waitingNamespaces()
+	blocked := t.sum(func(c *counts) int { return c.blocked })
+	prev := recordOf(s.fc, t.kinds)
+	next := prev.after(t)
+	summary := next.summary(t.kinds, blocked, waiting, p.options.DryRun)
+	dryRunSummary := ""
+	if p.options.DryRun {
+		dryRunSummary = summary
+	}
+	blockedChanged, prevDryRun := p.memory.passed(s.fc, t, dryRunSummary)
 	p.publishBlocked()
-	switch seen.phase {
-	case phaseStarted:
+	if p.options.DryRun {
+		prev = parseRecord(strings.TrimPrefix(strings.TrimPrefix(prevDryRun, dryRunPrefix), "would release "), true, t.kinds)
+		next = parseRecord(strings.TrimPrefix(strings.TrimPrefix(summary, dryRunPrefix), "would release "), true, t.kinds)
+	} else if _, err := p.writeRecord(ctx, s, summary, l); err != nil {
+		return err // the record was not written: its events wait for the pass that writes it
+	}
+	if !prev.started() && next.started() {
 		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupStarted", "Release", "Releasing what the dead cluster left stuck%s: %s",
-			reasonGiven(s.fc), seen.summary)
-	case phaseDone:
-		cleanupDuration.Observe(p.clock.Since(l.MarkedAt.Add(p.options.GracePeriod)).Seconds())
-		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release", "Nothing left to release%s: %s", reasonGiven(s.fc), seen.summary)
+			reasonGiven(s.fc), summary)
+	}
+	done := next.complete() && !prev.complete()
+	if done {
+		cleanupDuration.Observe(p.clock.Since(l.GraceEnds).Seconds())
+		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release", "Nothing left to release%s: %s", reasonGiven(s.fc), summary)
 	}
 	for _, w := range p.memory.offloadingWaitsChanged(s.fc, s.offloadingWaits()) {
 		p.recorder.Eventf(s.fc, nil, "Normal", "WaitingForLiqo", "Release",
 			"NamespaceOffloading %s/offloading is kept until Liqo has done its part: %s", w.namespace, w.why)
 	}
-	if released := t.sum(func(c *counts) int { return c.released }); released > 0 && seen.phase != phaseDone {
-		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupProgress", "Release", "Released %d objects: %s", released, seen.summary)
+	if released := t.sum(func(c *counts) int { return c.released }); released > 0 && !done {
+		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupProgress", "Release", "Released %d objects: %s", released, summary)
 	}
-	if seen.blockedChanged {
+	if blockedChanged {
 		p.recorder.Eventf(s.fc, nil, "Warning", "CleanupBlocked", "Release",
-			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those): %s",
-			t.sum(func(c *counts) int { return c.blocked }), seen.summary)
+			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those), or are pods on a deleted VirtualNode that Liqo's drain does not delete: %s", blocked, summary)
 	}
-	return p.writeSummary(ctx, s, seen.summary, "")
+	return nil
 }
 
 // publishBlocked sets liqo_janitor_blocked_objects and liqo_janitor_pending_objects to their sums, per
@@ -173,21 +205,40 @@ func (s *scope) offloadingWaits() map[types.UID]offloadingWait {
 	return maps.Clone(s.waits)
 }
 
-// writeSummary patches the cleanup annotation when it changed (a merge patch of that one key); with a
-// resourceVersion, only if the ForeignCluster is still at that version (a conflict error otherwise).
-func (p *reporter) writeSummary(ctx context.Context, s *scope, summary, resourceVersion string) error {
-	if p.options.DryRun || s.fc.Annotations[liqojanitor.CleanupAnnotation] == summary {
-		return nil
+// writeRecord patches the janitor's own keys on the ForeignCluster where they differ from the live ones
+// the pass read: the cleanup annotation, and its record of the first sight of the mark and of when the
+// grace period ends (janitor rule 1; only the janitor's identity may write them, gate rule 14). The patch
+// carries the resourceVersion the pass read, so it lands only on that version of the ForeignCluster: a
+// conflict error otherwise, and two replicas never both make one transition. It reports whether it wrote.
+func (p *reporter) writeRecord(ctx context.Context, s *scope, summary string, l Liveness) (bool, error) {
+	want := map[string]string{liqojanitor.CleanupAnnotation: summary}
+	if !l.FirstSeen.IsZero() {
+		want[liqojanitor.FirstSeenAnnotation] = recordTime(l.FirstSeen)
+		want[liqojanitor.GraceEndsAnnotation] = recordTime(l.GraceEnds)
 	}
-	metadata := map[string]any{"annotations": map[string]string{liqojanitor.CleanupAnnotation: summary}}
-	if resourceVersion != "" {
-		metadata["resourceVersion"] = resourceVersion
+	for key, value := range want {
+		if s.fc.Annotations[key] == value {
+			delete(want, key)
+		}
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": metadata})
+	if p.options.DryRun || len(want) == 0 {
+		return false, nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want, "resourceVersion": s.fc.ResourceVersion}})
 	fc := &liqov1beta1.ForeignCluster{}
 	fc.Name = s.fc.Name
 	if err := p.client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("writing the cleanup summary: %w", err)
+		return false, fmt.Errorf("writing the cleanup record: %w", err)
 	}
-	return nil
+	return true, nil
+}
+
+// recordTime formats t for the janitor's records: RFC 3339 in UTC with milliseconds, rounded up to the
+// millisecond, so a recorded first sight is never earlier than the real one (the window it starts is
+// never shorter).
+func recordTime(t time.Time) string {
+	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
+		t = r.Add(time.Millisecond)
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }

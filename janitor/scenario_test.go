@@ -196,7 +196,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	startJanitor(t, janitor.Options{})
 	g.Expect(fixture.Mark(ctx, env.Client, p, liqojanitor.PausedAnnotation, "true")).To(Succeed())
 	before := rvs(t, append(p.Objects(), p.ForeignCluster)...)
-	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", paused) }).Should(BeNumerically(">", seen))
+	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", paused) }).WithTimeout(30 * time.Second).Should(BeNumerically(">", seen))
 	g.Expect(rvs(t, append(p.Objects(), p.ForeignCluster)...)).To(Equal(before))
 	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("Waiting"))
 

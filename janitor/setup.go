@@ -160,14 +160,20 @@ func (r *reconciler) clusterOfVirtualNode(ctx context.Context, obj client.Object
 	return r.clusters(ctx, func(fc *liqov1beta1.ForeignCluster) bool { return fc.Spec.ClusterID == vn.Spec.ClusterID })
 }
 
-// sameClusterID maps a ForeignCluster to the others with its spec.clusterID.
+// sameClusterID maps a ForeignCluster to the others Liqo's lookup could take for the same cluster: those
+// with its spec.clusterID, those whose spec.clusterID its liqo.io/remote-cluster-id label names, and those
+// whose label names its spec.clusterID (janitor rule 1 decides on all of them together).
 func (r *reconciler) sameClusterID(ctx context.Context, obj client.Object) []reconcile.Request {
 	fc, ok := obj.(*liqov1beta1.ForeignCluster)
 	if !ok {
 		return nil
 	}
+	ids := map[string]bool{string(fc.Spec.ClusterID): true}
+	if id, ok := fc.Labels[liqojanitor.RemoteClusterIDLabel]; ok {
+		ids[id] = true
+	}
 	return r.clusters(ctx, func(other *liqov1beta1.ForeignCluster) bool {
-		return other.Name != fc.Name && other.Spec.ClusterID == fc.Spec.ClusterID
+		return other.Name != fc.Name && (ids[string(other.Spec.ClusterID)] || ids[other.Labels[liqojanitor.RemoteClusterIDLabel]])
 	})
 }
 

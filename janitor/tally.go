@@ -69,41 +69,6 @@ func (t *tally) sum(f func(*counts) int) int {
 	return n
 }
 
-// summary is the cleanup annotation: per kind, the objects released and gone over all objects seen
-// (released ones and those still there), then how many stay blocked by others' finalizers, then the
-// namespaces whose NamespaceOffloading waits for Liqo, e.g. "pods 118/120, resourceslices 3/3,
-// namespaceoffloadings 1/2, blocked 2, waiting for Liqo: app".
-func (t *tally) summary(acted map[string]map[types.UID]bool, waitingNamespaces []string, dryRun bool) string {
-	var parts []string
-	for _, kind := range t.kinds {
-		c := t.byKind[kind]
-		done, total := len(acted[kind]), len(acted[kind])
-		for _, uid := range c.outstanding {
-			if acted[kind][uid] {
-				done--
-			} else {
-				total++
-			}
-		}
-		if total > 0 {
-			parts = append(parts, fmt.Sprintf("%ss %d/%d", strings.ToLower(kind), done, total))
-		}
-	}
-	if b := t.sum(func(c *counts) int { return c.blocked }); b > 0 {
-		parts = append(parts, fmt.Sprintf("blocked %d", b))
-	}
-	if len(waitingNamespaces) > 0 {
-		parts = append(parts, "waiting for Liqo: "+listSome(waitingNamespaces, 3))
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "nothing to release")
-	}
-	if dryRun {
-		return "dry run: would release " + strings.Join(parts, ", ")
-	}
-	return strings.Join(parts, ", ")
-}
-
 // plan is what a plan pass would do, for the cleanup annotation and the Waiting event: per kind the
 // objects it would release, then how many of them (or of others) stay blocked by others' finalizers, then
 // the namespaces whose NamespaceOffloading would wait for Liqo, e.g. "would release pods 400,

@@ -3,12 +3,14 @@ package janitor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	"github.com/liqotech/liqo/pkg/consts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,18 +29,27 @@ type scope struct {
 	fc *liqov1beta1.ForeignCluster
 	// clusterID is fc's spec.clusterID.
 	clusterID string
-	// dead says, for every cluster ID with a ForeignCluster, whether it is dead (others count as live).
-	dead map[string]bool
 	// dryRun reports instead of writing.
 	dryRun bool
 	// plan: the cluster is in its grace period, and the pass computes what it would release once that
 	// ends, writing nothing (janitor rule 9).
 	plan bool
-	// drain holds the pods that may be force-deleted though not terminating: those bound to the Node of a
-	// VirtualNode of the cluster that is itself being deleted. Filled by listPods before any release.
+	// drain holds the pods that may be force-deleted though not terminating: those Liqo's own drain selects
+	// on the Node of a VirtualNode of the cluster that is itself being deleted. Filled by listPods before
+	// any release, read-only afterwards.
 	drain map[types.UID]bool
+	// undrained holds, for the other pods that are not terminating on such a Node, why the janitor leaves
+	// them alone (one of the fixed notDrainedBy reasons). Filled by listPods like drain.
+	undrained map[types.UID]string
+	// recheck is the pass's live re-check (the reconciler's stillDead: errStopped once the cluster is no
+	// longer dead; it refreshes the dead set through setDead), set by release for the targets that must
+	// re-check before a retried write (releaseOffloading).
+	recheck func(context.Context) error
 
 	mu sync.Mutex
+	// dead says, for every cluster ID with a ForeignCluster, whether it is dead (others count as live), as
+	// of the last live re-check (setDead); read it through deadSet only.
+	dead map[string]bool
 	// waits says, for each NamespaceOffloading that waits for Liqo, what it waits for.
 	waits map[types.UID]offloadingWait
 }
@@ -51,7 +62,26 @@ type offloadingWait struct {
 // newScope starts a pass over fc, given which cluster IDs are dead.
 func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool) *scope {
 	return &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: dryRun, dead: dead,
-		drain: map[types.UID]bool{}, waits: map[types.UID]offloadingWait{}}
+		drain: map[types.UID]bool{}, undrained: map[types.UID]string{}, waits: map[types.UID]offloadingWait{}}
+}
+
+// setDead replaces the dead set with one computed from a fresh live read of the ForeignClusters (janitor
+// rule 1): the reconciler's live re-check calls it before every batch of writes, so every decision that
+// depends on another cluster being dead (a NamespaceOffloading spanning several) is taken on the world as
+// it was at the last re-check, not as it was when the pass began. Releases read it concurrently.
+func (s *scope) setDead(dead map[string]bool) {
+	dead = maps.Clone(dead)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dead = dead
+}
+
+// deadSet returns the current dead set; the caller must not modify it (setDead replaces it, never
+// changes it in place).
+func (s *scope) deadSet() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
 }
 
 // reportOnly says whether the pass only reports what it would do: a dry run, or a plan.
@@ -120,10 +150,17 @@ func (r *releaser) targets() []target {
 
 // listPods (janitor rules 4 and 6) returns the pods the janitor may force-delete on the cluster's
 // virtual nodes: the terminating ones, and on a virtual node whose VirtualNode is itself being deleted,
-// every pod but DaemonSet and mirror pods, terminating or not — what Liqo ≥ v1.1's drain does for a dead cluster
-// (pkg/liqo-controller-manager/offloading/virtualnode-controller/drain.go drainNode, forcePodsDeletion; v1.2
-// getPodsForDeletion skips DaemonSet and mirror pods, which go with the Node). On Liqo v1.0 that drain
-// evicts instead, and a PodDisruptionBudget can refuse every eviction forever.
+// exactly the pods Liqo's own drain selects, terminating or not — what Liqo ≥ v1.1's drain does for a dead
+// cluster. That drain (pkg/liqo-controller-manager/offloading/virtualnode-controller/drain.go: drainNode,
+// which in v1.1.0 and v1.2.0 calls forcePodsDeletion when foreigncluster.IsDead, and evicts in v1.0.3)
+// deletes what getPodsForDeletion lists: the pods bound to the node (spec.nodeName) labelled
+// liqo.io/shadowPod=true (consts.LocalPodLabelKey/LocalPodLabelValue, the same selector in v1.0.3, v1.1.0
+// and v1.2.0), and since v1.2.0 not those owned by a DaemonSet or mirror pods (isDaemonSetPod,
+// isMirrorPod); the janitor takes the narrowest of the three, v1.2.0's. Every other pod on that Node that
+// is not terminating is returned too, to be left alone and counted as blocked with its reason
+// (s.undrained, notDrainedBy): nobody but Liqo's drain decides to delete a running pod, and such pods go
+// with the Node. On Liqo v1.0 that drain evicts instead, and a PodDisruptionBudget can refuse every
+// eviction forever.
 func (r *releaser) listPods(ctx context.Context, s *scope) ([]client.Object, error) {
 	nodes, err := r.virtualNodesOf(ctx, s.clusterID)
 	if err != nil {
@@ -138,10 +175,14 @@ func (r *releaser) listPods(ctx context.Context, s *scope) ([]client.Object, err
 			return nil, err
 		}
 		for _, pod := range onNode {
-			switch {
+			switch why := notDrainedBy(pod); {
 			case !pod.GetDeletionTimestamp().IsZero():
 				pods = append(pods, pod)
-			case draining && !daemonSetOrMirror(pod):
+			case !draining: // not terminating, and its VirtualNode is not being deleted: never written
+			case why != "":
+				s.undrained[pod.GetUID()] = why
+				pods = append(pods, pod)
+			default:
 				s.drain[pod.GetUID()] = true
 				pods = append(pods, pod)
 			}
@@ -149,6 +190,30 @@ func (r *releaser) listPods(ctx context.Context, s *scope) ([]client.Object, err
 	}
 	r.pods.retain(s.fc.Name, keep)
 	return pods, nil
+}
+
+// Why a pod that is not terminating on the Node of a VirtualNode being deleted is left alone: Liqo's
+// drain does not select it (listPods). A small fixed set: the reason is logged with the pod.
+const (
+	notShadowPod = "not labelled " + liqojanitor.ShadowPodLabel + "=" + consts.LocalPodLabelValue +
+		": not an offloaded pod, Liqo's drain does not delete it"
+	daemonSetPod = "owned by a DaemonSet: Liqo's drain does not delete it, it goes with the Node"
+	mirrorPod    = "a mirror pod: Liqo's drain does not delete it, it goes with the Node"
+)
+
+// notDrainedBy says why Liqo's drain does not select pod (getPodsForDeletion, isDaemonSetPod, isMirrorPod
+// in drain.go, Liqo v1.2.0), or "" when it does.
+func notDrainedBy(pod client.Object) string {
+	switch {
+	case pod.GetLabels()[liqojanitor.ShadowPodLabel] != consts.LocalPodLabelValue:
+		return notShadowPod
+	case slices.ContainsFunc(pod.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" }):
+		return daemonSetPod
+	}
+	if _, ok := pod.GetAnnotations()[corev1.MirrorPodAnnotationKey]; ok {
+		return mirrorPod
+	}
+	return ""
 }
 
 // virtualNodesOf (janitor rule 3) returns the Nodes that belong to the cluster, and for each whether its
@@ -209,16 +274,12 @@ func (r *releaser) stillDeleting(ctx context.Context, cached *offloadingv1beta1.
 	return vn.UID == cached.UID && vn.Spec.ClusterID == cached.Spec.ClusterID && !vn.DeletionTimestamp.IsZero(), nil
 }
 
-// daemonSetOrMirror reports what Liqo v1.2's drain leaves on the node (isDaemonSetPod, isMirrorPod): a
-// DaemonSet would re-create its pod at once, and a mirror pod belongs to a kubelet.
-func daemonSetOrMirror(pod client.Object) bool {
-	if _, ok := pod.GetAnnotations()[corev1.MirrorPodAnnotationKey]; ok {
-		return true
-	}
-	return slices.ContainsFunc(pod.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
-}
-
+// releasePod force-deletes a terminating pod or one Liqo's drain selects (listPods); a pod Liqo's drain
+// does not select is left alone, blocked.
 func (r *releaser) releasePod(ctx context.Context, s *scope, pod client.Object) (outcome, error) {
+	if _, ok := s.undrained[pod.GetUID()]; ok {
+		return blocked, nil
+	}
 	return forceDeletePod(ctx, r.client, pod, s.drain[pod.GetUID()], s.reportOnly())
 }
 

@@ -105,7 +105,8 @@ func TestADuplicateForeignClusterNeverCondemnsALiveProvider(t *testing.T) {
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 5})
 	live := cons.Providers[0]
 	g.Expect(fixture.Terminate(ctx, env.Client, live)).To(Succeed())
-	dup := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: live.ID + "-copy"},
+	dup := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: live.ID + "-copy",
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: live.ID}}, // as Liqo's own webhook labels it
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(live.ID)}}
 	g.Expect(env.Client.Create(ctx, dup)).To(Succeed())
 	before := rvs(t, append(live.Objects(), live.ForeignCluster)...)
@@ -172,7 +173,7 @@ func TestRunningPodsOfADeadClustersDeletedVirtualNodeAreReleased(t *testing.T) {
 	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30*time.Second).Should(Equal(1), "all but the DaemonSet pod")
 	g.Expect(gone(ctx, ds)()).To(BeFalse(), "a DaemonSet pod goes with the Node, as in Liqo's own drain")
 	g.Expect(get(t, ds).DeletionTimestamp).To(BeNil())
-	g.Eventually(cleanupAnnotation(t, p)).Should(Equal("pods 5/5"))
+	g.Eventually(cleanupAnnotation(t, p)).Should(Equal("pods 5/6, blocked 1"), "the DaemonSet pod Liqo's drain leaves is counted as blocked")
 }
 
 // TestAFinalizerPatchNeverTouchesARecreatedObject: the janitor holds a copy of a ResourceSlice that is

@@ -32,7 +32,7 @@ func fc(id string, annotations map[string]string, o ...fcOpt) *liqov1beta1.Forei
 	f := &liqov1beta1.ForeignCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: id, Annotations: maps.Clone(annotations),
 			Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: id}},
-		Spec:       liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)},
 	}
 	for _, opt := range o {
 		opt(f)

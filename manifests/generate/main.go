@@ -1,6 +1,7 @@
 // Command generate writes the install files that are renderings of the chart (`make manifests`): the
 // whole install for `kubectl apply -f` and `kubectl apply -k manifests/default`, the policy fallback for
-// `kubectl apply -k manifests/policy`, and the RBAC of the identity-secrets kustomize component.
+// `kubectl apply -k manifests/policy`, and the RBAC and ValidatingAdmissionPolicy of the identity-secrets kustomize
+// component.
 package main
 
 import (
@@ -26,7 +27,7 @@ var outputs = []output{
 	{path: manifests.InstallFile, values: manifests.InstallValues(), what: "the defaults, and the namespace"},
 	{path: "manifests/policy/policy.yaml", values: map[string]any{"policy": map[string]any{"enabled": true}},
 		template: "templates/policy.yaml", what: "policy.enabled=true, templates/policy.yaml"},
-	{path: "manifests/components/identity-secrets/rbac.yaml", values: map[string]any{"identitySecrets": map[string]any{"enabled": true}},
+	{path: "manifests/components/identity-secrets/identity-secrets.yaml", values: map[string]any{"identitySecrets": map[string]any{"enabled": true}},
 		template: "templates/identity-secrets.yaml", what: "identitySecrets.enabled=true, templates/identity-secrets.yaml"},
 }
 

@@ -125,14 +125,25 @@ func applyScopedPolicy(b *testing.B) func() {
 	if err != nil {
 		b.Fatal(err)
 	}
-	docs := strings.Split(string(data), "\n---\n")
+	var docs []string // the rendering's objects, without comment-only documents such as its header
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		if strings.Contains(doc, "kind:") {
+			docs = append(docs, doc)
+		}
+	}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if len(docs) < 2 {
+		b.Fatalf("manifests/policy/policy.yaml holds %d objects, want a policy and its binding", len(docs))
+	}
 	if err := yaml.Unmarshal([]byte(docs[0]), policy); err != nil {
 		b.Fatal(err)
 	}
 	if err := yaml.Unmarshal([]byte(docs[1]), binding); err != nil {
 		b.Fatal(err)
+	}
+	if policy.Kind != "ValidatingAdmissionPolicy" || binding.Kind != "ValidatingAdmissionPolicyBinding" {
+		b.Fatalf("manifests/policy/policy.yaml: got %s and %s, want the policy and its binding", policy.Kind, binding.Kind)
 	}
 	binding.Spec.MatchResources = &admissionregistrationv1.MatchResources{
 		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{admissionLabel: "policy"}}}

@@ -75,6 +75,8 @@ var valueMatrix = map[string]map[string]any{
 		"prometheusRule": map[string]any{"enabled": true, "cleanupStuckMinutes": 5, "blockedMinutes": 30},
 		"dashboards":     map[string]any{"enabled": true},
 	},
+	"the gate's own probe off":  {"gate": map[string]any{"probe": map[string]any{"enabled": false}}},
+	"the gate's probe, shorter": {"gate": map[string]any{"probe": map[string]any{"timeout": "500ms"}}},
 	"network policy": {"networkPolicy": map[string]any{"enabled": true, "metricsFrom": []any{
 		map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}},
 	}}},
@@ -128,17 +130,70 @@ func TestChartValuesAreChecked(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		"an unknown key":                {map[string]any{"replicas": 3}, "replicas"},
-		"an unknown nested key":         {map[string]any{"janitor": map[string]any{"grace": "5m"}}, "grace"},
-		"a wrong type":                  {map[string]any{"replicaCount": "two"}, "replicaCount"},
-		"a duration that is not one":    {map[string]any{"janitor": map[string]any{"gracePeriod": "five minutes"}}, "gracePeriod"},
-		"a digest that is not one":      {map[string]any{"image": map[string]any{"digest": "latest"}}, "digest"},
-		"an unknown Pod Security level": {map[string]any{"namespace": map[string]any{"podSecurity": "strict"}}, "podSecurity"},
+		"an unknown key":                         {map[string]any{"replicas": 3}, "replicas"},
+		"an unknown nested key":                  {map[string]any{"janitor": map[string]any{"grace": "5m"}}, "grace"},
+		"a wrong type":                           {map[string]any{"replicaCount": "two"}, "replicaCount"},
+		"a duration that is not one":             {map[string]any{"janitor": map[string]any{"gracePeriod": "five minutes"}}, "gracePeriod"},
+		"a digest that is not one":               {map[string]any{"image": map[string]any{"digest": "latest"}}, "digest"},
+		"an unknown Pod Security level":          {map[string]any{"namespace": map[string]any{"podSecurity": "strict"}}, "podSecurity"},
+		"a probe timeout that is not a duration": {map[string]any{"gate": map[string]any{"probe": map[string]any{"timeout": "2"}}}, "timeout"},
+		// Gate and janitor point 10: without leader election every replica would run the janitor.
+		"several replicas without leader election": {map[string]any{"replicaCount": 3, "leaderElection": map[string]any{"enabled": false}},
+			"replicaCount is 3 but leaderElection.enabled is false"},
+		"a probe enabled with no time to answer": {map[string]any{"gate": map[string]any{"probe": map[string]any{"timeout": "0.0s"}}},
+			"set a timeout above zero (the default is 2s), or say so with gate.probe.enabled=false"},
+		"a probe longer than the webhook can wait": {map[string]any{"gate": map[string]any{"probe": map[string]any{"timeout": "1m30s"}}},
+			"gate.probe.timeout is 1m30s: the probe must end within 3s"},
+		"a probe just longer than 3s": {map[string]any{"gate": map[string]any{"probe": map[string]any{"timeout": "3001ms"}}},
+			"the probe must end within 3s"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := manifests.Render(t.Context(), matrixNS, tc.values)
 			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+}
+
+// TestChartRefusesReplicasWithoutLeaderElection: gate and janitor point 10. Two janitors without leader
+// election would race each other's releases and clean-up records; the refusal says what to set, and both
+// ways out render.
+func TestChartRefusesReplicasWithoutLeaderElection(t *testing.T) {
+	g := NewWithT(t)
+	_, err := manifests.Render(t.Context(), matrixNS, map[string]any{"leaderElection": map[string]any{"enabled": false}})
+	g.Expect(err).To(MatchError(And(ContainSubstring("replicaCount is 2 but leaderElection.enabled is false"),
+		ContainSubstring("set leaderElection.enabled=true"), ContainSubstring("or replicaCount=1"))), "the default two replicas")
+	for name, values := range map[string]map[string]any{
+		"one replica without leader election": {"replicaCount": 1, "leaderElection": map[string]any{"enabled": false}},
+		"three replicas with leader election": {"replicaCount": 3},
+	} {
+		b, _ := render(t, installNS, values)
+		dep := one[*appsv1.Deployment](t, b, installNS, appName)
+		g.Expect(*dep.Spec.Replicas).To(BeNumerically("==", values["replicaCount"]), name)
+	}
+}
+
+// TestChartRendersTheGatesProbe: gate.probe becomes --probe-timeout, 0 when the probe is off.
+func TestChartRendersTheGatesProbe(t *testing.T) {
+	for name, tc := range map[string]struct {
+		probe map[string]any
+		want  string
+	}{
+		"the default":         {nil, "--probe-timeout=2s"},
+		"a shorter timeout":   {map[string]any{"timeout": "500ms"}, "--probe-timeout=500ms"},
+		"the longest timeout": {map[string]any{"timeout": "2s1000ms"}, "--probe-timeout=2s1000ms"},
+		"the probe turns off": {map[string]any{"enabled": false, "timeout": "10s"}, "--probe-timeout=0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			values := map[string]any{}
+			if tc.probe != nil {
+				values["gate"] = map[string]any{"probe": tc.probe}
+			}
+			b, _ := render(t, installNS, values)
+			args := one[*appsv1.Deployment](t, b, installNS, appName).Spec.Template.Spec.Containers[0].Args
+			g.Expect(args).To(ContainElement(tc.want))
+			g.Expect(argValue(args, "--probe-timeout=")).To(Equal(strings.TrimPrefix(tc.want, "--probe-timeout=")), "set once")
 		})
 	}
 }
@@ -198,6 +253,7 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	}
 	for flag, want := range map[string]time.Duration{
 		"--grace-period": janitor.DefaultGracePeriod, "--min-unreachable": webhook.DefaultMinUnreachable,
+		"--probe-timeout": webhook.DefaultProbeTimeout,
 		// controller-runtime's leader-election defaults, which the binary's flags keep
 		"--leader-election-lease-duration": 15 * time.Second, "--leader-election-renew-deadline": 10 * time.Second,
 		"--leader-election-retry-period": 2 * time.Second,

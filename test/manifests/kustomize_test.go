@@ -136,6 +136,8 @@ var defaultInstall = []string{
 	"Service " + installNS + "/liqo-janitor-metrics",
 	"Issuer " + installNS + "/liqo-janitor-selfsigned",
 	"Certificate " + installNS + "/liqo-janitor-serving-cert",
+	"ValidatingAdmissionPolicy " + eventsPolicy,
+	"ValidatingAdmissionPolicyBinding " + eventsPolicy,
 	"MutatingWebhookConfiguration liqo-janitor",
 	"ValidatingWebhookConfiguration liqo-janitor",
 }
@@ -151,6 +153,8 @@ func TestKustomizationsBuildIntoKnownTypes(t *testing.T) {
 			want: append([]string{
 				"ClusterRole liqo-janitor:identity-secrets",
 				"ClusterRoleBinding liqo-janitor:identity-secrets",
+				"ValidatingAdmissionPolicy " + identityPolicy,
+				"ValidatingAdmissionPolicyBinding " + identityPolicy,
 			}, defaultInstall...),
 		},
 		"the policy": {dir: policyDir, want: []string{

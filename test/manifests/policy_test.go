@@ -47,13 +47,93 @@ func expectPolicyForbidden(g Gomega, err error, fragments ...string) {
 }
 
 func expectPolicyRefused(g Gomega, err error, code int32, fragments ...string) {
+	expectRefusedByPolicy(g, err, policyName, code, fragments...)
+}
+
+// expectRefusedByPolicy asserts that the ValidatingAdmissionPolicy named policy refused the request with
+// the HTTP code, with a message carrying each fragment.
+func expectRefusedByPolicy(g Gomega, err error, policy string, code int32, fragments ...string) {
 	var status *apierrors.StatusError
 	g.Expect(errors.As(err, &status)).To(BeTrue(), "want a denial, got %v", err)
 	g.Expect(status.ErrStatus.Code).To(Equal(code), "message: %s", status.ErrStatus.Message)
-	g.Expect(status.ErrStatus.Message).To(ContainSubstring("ValidatingAdmissionPolicy '" + policyName + "'"))
+	g.Expect(status.ErrStatus.Message).To(ContainSubstring("ValidatingAdmissionPolicy '" + policy + "'"))
 	for _, f := range fragments {
 		g.Expect(status.ErrStatus.Message).To(ContainSubstring(f))
 	}
+}
+
+// janitorUser is the username of the install's ServiceAccount, the janitor's own identity.
+const janitorUser = "system:serviceaccount:" + installNS + ":" + appName
+
+// impersonate returns a client that acts as user.
+func impersonate(t *testing.T, user string) client.Client {
+	t.Helper()
+	c, err := env.NewClient(func(c *rest.Config) { c.Impersonate.UserName = user })
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// grantRole creates a ClusterRole with rules bound to users, removed when the test ends.
+func grantRole(t *testing.T, name string, rules []rbacv1.PolicyRule, users ...string) {
+	t.Helper()
+	for _, o := range []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules},
+		harness.ClusterRoleBinding(name, name, users...),
+	} {
+		NewWithT(t).Expect(env.Client.Create(t.Context(), o)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+}
+
+// applyPolicyFallback applies manifests/policy (the gate's fallback, without the webhook) until the test
+// ends, and waits until the API server enforces it.
+func applyPolicyFallback(t *testing.T) {
+	t.Helper()
+	b := kustomize(t, policyDir)
+	t.Cleanup(func() { deleteAll(b) })
+	NewWithT(t).Expect(apply(t, b)).To(BeEmpty())
+	// A new policy takes a moment to be enforced: wait for the first denial, with a dry-run request so
+	// that an early success changes nothing.
+	probe := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "policy-probe",
+		Annotations: map[string]string{liqojanitor.MarkAnnotation: "yes"}}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "policy-probe"}}
+	NewWithT(t).Eventually(func(g Gomega) {
+		expectPolicyDenied(g, env.Client.Create(t.Context(), probe.DeepCopy(), client.DryRunAll))
+	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+}
+
+// createForeignCluster creates a ForeignCluster named after its cluster ID (Liqo's own naming), with labels,
+// deleted when the test ends.
+func createForeignCluster(t *testing.T, id string, labels map[string]string) *liqov1beta1.ForeignCluster {
+	t.Helper()
+	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: labels},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)}}
+	NewWithT(t).Expect(env.Client.Create(t.Context(), fc)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), fc) })
+	return fc
+}
+
+// patchMeta merge-patches the ForeignCluster's labels and annotations in one request, as
+// `kubectl patch --type=merge` does (a nil value removes the key).
+func patchMeta(ctx context.Context, c client.Client, name string, labels, annotations map[string]*string) error {
+	meta := map[string]any{}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	data, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, data))
+}
+
+// annotationsOf reads the ForeignCluster's annotations from the API server.
+func annotationsOf(ctx context.Context, g Gomega, name string) map[string]string {
+	fc := &liqov1beta1.ForeignCluster{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, fc)).To(Succeed())
+	return fc.Annotations
 }
 
 func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
@@ -112,7 +192,7 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 			Annotations: map[string]string{liqojanitor.MarkAnnotation: "true"}},
 			Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-y"}}
 		expectPolicyDenied(NewWithT(t), env.Client.Create(t.Context(), marked, client.DryRunAll),
-			"liqo-janitor.io/confirm-cluster-id=provider-y")
+			"cannot be created already marked", "liqo-janitor.io/confirm-cluster-id=provider-y")
 	})
 
 	// Sequential steps on the same object: each one starts from the state the previous one left.
@@ -211,4 +291,237 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 	got := &liqov1beta1.ForeignCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
 	g.Expect(got.Annotations).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: id}))
+}
+
+// TestPolicyRefusesForeignClustersCreatedMarkedWithoutTheGate: gate rule 13. A ForeignCluster cannot be
+// born dead, not even confirmed and created by a cluster admin (who holds every verb): it is created
+// unmarked, and marked afterwards.
+func TestPolicyRefusesForeignClustersCreatedMarkedWithoutTheGate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+
+	const id = "provider-born-dead"
+	born := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id,
+		Annotations: map[string]string{liqojanitor.ConfirmAnnotation: id, liqojanitor.MarkAnnotation: liqojanitor.MarkValue}},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: id}}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), born) })
+	expectPolicyDenied(g, env.Client.Create(ctx, born.DeepCopy()), "ForeignCluster "+id+" cannot be created already marked",
+		"kubectl annotate foreigncluster "+id+" liqo-janitor.io/confirm-cluster-id="+id+" "+liqojanitor.MarkAnnotation+"=true")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: id}, &liqov1beta1.ForeignCluster{}))).To(BeTrue(),
+		"nothing was created")
+
+	// The next step the message gives works: create it unmarked, then confirm and mark it.
+	createForeignCluster(t, id, nil)
+	g.Expect(fixture.MarkCluster(ctx, env.Client, born)).To(Succeed())
+	g.Expect(annotationsOf(ctx, g, id)).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: id, liqojanitor.MarkAnnotation: "true"}))
+}
+
+// TestPolicyKeepsTheMarkRecordWhileMarkedWithoutTheGate: gate rules 6 and 14. While the mark is set, the
+// confirmation, the stamps and the operator's reason cannot be added, removed or changed by anyone (a
+// hand-written marked-at must never shorten the grace period); before the mark, and once it is removed,
+// they are free.
+func TestPolicyKeepsTheMarkRecordWhileMarkedWithoutTheGate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+
+	const id, bare = "provider-record", "provider-record-bare"
+	createForeignCluster(t, id, nil)
+	createForeignCluster(t, bare, nil)
+
+	// Unmarked, the operator may write and rewrite the confirmation and the reason.
+	for _, kv := range []map[string]*string{
+		{liqojanitor.ReasonAnnotation: s("datacentre lost"), liqojanitor.ConfirmAnnotation: s("provider-typo")},
+		{liqojanitor.ReasonAnnotation: s("datacentre eu-1 lost"), liqojanitor.ConfirmAnnotation: s(id)},
+	} {
+		g.Expect(annotate(ctx, id, kv)).To(Succeed())
+	}
+	// The marking request carries the stamps, as the gate's mutating webhook writes them into it.
+	stamps := map[string]*string{liqojanitor.MarkAnnotation: s("true"),
+		liqojanitor.MarkedByAnnotation: s("alice"), liqojanitor.MarkedAtAnnotation: s("2026-03-01T10:00:00Z")}
+	g.Expect(annotate(ctx, id, stamps)).To(Succeed())
+	g.Expect(annotate(ctx, bare, map[string]*string{liqojanitor.ConfirmAnnotation: s(bare), liqojanitor.MarkAnnotation: s("true")})).To(Succeed())
+
+	denied := map[string]struct {
+		name string
+		kv   map[string]*string
+		key  string
+	}{
+		"changing the confirmation":                        {id, map[string]*string{liqojanitor.ConfirmAnnotation: s("provider-other")}, liqojanitor.ConfirmAnnotation},
+		"removing the confirmation":                        {id, map[string]*string{liqojanitor.ConfirmAnnotation: nil}, liqojanitor.ConfirmAnnotation},
+		"changing marked-by":                               {id, map[string]*string{liqojanitor.MarkedByAnnotation: s("bob")}, liqojanitor.MarkedByAnnotation},
+		"removing marked-by":                               {id, map[string]*string{liqojanitor.MarkedByAnnotation: nil}, liqojanitor.MarkedByAnnotation},
+		"moving marked-at back, which would shorten grace": {id, map[string]*string{liqojanitor.MarkedAtAnnotation: s("2026-01-01T00:00:00Z")}, liqojanitor.MarkedAtAnnotation},
+		"removing marked-at":                               {id, map[string]*string{liqojanitor.MarkedAtAnnotation: nil}, liqojanitor.MarkedAtAnnotation},
+		"changing the reason":                              {id, map[string]*string{liqojanitor.ReasonAnnotation: s("nothing happened")}, liqojanitor.ReasonAnnotation},
+		"removing the reason":                              {id, map[string]*string{liqojanitor.ReasonAnnotation: nil}, liqojanitor.ReasonAnnotation},
+		"adding marked-at to an unstamped mark":            {bare, map[string]*string{liqojanitor.MarkedAtAnnotation: s("2026-01-01T00:00:00Z")}, liqojanitor.MarkedAtAnnotation},
+		"adding marked-by to an unstamped mark":            {bare, map[string]*string{liqojanitor.MarkedByAnnotation: s("alice")}, liqojanitor.MarkedByAnnotation},
+		"adding a reason to a marked cluster":              {bare, map[string]*string{liqojanitor.ReasonAnnotation: s("an afterthought")}, liqojanitor.ReasonAnnotation},
+	}
+	for name, tc := range denied {
+		t.Run(name, func(t *testing.T) {
+			expectPolicyDenied(NewWithT(t), annotate(t.Context(), tc.name, tc.kv),
+				"ForeignCluster "+tc.name+" is marked permanently unreachable: "+tc.key+" cannot be added, removed or changed",
+				"kubectl annotate foreigncluster "+tc.name+" "+liqojanitor.MarkAnnotation+"-")
+		})
+	}
+
+	// What is not the record stays open on a marked cluster; removing the mark removes the record with it.
+	g.Expect(annotate(ctx, id, map[string]*string{"example.com/ticket": s("INC-42"), liqojanitor.PausedAnnotation: s("true")})).To(Succeed())
+	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
+		liqojanitor.MarkedByAnnotation: nil, liqojanitor.MarkedAtAnnotation: nil})).To(Succeed())
+	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.ReasonAnnotation: s("false alarm")})).To(Succeed(), "unmarked, the reason is free again")
+
+	g.Expect(annotationsOf(ctx, g, id)).To(Equal(map[string]string{"example.com/ticket": "INC-42",
+		liqojanitor.PausedAnnotation: "true", liqojanitor.ReasonAnnotation: "false alarm"}))
+	g.Expect(annotationsOf(ctx, g, bare)).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: bare, liqojanitor.MarkAnnotation: "true"}))
+}
+
+// TestPolicyLocksLiqoLabelsWhileMarkedWithoutTheGate: gate rule 11. While a ForeignCluster carries the
+// mark (before or after the request), nobody may add, remove or change liqo.io/remote-cluster-id or
+// liqo.io/webhook-skip; Liqo's own writes on unmarked ForeignClusters (those labels, status) and its status
+// writes on marked ones pass.
+func TestPolicyLocksLiqoLabelsWhileMarkedWithoutTheGate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+
+	const liqoUser = "system:serviceaccount:liqo:liqo-controller-manager"
+	grantRole(t, "policy-liqo-controller", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters", "foreignclusters/status"}, Verbs: []string{"get", "update", "patch"}}}, liqoUser)
+	liqo := impersonate(t, liqoUser)
+
+	const id, other = "provider-labels", "provider-labels-2"
+	fc := createForeignCluster(t, id, map[string]string{liqojanitor.RemoteClusterIDLabel: id})
+	createForeignCluster(t, other, map[string]string{liqojanitor.RemoteClusterIDLabel: other})
+
+	// Unmarked: Liqo (or anyone allowed) may write its labels, and the status.
+	for _, labels := range []map[string]*string{
+		{liqojanitor.WebhookSkipLabel: s("true")},
+		{liqojanitor.RemoteClusterIDLabel: s("provider-elsewhere")},
+		{liqojanitor.RemoteClusterIDLabel: s(id), liqojanitor.WebhookSkipLabel: nil},
+	} {
+		g.Expect(patchMeta(ctx, liqo, id, labels, nil)).To(Succeed(), "unmarked: %v", labels)
+	}
+	g.Expect(fixture.SetAPIServerStatus(ctx, liqo, fc, liqov1beta1.ConditionStatusError, time.Hour)).To(Succeed())
+
+	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
+
+	// Marked: Liqo's status writes and other labels still pass.
+	g.Expect(fixture.SetAPIServerStatus(ctx, liqo, fc, liqov1beta1.ConditionStatusEstablished, 0)).To(Succeed())
+	g.Expect(fixture.SetAPIServerStatus(ctx, liqo, fc, liqov1beta1.ConditionStatusError, 0)).To(Succeed())
+	g.Expect(patchMeta(ctx, liqo, id, map[string]*string{"example.com/zone": s("eu-1")}, nil)).To(Succeed())
+
+	unmark := "kubectl annotate foreigncluster " + id + " " + liqojanitor.MarkAnnotation + "-"
+	// Locked for everyone: Liqo's controller and a cluster admin holding the break-glass verb alike (the
+	// requests that also mark or unmark only for the admin: Liqo's controller lacks the verb, refused first).
+	everyone, admin := []client.Client{liqo, env.Client}, []client.Client{env.Client}
+	denied := map[string]struct {
+		name                string
+		labels, annotations map[string]*string
+		by                  []client.Client
+		fragments           []string
+	}{
+		"adding webhook-skip to a marked cluster": {name: id, labels: map[string]*string{liqojanitor.WebhookSkipLabel: s("true")}, by: everyone,
+			fragments: []string{"the label " + liqojanitor.WebhookSkipLabel + " cannot be added, removed or changed", "remove the mark first", unmark}},
+		"removing remote-cluster-id from a marked cluster": {name: id, labels: map[string]*string{liqojanitor.RemoteClusterIDLabel: nil}, by: everyone,
+			fragments: []string{"the label " + liqojanitor.RemoteClusterIDLabel + " cannot", unmark}},
+		"changing remote-cluster-id of a marked cluster": {name: id, labels: map[string]*string{liqojanitor.RemoteClusterIDLabel: s("provider-elsewhere")}, by: everyone,
+			fragments: []string{"the label " + liqojanitor.RemoteClusterIDLabel + " cannot", unmark}},
+		"removing the mark and remote-cluster-id in one request": {name: id, labels: map[string]*string{liqojanitor.RemoteClusterIDLabel: nil},
+			annotations: map[string]*string{liqojanitor.MarkAnnotation: nil}, by: admin,
+			fragments: []string{liqojanitor.RemoteClusterIDLabel, "remove the mark first, in a request of its own"}},
+		"marking and adding webhook-skip in one request": {name: other, labels: map[string]*string{liqojanitor.WebhookSkipLabel: s("true")},
+			annotations: map[string]*string{liqojanitor.ConfirmAnnotation: s(other), liqojanitor.MarkAnnotation: s("true")}, by: admin,
+			fragments: []string{liqojanitor.WebhookSkipLabel, "change the label in a request of its own, before marking"}},
+	}
+	for name, tc := range denied {
+		t.Run(name, func(t *testing.T) {
+			for _, c := range tc.by {
+				expectPolicyDenied(NewWithT(t), patchMeta(t.Context(), c, tc.name, tc.labels, tc.annotations), tc.fragments...)
+			}
+		})
+	}
+
+	// Unmarked again, the labels are free.
+	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	g.Expect(patchMeta(ctx, liqo, id, map[string]*string{liqojanitor.WebhookSkipLabel: s("true")}, nil)).To(Succeed())
+
+	got := &liqov1beta1.ForeignCluster{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: id}, got)).To(Succeed())
+	g.Expect(got.Labels).To(Equal(map[string]string{liqojanitor.RemoteClusterIDLabel: id, "example.com/zone": "eu-1", liqojanitor.WebhookSkipLabel: "true"}))
+	g.Expect(got.Status.Conditions).To(ContainElement(HaveField("Status", liqov1beta1.ConditionStatusError)))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: other}, got)).To(Succeed())
+	g.Expect(got.Labels).To(Equal(map[string]string{liqojanitor.RemoteClusterIDLabel: other}))
+	g.Expect(got.Annotations).To(BeEmpty())
+}
+
+// TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate: gate rule 14. The janitor's own annotations
+// (cleanup, first-seen-at, grace-ends-at) are set, changed and removed only by the janitor's ServiceAccount,
+// marked or not; the one exception is the request that removes the mark, which may remove first-seen-at,
+// grace-ends-at and a grace-window plan (as the gate's mutating webhook does, as the requesting user), but
+// not the summary of a clean-up that did happen.
+func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+
+	grantRole(t, "policy-janitor", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch"}}}, janitorUser)
+	janitor := impersonate(t, janitorUser)
+
+	const id = "provider-records"
+	fc := createForeignCluster(t, id, nil)
+	refused := func(g Gomega, err error, keys ...string) {
+		expectPolicyForbidden(g, err, append(keys, "only liqo-janitor itself ("+janitorUser+") writes its own records",
+			"kubectl annotate foreigncluster "+id+" liqo-janitor.io/paused=true")...)
+	}
+	g.Expect(liqojanitor.JanitorOwnedAnnotations).To(ConsistOf(liqojanitor.CleanupAnnotation,
+		liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation), "a new janitor-owned key must be added to the policy")
+
+	// Not even a cluster admin writes the janitor's words, on an unmarked cluster or in a new one.
+	for _, key := range liqojanitor.JanitorOwnedAnnotations {
+		refused(g, annotate(ctx, id, map[string]*string{key: s("2026-03-01T10:00:00Z")}), "may not set, change or remove "+key)
+	}
+	forged := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "provider-forged",
+		Annotations: map[string]string{liqojanitor.CleanupAnnotation: "pods 120/120"}}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-forged"}}
+	expectPolicyForbidden(g, env.Client.Create(ctx, forged, client.DryRunAll),
+		"may not set, change or remove "+liqojanitor.CleanupAnnotation+" on ForeignCluster provider-forged", janitorUser)
+
+	// Marked, the janitor records its first sight and its plan; nobody else may touch them.
+	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
+	plan := liqojanitor.GracePlanPrefix + "20s left: would release pods 3, resourceslices 1"
+	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.FirstSeenAnnotation: s("2026-03-01T10:00:05Z"),
+		liqojanitor.GraceEndsAnnotation: s("2026-03-01T10:00:35Z"), liqojanitor.CleanupAnnotation: s(plan)})).To(Succeed())
+	for _, key := range liqojanitor.JanitorOwnedAnnotations {
+		refused(g, annotate(ctx, id, map[string]*string{key: s("forged")}), key)
+		refused(g, annotate(ctx, id, map[string]*string{key: nil}), key)
+	}
+	plan = liqojanitor.GracePlanPrefix + "10s left: would release pods 3, resourceslices 1"
+	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: s(plan)})).To(Succeed())
+
+	// Unmarking may remove the grace-window records, never rewrite them.
+	refused(g, annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.FirstSeenAnnotation: s("2026-03-01T09:00:00Z")}),
+		"may not set, change or remove "+liqojanitor.FirstSeenAnnotation+" on")
+	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
+		liqojanitor.FirstSeenAnnotation: nil, liqojanitor.GraceEndsAnnotation: nil, liqojanitor.CleanupAnnotation: nil})).To(Succeed(),
+		"the request that removes the mark removes the plan of a clean-up that will not happen")
+	g.Expect(annotationsOf(ctx, g, id)).To(BeEmpty())
+
+	// A clean-up that did happen keeps its summary when the mark goes.
+	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
+	summary := "pods 3/3, resourceslices 1/1"
+	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.FirstSeenAnnotation: s("2026-03-02T10:00:05Z"),
+		liqojanitor.GraceEndsAnnotation: s("2026-03-02T10:00:35Z"), liqojanitor.CleanupAnnotation: s(summary)})).To(Succeed())
+	refused(g, annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.CleanupAnnotation: nil,
+		liqojanitor.FirstSeenAnnotation: nil, liqojanitor.GraceEndsAnnotation: nil}), "may not set, change or remove "+liqojanitor.CleanupAnnotation+" on")
+	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
+		liqojanitor.FirstSeenAnnotation: nil, liqojanitor.GraceEndsAnnotation: nil})).To(Succeed())
+	g.Expect(annotationsOf(ctx, g, id)).To(Equal(map[string]string{liqojanitor.CleanupAnnotation: summary}))
+	// … which only the janitor may remove.
+	refused(g, annotate(ctx, id, map[string]*string{liqojanitor.CleanupAnnotation: nil}), liqojanitor.CleanupAnnotation)
+	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: nil})).To(Succeed())
+	g.Expect(annotationsOf(ctx, g, id)).To(BeEmpty())
 }

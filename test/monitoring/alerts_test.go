@@ -44,7 +44,7 @@ func TestTheChartShipsTheseAlerts(t *testing.T) {
 	all := []string{"LiqoJanitorDown", "LiqoJanitorNoLeader", "LiqoJanitorReleaseFailures", "LiqoJanitorObjectsBlocked",
 		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorDryRun"}
 	g.Expect(alertNames(ruleFile(t, nil))).To(Equal(all))
-	without := ruleFile(t, map[string]any{"leaderElection": map[string]any{"enabled": false}})
+	without := ruleFile(t, map[string]any{"replicaCount": 1, "leaderElection": map[string]any{"enabled": false}})
 	g.Expect(alertNames(without)).To(Equal(slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == "LiqoJanitorNoLeader" })),
 		"no leader alert without leader election: the series never exists")
 }

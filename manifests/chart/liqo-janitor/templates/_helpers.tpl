@@ -31,6 +31,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end }}
 
+{{/* The ServiceAccount the pods run as: the janitor's own identity. */}}
+{{- define "liqo-janitor.serviceAccountName" -}}liqo-janitor{{- end }}
+
+{{/* The username the API server gives the janitor's ServiceAccount: the only user the policies let write
+what the janitor writes (its annotations on ForeignClusters, its Events, identity-Secret finalizers). */}}
+{{- define "liqo-janitor.serviceAccountUser" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "liqo-janitor.serviceAccountName" . }}
+{{- end }}
+
 {{/* The DNS names the API server calls the webhook Service by. */}}
 {{- define "liqo-janitor.webhookService" -}}liqo-janitor-webhook{{- end }}
 
@@ -52,4 +61,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if $o }}{{ $_ := set $out $o.kind $o }}{{ end }}
 {{- end }}
 {{- toYaml $out }}
+{{- end }}
+
+{{/* The seconds a Go duration string (as values.schema.json admits them: 1m30s, 500ms) stands for. */}}
+{{- define "liqo-janitor.durationSeconds" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 }}
+{{- $total := 0.0 }}
+{{- range $part := regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" . -1 }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $part }}
+{{- $unit := trimPrefix $number $part }}
+{{- $total = addf $total (mulf (float64 $number) (get $units $unit)) }}
+{{- end }}
+{{- $total }}
 {{- end }}

@@ -1,0 +1,79 @@
+package janitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// PassResult is what one pass run by Pass did.
+type PassResult struct {
+	// Kinds has, by target kind, what the pass did with that kind's objects.
+	Kinds map[string]PassCounts
+	// Stopped says the pass stopped because the cluster was no longer dead.
+	Stopped bool
+	// Waiting says, by namespace, what each NamespaceOffloading kept waits for.
+	Waiting map[string]string
+}
+
+// PassCounts is what a pass did with one kind: released (force-deleted or finalizer removed, blocked by
+// others' finalizers or not), blocked (by others' finalizers, or pods left alone), waiting, failed.
+type PassCounts struct {
+	Released, Blocked, Waiting, Failed int
+}
+
+// Pass runs one clean-up pass over the dead ForeignCluster named name, as Reconcile does for a dead
+// cluster but synchronously and without reporting: c is what the controller reads its caches and writes
+// through (wrap it to interleave changes with the janitor's writes), live what it reads the API server
+// through, and pods are listed live through mc; it has seen every ForeignCluster marked now (as a janitor
+// that reconciled them). Logs go to ctx's logger. It fails if the cluster is not
+// dead. Its live re-check is the reconciler's own (stillDead).
+func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.Interface, name string, o Options) (PassResult, error) {
+	o = o.Default()
+	mem := newMemory(clock.RealClock{})
+	r := &reconciler{client: c, apiReader: live, clock: clock.RealClock{}, options: o, memory: mem,
+		releaser: &releaser{client: c, apiReader: live, recorder: &events.FakeRecorder{}, pods: livePods{mc}, options: o}}
+	// A running janitor has seen every marked ForeignCluster in its own passes (memory.see).
+	var all liqov1beta1.ForeignClusterList
+	if err := live.List(ctx, &all); err != nil {
+		return PassResult{}, err
+	}
+	for i := range all.Items {
+		if liqojanitor.IsMarked(all.Items[i].Annotations) {
+			mem.see(&all.Items[i])
+		}
+	}
+	fc, l, fcs, err := r.assessLive(ctx, name)
+	switch {
+	case err != nil:
+		return PassResult{}, err
+	case fc == nil || !l.Dead():
+		return PassResult{}, fmt.Errorf("ForeignCluster %s is not dead: %q", name, l.Wait)
+	}
+	s := r.newScope(fc, fcs)
+	t, err := r.releaser.release(ctx, s, func(ctx context.Context) error { return r.stillDead(ctx, s) })
+	res := PassResult{Kinds: map[string]PassCounts{}, Waiting: map[string]string{}}
+	for kind, c := range t.byKind {
+		if n := (PassCounts{Released: c.released, Blocked: c.blocked, Waiting: c.waiting, Failed: c.failed}); n != (PassCounts{}) {
+			res.Kinds[kind] = n
+		}
+	}
+	for _, w := range s.offloadingWaits() {
+		res.Waiting[w.namespace] = w.why
+	}
+	switch {
+	case errors.Is(err, errStopped): // as passResult: a stop is no error, the per-object failures are
+		res.Stopped = true
+	case err != nil:
+		return res, err
+	}
+	return res, t.failure()
+}

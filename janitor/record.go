@@ -1,0 +1,135 @@
+package janitor
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// One record of a clean-up, across restarts and failovers (janitor rule 8). The cleanup annotation is the
+// record: per kind, what the janitor released and what is still there ("pods 118/120, resourceslices
+// 3/3, blocked 2, waiting for Liqo: app"). Each pass derives the next record from the one on the
+// ForeignCluster it read live and from what the pass found and did — never from one process's memory —
+// so a new leader continues the count instead of writing "nothing to release" over a finished clean-up,
+// and the phase events fire on the record's own transitions, after the write that made them: a clean-up
+// starts once and is done once, whichever replica gets there.
+
+// record is a clean-up's progress per kind: done objects released and gone, total done plus still there.
+type record struct {
+	done, total map[string]int
+}
+
+// recordCounts matches one kind's "<kind>s <done>/<total>" in a summary.
+var recordCounts = regexp.MustCompile(`(?:^|, )([a-z]+)s (\d+)/(\d+)`)
+
+// recordOf reads the record on fc: its cleanup annotation, when it belongs to the current mark (the
+// janitor's first-seen-at record is there; the gate removes it with the mark), and is a clean-up's
+// summary rather than the grace-window plan. Anything else reads as an empty record.
+func recordOf(fc *liqov1beta1.ForeignCluster, kinds []string) record {
+	return parseRecord(fc.Annotations[liqojanitor.CleanupAnnotation], hasFirstSightRecord(fc), kinds)
+}
+
+// hasFirstSightRecord reports whether fc carries the janitor's record of its first sight of the current mark.
+func hasFirstSightRecord(fc *liqov1beta1.ForeignCluster) bool {
+	_, ok := firstSightRecord(fc)
+	return ok
+}
+
+func parseRecord(summary string, current bool, kinds []string) record {
+	r := record{done: map[string]int{}, total: map[string]int{}}
+	if !current || strings.HasPrefix(summary, liqojanitor.GracePlanPrefix) || strings.HasPrefix(summary, dryRunPrefix) {
+		return r
+	}
+	for _, m := range recordCounts.FindAllStringSubmatch(summary, -1) {
+		i := slices.IndexFunc(kinds, func(k string) bool { return strings.ToLower(k) == m[1] })
+		done, err1 := strconv.Atoi(m[2])
+		total, err2 := strconv.Atoi(m[3])
+		if i < 0 || err1 != nil || err2 != nil || done > total {
+			continue
+		}
+		r.done[kinds[i]], r.total[kinds[i]] = done, total
+	}
+	return r
+}
+
+// after is the record once pass t is added to r: per kind, the objects this pass released that are gone
+// join the done ones, and so do those the last record left that this pass no longer finds; what the pass
+// left (blocked, waiting, failed) is what is still there.
+func (r record) after(t *tally) record {
+	next := record{done: map[string]int{}, total: map[string]int{}}
+	for _, kind := range t.kinds {
+		c := t.byKind[kind]
+		left := map[types.UID]bool{}
+		for _, uid := range c.outstanding {
+			left[uid] = true
+		}
+		gone := 0
+		for _, uid := range c.acted {
+			if !left[uid] {
+				gone++
+			}
+		}
+		// What the last record left and is now gone went after the janitor's part (its owner let it go, or
+		// this pass released it): done as well.
+		next.done[kind] = max(r.done[kind]+gone, r.total[kind]-c.pending())
+		next.total[kind] = next.done[kind] + c.pending()
+	}
+	return next
+}
+
+// started reports whether the record shows a clean-up: anything released or left to release.
+func (r record) started() bool {
+	for _, n := range r.total {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// complete reports whether the record shows a clean-up with nothing left.
+func (r record) complete() bool {
+	if !r.started() {
+		return false
+	}
+	for kind, n := range r.total {
+		if r.done[kind] != n {
+			return false
+		}
+	}
+	return true
+}
+
+// dryRunPrefix starts the summary of a dry run, which is never recorded.
+const dryRunPrefix = "dry run: "
+
+// summary writes the record as the cleanup annotation, kinds in table order, then how many objects stay
+// blocked by others' finalizers and the namespaces whose NamespaceOffloading waits for Liqo.
+func (r record) summary(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) string {
+	var parts []string
+	for _, kind := range kinds {
+		if total := r.total[kind]; total > 0 {
+			parts = append(parts, fmt.Sprintf("%ss %d/%d", strings.ToLower(kind), r.done[kind], total))
+		}
+	}
+	if blocked > 0 {
+		parts = append(parts, fmt.Sprintf("blocked %d", blocked))
+	}
+	if len(waitingNamespaces) > 0 {
+		parts = append(parts, "waiting for Liqo: "+listSome(waitingNamespaces, 3))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to release")
+	}
+	if dryRun {
+		return dryRunPrefix + "would release " + strings.Join(parts, ", ")
+	}
+	return strings.Join(parts, ", ")
+}
