@@ -86,7 +86,7 @@ func TestPodsLiqosDrainLeavesAreLoggedWithTheirReason(t *testing.T) {
 
 	var mu sync.Mutex
 	var lines []string
-	log := funcr.New(func(prefix, args string) {
+	log := funcr.New(func(_, args string) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, args)

@@ -68,6 +68,29 @@ func dropForeignFinalizer(ctx context.Context, t *testing.T, nso client.Object) 
 			fixture.ForeignFinalizer)))).To(Succeed())
 }
 
+// lostRace lays out one NamespaceOffloading spanning two dead providers, holding a foreign finalizer
+// ahead of the janitor's, and runs one pass of the first provider whose first NamespaceOffloading patch
+// loses its race: right before it, unmark (if not nil) is unmarked and the foreign finalizer goes, so the
+// patch fails its test op and is retried. It returns the NamespaceOffloading, the pass's result and how
+// many NamespaceOffloading patches were sent.
+func lostRace(t *testing.T, unmark func(a, b *fixture.Provider) *fixture.Provider) (client.Object, janitor.PassResult, int64) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons := build(t, fixture.Spec{Providers: 2, OffloadedNamespaces: 1})
+	addForeignFinalizerFirst(t, cons.Offloadings[0])
+	a, b := spanTwoDeadProviders(t, cons)
+	c, patches := onFirstOffloadingPatch(t, func(ctx context.Context, obj client.Object) {
+		if p := unmark(a, b); p != nil {
+			g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+		}
+		dropForeignFinalizer(ctx, t, obj)
+	})
+	res, err := janitor.Pass(ctx, c, env.Client, metadataClient(t), a.ForeignCluster.Name, janitor.Options{})
+	g.Expect(err).NotTo(HaveOccurred(), "a lost race is retried, and a stop is no failure")
+	return cons.Offloadings[0], res, patches.Load()
+}
+
 // TestUnmarkingAnotherClusterMidPassStopsTheRetriedReleaseOfANamespaceOffloading: the janitor decides to
 // release a NamespaceOffloading spanning two dead clusters; right before its patch reaches the API server,
 // the other cluster is unmarked and the NamespaceOffloading changes (its other finalizer goes), so the
@@ -75,40 +98,22 @@ func dropForeignFinalizer(ctx context.Context, t *testing.T, nso client.Object) 
 // its remote namespace is not known to be gone, and the finalizer stays.
 func TestUnmarkingAnotherClusterMidPassStopsTheRetriedReleaseOfANamespaceOffloading(t *testing.T) {
 	g := NewWithT(t)
-	ctx := t.Context()
-	cons := build(t, fixture.Spec{Providers: 2, OffloadedNamespaces: 1})
-	addForeignFinalizerFirst(t, cons.Offloadings[0])
-	a, b := spanTwoDeadProviders(t, cons)
-	nso := cons.Offloadings[0]
-
-	c, patches := onFirstOffloadingPatch(t, func(ctx context.Context, obj client.Object) {
-		g.Expect(fixture.Annotate(ctx, env.Client, b.ForeignCluster, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
-		dropForeignFinalizer(ctx, t, obj)
-	})
-	res, err := janitor.Pass(ctx, c, env.Client, metadataClient(t), a.ForeignCluster.Name, janitor.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(patches.Load()).To(BeEquivalentTo(1), "one patch was sent and lost its race; the retry wrote nothing")
-	g.Expect(get(t, nso).Finalizers).To(Equal([]string{liqojanitor.NamespaceOffloadingFinalizer}),
+	var other *fixture.Provider
+	nso, res, patches := lostRace(t, func(_, b *fixture.Provider) *fixture.Provider { other = b; return b })
+	g.Expect(patches).To(BeEquivalentTo(1), "one patch was sent and lost its race; the retry wrote nothing")
+	g.Expect(get(t, nso).GetFinalizers()).To(Equal([]string{liqojanitor.NamespaceOffloadingFinalizer}),
 		"the other cluster is live again: the NamespaceOffloading keeps its finalizer")
 	g.Expect(res.Kinds).To(Equal(map[string]janitor.PassCounts{"NamespaceOffloading": {Waiting: 1}}))
-	g.Expect(res.Waiting).To(HaveKeyWithValue(nso.Namespace, ContainSubstring("live cluster "+b.ID)))
+	g.Expect(res.Waiting).To(HaveKeyWithValue(nso.GetNamespace(), ContainSubstring("live cluster "+other.ID)))
 }
 
 // TestARetriedReleaseOfANamespaceOffloadingGoesThroughWhenTheWorldStillAllowsIt is the control of the test
 // above: the same lost race, with both clusters still dead, ends with the finalizer removed on the retry.
 func TestARetriedReleaseOfANamespaceOffloadingGoesThroughWhenTheWorldStillAllowsIt(t *testing.T) {
 	g := NewWithT(t)
-	ctx := t.Context()
-	cons := build(t, fixture.Spec{Providers: 2, OffloadedNamespaces: 1})
-	addForeignFinalizerFirst(t, cons.Offloadings[0])
-	a, _ := spanTwoDeadProviders(t, cons)
-	nso := cons.Offloadings[0]
-
-	c, patches := onFirstOffloadingPatch(t, func(ctx context.Context, obj client.Object) { dropForeignFinalizer(ctx, t, obj) })
-	res, err := janitor.Pass(ctx, c, env.Client, metadataClient(t), a.ForeignCluster.Name, janitor.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(patches.Load()).To(BeEquivalentTo(2), "the first patch lost its race, the retry went through")
-	g.Expect(gone(ctx, nso)()).To(BeTrue())
+	nso, res, patches := lostRace(t, func(_, _ *fixture.Provider) *fixture.Provider { return nil })
+	g.Expect(patches).To(BeEquivalentTo(2), "the first patch lost its race, the retry went through")
+	g.Expect(gone(t.Context(), nso)()).To(BeTrue())
 	g.Expect(res.Kinds).To(Equal(map[string]janitor.PassCounts{"NamespaceOffloading": {Released: 1}}))
 }
 
@@ -205,19 +210,8 @@ func TestANamespaceOffloadingIsDecidedOnItsLiveVersion(t *testing.T) {
 // nothing is written.
 func TestUnmarkingTheClusterItselfBeforeARetryStopsThePass(t *testing.T) {
 	g := NewWithT(t)
-	ctx := t.Context()
-	cons := build(t, fixture.Spec{Providers: 2, OffloadedNamespaces: 1})
-	addForeignFinalizerFirst(t, cons.Offloadings[0])
-	a, _ := spanTwoDeadProviders(t, cons)
-	nso := cons.Offloadings[0]
-
-	c, patches := onFirstOffloadingPatch(t, func(ctx context.Context, obj client.Object) {
-		g.Expect(fixture.Annotate(ctx, env.Client, a.ForeignCluster, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
-		dropForeignFinalizer(ctx, t, obj)
-	})
-	res, err := janitor.Pass(ctx, c, env.Client, metadataClient(t), a.ForeignCluster.Name, janitor.Options{})
-	g.Expect(err).NotTo(HaveOccurred(), "stopped, not failed")
-	g.Expect(res.Stopped).To(BeTrue())
-	g.Expect(patches.Load()).To(BeEquivalentTo(1))
-	g.Expect(get(t, nso).Finalizers).To(Equal([]string{liqojanitor.NamespaceOffloadingFinalizer}))
+	nso, res, patches := lostRace(t, func(a, _ *fixture.Provider) *fixture.Provider { return a })
+	g.Expect(res.Stopped).To(BeTrue(), "stopped, not failed")
+	g.Expect(patches).To(BeEquivalentTo(1))
+	g.Expect(get(t, nso).GetFinalizers()).To(Equal([]string{liqojanitor.NamespaceOffloadingFinalizer}))
 }

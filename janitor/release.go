@@ -61,48 +61,66 @@ func removeFinalizerIf(ctx context.Context, c client.Client, live client.Reader,
 	for attempt := range maxAttempts {
 		if attempt > 0 {
 			// The last write's test op failed: someone changed the list, or the object was replaced. Re-read.
-			if err := live.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-				if apierrors.IsNotFound(err) {
-					return gone, nil
-				}
-				return 0, fmt.Errorf("re-reading after a conflict: %w", err)
-			}
-			if obj.GetUID() != uid {
-				return gone, nil // re-created under the same name: a new object, never the janitor's to touch
+			if o, done, err := reread(ctx, live, obj, uid); done {
+				return o, err
 			}
 		}
-		if obj.GetDeletionTimestamp().IsZero() {
-			return waiting, nil
-		}
-		i := slices.Index(obj.GetFinalizers(), finalizer)
-		if i < 0 {
-			return blockedIfFinalizers(obj), nil
-		}
-		if check != nil {
-			if ok, instead, err := check(ctx, obj, attempt); err != nil || !ok {
-				return instead, err
-			}
-		}
-		if dryRun {
-			if len(obj.GetFinalizers()) > 1 {
-				return wouldReleaseButBlocked, nil
-			}
-			return wouldRelease, nil
-		}
-		err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, finalizerPatch(uid, i, finalizer)))
-		switch {
-		case err == nil:
-			if len(obj.GetFinalizers()) > 0 && !obj.GetDeletionTimestamp().IsZero() {
-				return releasedButBlocked, nil // ours is gone; the object waits on someone else's
-			}
-			return released, nil
-		case apierrors.IsNotFound(err):
-			return gone, nil
-		case !apierrors.IsInvalid(err) && !apierrors.IsConflict(err):
-			return 0, fmt.Errorf("removing finalizer %s: %w", finalizer, err)
+		if o, retry, err := tryRemove(ctx, c, obj, finalizer, dryRun, check, attempt); !retry {
+			return o, err
 		}
 	}
 	return 0, fmt.Errorf("removing finalizer %s: the finalizer list kept changing (%d attempts)", finalizer, maxAttempts)
+}
+
+// tryRemove is one attempt of removeFinalizerIf on obj as it was last read; retry says its write lost a
+// race (a test op failed) and obj must be re-read.
+func tryRemove(ctx context.Context, c client.Client, obj client.Object, finalizer string, dryRun bool,
+	check attemptCheck, attempt int) (o outcome, retry bool, err error) {
+	if obj.GetDeletionTimestamp().IsZero() {
+		return waiting, false, nil
+	}
+	i := slices.Index(obj.GetFinalizers(), finalizer)
+	if i < 0 {
+		return blockedIfFinalizers(obj), false, nil
+	}
+	if check != nil {
+		if ok, instead, err := check(ctx, obj, attempt); err != nil || !ok {
+			return instead, false, err
+		}
+	}
+	if dryRun {
+		if len(obj.GetFinalizers()) > 1 {
+			return wouldReleaseButBlocked, false, nil
+		}
+		return wouldRelease, false, nil
+	}
+	err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, finalizerPatch(obj.GetUID(), i, finalizer)))
+	switch {
+	case err == nil && len(obj.GetFinalizers()) > 0 && !obj.GetDeletionTimestamp().IsZero():
+		return releasedButBlocked, false, nil // ours is gone; the object waits on someone else's
+	case err == nil:
+		return released, false, nil
+	case apierrors.IsNotFound(err):
+		return gone, false, nil
+	case !apierrors.IsInvalid(err) && !apierrors.IsConflict(err):
+		return 0, false, fmt.Errorf("removing finalizer %s: %w", finalizer, err)
+	}
+	return 0, true, nil
+}
+
+// reread refreshes obj from the API server after a lost race; done says the attempts end here, with that
+// outcome: obj is gone, or was replaced by a new object of the same name (never the janitor's to touch).
+func reread(ctx context.Context, live client.Reader, obj client.Object, uid types.UID) (o outcome, done bool, err error) {
+	if err := live.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return gone, true, nil
+		}
+		return 0, true, fmt.Errorf("re-reading after a conflict: %w", err)
+	}
+	if obj.GetUID() != uid {
+		return gone, true, nil
+	}
+	return 0, false, nil
 }
 
 // finalizerPatch tests that the object is uid and that entry i is finalizer, and removes that entry: a

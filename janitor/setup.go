@@ -36,6 +36,10 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// ReportingController is the reportingController of every event the janitor writes; the chart's events
+// policy lets only the janitor's ServiceAccount write events under that name, so the plugin can trust them.
+const ReportingController = "liqo-janitor"
+
 // metadataOnly returns a metadata-only object of gvk, to watch and cache without spec or status.
 func metadataOnly(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
@@ -91,7 +95,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if _, err := mgr.GetCache().GetInformer(ctx, metadataOnly(namespaceMapGVK)); err != nil {
 		return fmt.Errorf("watching NamespaceMaps: %w", err)
 	}
-	recorder := mgr.GetEventRecorder("liqo-janitor")
+	recorder := mgr.GetEventRecorder(ReportingController)
 	mem := newMemory(clock.RealClock{})
 	r := &reconciler{
 		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), clock: clock.RealClock{}, options: o, memory: mem,

@@ -58,12 +58,6 @@ func withLabels(kv ...string) fcOpt {
 	}
 }
 
-func urls(apiServerURL, proxyURL string) fcOpt {
-	return func(f *liqov1beta1.ForeignCluster) {
-		f.Status.APIServerURL, f.Status.ForeignProxyURL = apiServerURL, proxyURL
-	}
-}
-
 func with(base map[string]string, kv ...string) map[string]string {
 	out := maps.Clone(base)
 	if out == nil {

@@ -348,7 +348,7 @@ func TestBlastRadius(t *testing.T) {
 	latest := get(t, fc)
 	setAPIServerStatus(t, latest, liqov1beta1.ConditionStatusError, time.Minute) // a status update
 	g.Expect(env.Client.Patch(ctx, latest, client.RawPatch(types.MergePatchType,
-		[]byte(`{"metadata":{"labels":{"liqo.io/example":"relabelled"}}}`)))).To(Succeed()) // a label change
+		[]byte(`{"metadata":{"labels":{"liqo.io/example":"relabelled","liqo.io/webhook-skip":"true"}}}`)))).To(Succeed()) // a label change, Liqo's lookup labels included (the cluster is unmarked)
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{"example.com/note": s("unrelated")})).To(Succeed())
 	// an operator can still pause the janitor and give a reason on an unmarked cluster, with the gate down
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{

@@ -34,22 +34,22 @@ var bypassCondition = admissionregistrationv1.MatchCondition{
 func bypassGate(t *testing.T, fc *liqov1beta1.ForeignCluster, mode string) {
 	t.Helper()
 	g := NewWithT(t)
-	editWebhooks(t, t.Context(), func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+	editWebhooks(t.Context(), t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
 		return append(conds, bypassCondition)
 	})
 	// t.Context() is cancelled before the cleanups run
 	t.Cleanup(func() {
-		editWebhooks(t, context.Background(), func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+		editWebhooks(context.Background(), t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
 			return slices.DeleteFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == bypassCondition.Name })
 		})
 	})
-	label(t, t.Context(), fc, "all")
+	label(t.Context(), t, fc, "all")
 	t.Cleanup(func() {
 		g.Expect(fixture.Annotate(context.Background(), testEnv.Client, fc, map[string]*string{
 			liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil, liqojanitor.NoEvidenceAnnotation: nil,
 			liqojanitor.ReasonAnnotation: nil, liqojanitor.MarkedByAnnotation: nil, liqojanitor.MarkedAtAnnotation: nil,
 		})).To(Succeed())
-		label(t, context.Background(), fc, "")
+		label(context.Background(), t, fc, "")
 	})
 	g.Eventually(func() (map[string]string, error) {
 		probe := fc.DeepCopy()
@@ -57,11 +57,11 @@ func bypassGate(t *testing.T, fc *liqov1beta1.ForeignCluster, mode string) {
 		return probe.Annotations, err
 	}).Should(And(HaveKey(liqojanitor.MarkAnnotation), Not(HaveKey(liqojanitor.MarkedByAnnotation))),
 		"the API server no longer calls the gate for the ForeignCluster")
-	label(t, t.Context(), fc, mode)
+	label(t.Context(), t, fc, mode)
 }
 
 // editWebhooks changes the matchConditions of every webhook of the gate.
-func editWebhooks(t *testing.T, ctx context.Context, edit func([]admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition) {
+func editWebhooks(ctx context.Context, t *testing.T, edit func([]admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition) {
 	t.Helper()
 	g := NewWithT(t)
 	mut, val, err := testEnv.GeneratedWebhooks()
@@ -79,7 +79,7 @@ func editWebhooks(t *testing.T, ctx context.Context, edit func([]admissionregist
 }
 
 // label sets gateBypassLabel on fc to value, or removes it ("").
-func label(t *testing.T, ctx context.Context, fc *liqov1beta1.ForeignCluster, value string) {
+func label(ctx context.Context, t *testing.T, fc *liqov1beta1.ForeignCluster, value string) {
 	t.Helper()
 	var v any = value
 	if value == "" {

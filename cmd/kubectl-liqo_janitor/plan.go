@@ -125,8 +125,8 @@ func (e *env) checkGate(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 	}
 	r, err := sendMark(ctx, c, fc, markPatch(fc, ""), user, true)
 	if err != nil {
-		g.Refusal = err.Error()
-		return g, nil
+		g.Refusal = err.Error() // the gate's refusal is the answer plan shows, not a failure of plan
+		return g, nil           //nolint:nilerr // see above
 	}
 	g.Accepted = true
 	if missing := r.stampsMissing(); missing != "" {

@@ -17,11 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
 // janitorController is the reportingController of the janitor's events (its recorder,
-// mgr.GetEventRecorder("liqo-janitor") in janitor/setup.go).
-const janitorController = "liqo-janitor"
+// mgr.GetEventRecorder(janitor.ReportingController) in janitor/setup.go).
+const janitorController = janitor.ReportingController
 
 // eventsNamespace is where the events about a ForeignCluster land: client-go's events recorder puts those
 // about a cluster-scoped object in "default" (k8s.io/client-go/tools/events, makeEvent).

@@ -109,16 +109,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 }
 
 func (o *options) validate() error {
-	var errs []error
-	if o.probeTimeout < 0 || o.probeTimeout > 3*time.Second {
-		errs = append(errs, fmt.Errorf("--probe-timeout must be between 0 (off) and 3s, inside the webhook's 5s timeout, got %s", o.probeTimeout))
-	}
-	if o.minUnreachable < 0 {
-		errs = append(errs, fmt.Errorf("--min-unreachable must not be negative, got %s", o.minUnreachable))
-	}
-	if o.gracePeriod < 0 {
-		errs = append(errs, fmt.Errorf("--grace-period must not be negative, got %s", o.gracePeriod))
-	}
+	errs := o.validateDurations()
 	if o.workers <= 0 {
 		errs = append(errs, fmt.Errorf("--janitor-workers must be positive, got %d", o.workers))
 	}
@@ -138,6 +129,21 @@ func (o *options) validate() error {
 		errs = append(errs, errors.New("nothing to run: --enable-webhook and --enable-janitor are both false"))
 	}
 	return errors.Join(errs...)
+}
+
+// validateDurations checks the gate's and the janitor's timings.
+func (o *options) validateDurations() []error {
+	var errs []error
+	if o.probeTimeout < 0 || o.probeTimeout > 3*time.Second {
+		errs = append(errs, fmt.Errorf("--probe-timeout must be between 0 (off) and 3s, inside the webhook's 5s timeout, got %s", o.probeTimeout))
+	}
+	if o.minUnreachable < 0 {
+		errs = append(errs, fmt.Errorf("--min-unreachable must not be negative, got %s", o.minUnreachable))
+	}
+	if o.gracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--grace-period must not be negative, got %s", o.gracePeriod))
+	}
+	return errs
 }
 
 func main() {
