@@ -13,10 +13,11 @@ type Options struct {
 	// ReleaseIdentitySecrets also releases the dead cluster's control-plane identity Secret (needs RBAC on
 	// Secrets, from the opt-in kustomize component).
 	ReleaseIdentitySecrets bool
-	// PodEvents also emits an event on each force-deleted pod. Off by default: a force-deleted pod no
-	// longer exists to be described, the event would double the API writes per pod (the API server, not
-	// the janitor, must be the limit), and the ForeignCluster's events and the logs already record them.
-	PodEvents bool
+	// ObjectEvents also emits an event on each released object. Off by default: at thousands of objects
+	// an event per object is noise and a tenth of the API server's writes (the API server, not the
+	// janitor's reporting, must be the limit); the ForeignCluster gets one event per kind per pass (counts,
+	// first and last object), and the structured log has every release.
+	ObjectEvents bool
 	// Workers is how many writes one pass sends concurrently.
 	Workers int
 	// BatchSize is how many writes are started between two live re-reads of the ForeignClusters.

@@ -126,7 +126,7 @@ func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tal
 				stopped.Store(true)
 				o, err = waiting, nil // not released; the pass ends as stopped, not as failed
 			}
-			t.add(w.tg.kind, w.obj.GetUID(), o, err)
+			t.addObject(w.tg.kind, w.obj.GetUID(), w.obj, o, err)
 			r.recordObject(ctx, s, w.tg.kind, w.obj, o, err)
 		})
 	}
@@ -137,7 +137,8 @@ func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tal
 	return nil
 }
 
-// recordObject makes one object's outcome visible: a log line, an event on the object, a metric.
+// recordObject makes one object's outcome visible: a log line, a metric, and with --object-events an
+// event on the object (the pass's events per kind, on the ForeignCluster, are the reporter's).
 func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj client.Object, o outcome, err error) {
 	if s.plan {
 		return // a plan is reported as a whole, on the ForeignCluster
@@ -150,15 +151,17 @@ func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj 
 	case o == released || o == releasedButBlocked:
 		objectsTotal.WithLabelValues(kind, resultReleased).Inc()
 		log.Info("Released object", "action", releaseAction(kind))
-		if kind != podKind || r.options.PodEvents {
+		if r.options.ObjectEvents {
 			r.recorder.Eventf(obj, s.fc, "Normal", "Released", releaseAction(kind),
 				"Released by liqo-janitor: its cluster %s is marked permanently unreachable%s", s.clusterID, reasonGiven(s.fc))
 		}
 	case o == wouldRelease || o == wouldReleaseButBlocked:
 		objectsTotal.WithLabelValues(kind, resultDryRun).Inc()
 		log.Info("Would release object (dry run)")
-		r.recorder.Eventf(obj, s.fc, "Normal", "WouldRelease", releaseAction(kind),
-			"Dry run: liqo-janitor would release it (its cluster %s is marked permanently unreachable)", s.clusterID)
+		if r.options.ObjectEvents {
+			r.recorder.Eventf(obj, s.fc, "Normal", "WouldRelease", releaseAction(kind),
+				"Dry run: liqo-janitor would release it (its cluster %s is marked permanently unreachable)", s.clusterID)
+		}
 	case o == blocked && kind == podKind && s.undrained[obj.GetUID()] != "":
 		objectsTotal.WithLabelValues(kind, resultBlocked).Inc()
 		log.Info("Pod left alone on a VirtualNode being deleted: Liqo's drain does not select it", "reason", s.undrained[obj.GetUID()])

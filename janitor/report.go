@@ -128,6 +128,7 @@ func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, p
 	if p.options.DryRun {
 		dryRunSummary = summary
 	}
+	p.releasedPerKind(s, t) // what was released is said whether or not the record can be written now
 	blockedChanged, prevDryRun := p.memory.passed(s.fc, t, dryRunSummary)
 	p.publishBlocked()
 	if p.options.DryRun {
@@ -157,6 +158,30 @@ func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, p
 			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those), or are pods on a deleted VirtualNode that Liqo's drain does not delete: %s", blocked, summary)
 	}
 	return nil
+}
+
+// releasedPerKind sends the pass's one event per kind on the ForeignCluster: how many objects of that kind
+// it released (or, in a dry run, would release), and the first and last of them. Per-object events need
+// --object-events; the log has every release.
+func (p *reporter) releasedPerKind(s *scope, t *tally) {
+	reason, verb := "Released", "Released"
+	if p.options.DryRun {
+		reason, verb = "WouldRelease", "Dry run: would release"
+	}
+	for _, kind := range t.kinds {
+		c := t.byKind[kind]
+		if c.released == 0 {
+			continue
+		}
+		objects := c.first
+		if c.released > 1 {
+			objects = fmt.Sprintf("first %s, last %s", c.first, c.last)
+		}
+		// related: the first object, which also keeps the events of different kinds and passes apart (the
+		// events library merges events alike in regarding, related, reason and action into one series)
+		p.recorder.Eventf(s.fc, c.firstObj, "Normal", reason, releaseAction(kind), "%s %d %ss of cluster %s (%s)%s",
+			verb, c.released, strings.ToLower(kind), s.clusterID, objects, reasonGiven(s.fc))
+	}
 }
 
 // publishBlocked sets liqo_janitor_blocked_objects and liqo_janitor_pending_objects to their sums, per

@@ -70,7 +70,10 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 	g.Expect(get(t, dead.IdentitySecret).Finalizers).To(ConsistOf(liqojanitor.ReplicatorOperatorFinalizer), "identity Secrets are opt-in")
 	g.Eventually(func() []string { return eventReasons(t, "ForeignCluster", dead.ForeignCluster.Name) }).
 		Should(ContainElements("CleanupStarted", "CleanupDone"))
-	g.Eventually(func() []string { return eventReasons(t, "ResourceSlice", dead.ResourceSlice.Name) }).Should(ContainElement("Released"))
+	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", dead.ForeignCluster.Name, "Released") }).WithTimeout(10*time.Second).
+		Should(ContainElements(HavePrefix("Released 1 resourceslices of cluster "+dead.ID), HavePrefix("Released 1 namespacemaps of cluster "+dead.ID),
+			HavePrefix(fmt.Sprintf("Released %d pods of cluster %s", len(dead.Pods), dead.ID))), "one event per kind per pass")
+	g.Expect(eventReasons(t, "ResourceSlice", dead.ResourceSlice.Name)).To(BeEmpty(), "no event per object without --object-events")
 }
 
 func TestTerminatingPodAppearingOnADeadNodeIsReleasedWithinSeconds(t *testing.T) {
@@ -142,7 +145,7 @@ func TestForeignFinalizersSurviveAndAreCountedAsBlocked(t *testing.T) {
 			[]byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`)))).To(Succeed())
 		g.Eventually(gone(ctx, obj)).Should(BeTrue())
 	}
-	g.Eventually(cleanupAnnotation(t, dead)).Should(Equal("pods 3/3, resourceslices 1/1, namespacemaps 1/1, renews 1/1"))
+	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(30 * time.Second).Should(Equal("pods 3/3, resourceslices 1/1, namespacemaps 1/1, renews 1/1"))
 }
 
 func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
@@ -218,7 +221,8 @@ func TestDryRunWritesNothingButEvents(t *testing.T) {
 	g.Eventually(func() float64 { return counter("liqo_janitor_objects_total", dry) }).WithTimeout(30*time.Second).
 		Should(BeNumerically(">=", seen+8), "5 pods, a ResourceSlice, a NamespaceMap and a Renew would be released")
 	g.Expect(rvs(t, append(p.Objects(), p.ForeignCluster)...)).To(Equal(before))
-	g.Eventually(func() []string { return eventReasons(t, "Pod", p.Pods[0].Name) }).Should(ContainElement("WouldRelease"))
+	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", p.ForeignCluster.Name, "WouldRelease") }).
+		Should(ContainElement(HavePrefix("Dry run: would release 5 pods of cluster " + p.ID)))
 }
 
 // TestConcurrentFinalizerWriterLosesNothing: while the janitor removes its finalizer from a ResourceSlice,

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // counts is what one pass did with one kind.
@@ -15,6 +17,10 @@ type counts struct {
 	// acted and outstanding are the objects the janitor released in this pass, and those still there
 	// (blocked, waiting or failed), by UID.
 	acted, outstanding []types.UID
+	// first and last name the first and the last object released in this pass (namespace/name), for the
+	// pass's one event per kind; firstObj is the first (the event's related object).
+	first, last string
+	firstObj    client.Object
 }
 
 func (c *counts) pending() int { return c.blocked + c.waiting + c.failed }
@@ -38,12 +44,23 @@ func newTally(ts []target) *tally {
 }
 
 func (t *tally) add(kind string, uid types.UID, o outcome, err error) {
+	t.addObject(kind, uid, nil, o, err)
+}
+
+// addObject is add for obj, which the pass's event per kind may name (obj may be nil).
+func (t *tally) addObject(kind string, uid types.UID, obj client.Object, o outcome, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.byKind[kind]
-	if err == nil && (o == released || o == wouldRelease || o == releasedButBlocked || o == wouldReleaseButBlocked) {
+	if err == nil && isRelease(o) {
 		c.released++
 		c.acted = append(c.acted, uid)
+		if obj != nil {
+			if c.firstObj == nil {
+				c.first, c.firstObj = klog.KObj(obj).String(), obj
+			}
+			c.last = klog.KObj(obj).String()
+		}
 	}
 	switch {
 	case err != nil:
@@ -59,6 +76,11 @@ func (t *tally) add(kind string, uid types.UID, o outcome, err error) {
 		return
 	}
 	c.outstanding = append(c.outstanding, uid)
+}
+
+// isRelease reports whether o is a release (done or, in a dry run or plan, that would be done).
+func isRelease(o outcome) bool {
+	return o == released || o == wouldRelease || o == releasedButBlocked || o == wouldReleaseButBlocked
 }
 
 func (t *tally) sum(f func(*counts) int) int {

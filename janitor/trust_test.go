@@ -221,6 +221,33 @@ func TestTheOperatorsReasonIsQuotedInTheCleanupEvents(t *testing.T) {
 		g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", p.ForeignCluster.Name, reason) }).
 			WithTimeout(30*time.Second).Should(ContainElement(ContainSubstring(`"data centre flooded"`)), reason)
 	}
-	g.Eventually(func() []string { return eventMessages(t, "ResourceSlice", p.ResourceSlice.Name, "Released") }).
-		Should(ContainElement(ContainSubstring(`"data centre flooded"`)))
+	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", p.ForeignCluster.Name, "Released") }).
+		Should(ContainElement(ContainSubstring(`"data centre flooded"`)), "the events per kind quote it too")
+}
+
+// TestEventsScale: one Released event per kind per pass on the ForeignCluster, with the count and the
+// first and last object; an event on every released object only with --object-events.
+func TestEventsScale(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 6})
+	quiet, loud := cons.Providers[0], cons.Providers[1]
+	kill(t, quiet)
+	stop := startJanitor(t, janitor.Options{})
+	g.Expect(fixture.Mark(ctx, env.Client, quiet)).To(Succeed())
+	g.Eventually(func() int { return podsLeft(ctx, quiet) }).WithTimeout(30 * time.Second).Should(BeZero())
+	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", quiet.ForeignCluster.Name, "Released") }).
+		Should(ContainElement(MatchRegexp(`^Released 6 pods of cluster %s \(first \S+/\S+, last \S+/\S+\)$`, quiet.ID)))
+	for _, pod := range quiet.Pods {
+		g.Expect(eventReasons(t, "Pod", pod.Name)).To(BeEmpty(), "no event per pod")
+	}
+	g.Expect(eventReasons(t, "ResourceSlice", quiet.ResourceSlice.Name)).To(BeEmpty(), "no event per ResourceSlice")
+	stop()
+
+	kill(t, loud)
+	startJanitor(t, janitor.Options{ObjectEvents: true})
+	g.Expect(fixture.Mark(ctx, env.Client, loud)).To(Succeed())
+	g.Eventually(func() []string { return eventReasons(t, "ResourceSlice", loud.ResourceSlice.Name) }).WithTimeout(30*time.Second).
+		Should(ContainElement("Released"), "--object-events: one per object")
+	g.Eventually(func() []string { return eventReasons(t, "Pod", loud.Pods[0].Name) }).Should(ContainElement("Released"))
 }

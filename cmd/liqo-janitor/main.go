@@ -51,7 +51,7 @@ type options struct {
 	dryRun              bool
 	releaseSecrets      bool
 	workers             int
-	podEvents           bool
+	objectEvents        bool
 	kubeAPIQPS          float64
 	kubeAPIBurst        int
 	zap                 zap.Options
@@ -97,8 +97,9 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.releaseSecrets, "release-identity-secrets", false,
 		"Also release a dead cluster's control-plane identity Secret (crdreplicator.liqo.io/operator; needed on Liqo v1.0.x). "+
 			"Needs RBAC on Secrets from the opt-in kustomize component.")
-	fs.BoolVar(&o.podEvents, "pod-events", false,
-		"Also emit an Event on every pod the janitor force-deletes (the ForeignCluster's events and the logs record them anyway).")
+	fs.BoolVar(&o.objectEvents, "object-events", false,
+		"Also emit an Event on every object the janitor releases (the ForeignCluster gets one per kind per pass, with counts, and the logs record every release).")
+	fs.BoolVar(&o.objectEvents, "pod-events", false, "Deprecated: use --object-events.")
 	fs.IntVar(&o.workers, "janitor-workers", janitor.DefaultWorkers,
 		"How many writes the janitor sends concurrently while releasing a dead cluster's objects.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", janitor.DefaultClientQPS,
@@ -257,7 +258,7 @@ func gateOptions(o *options) webhook.Options {
 func janitorOptions(o *options) janitor.Options {
 	return janitor.Options{
 		GracePeriod: o.gracePeriod, DryRun: o.dryRun, ReleaseIdentitySecrets: o.releaseSecrets, Workers: o.workers,
-		PodEvents: o.podEvents,
+		ObjectEvents: o.objectEvents,
 	}
 }
 

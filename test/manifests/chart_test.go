@@ -89,7 +89,7 @@ var valueMatrix = map[string]map[string]any{
 			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
 				map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"amd64", "arm64"}}}}}}}},
 		"podAnnotations": map[string]any{"example.com/team": "platform"},
-		"janitor":        map[string]any{"gracePeriod": "10m", "dryRun": true, "workers": 8, "podEvents": true},
+		"janitor":        map[string]any{"gracePeriod": "10m", "dryRun": true, "workers": 8, "objectEvents": true},
 		"gate":           map[string]any{"minUnreachable": "30m"},
 		"leaderElection": map[string]any{"leaseDuration": "8s", "renewDeadline": "6s", "retryPeriod": "1s"},
 		"liqo":           map[string]any{"namespace": "liqo"},
