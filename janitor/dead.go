@@ -84,10 +84,10 @@ func Assess(fc *liqov1beta1.ForeignCluster, firstSeen, now time.Time, grace time
 	return l
 }
 
-// RecordedFirstSight is the janitor's first sight of fc's mark: its own record (the first-seen-at
+// recordedFirstSight is the janitor's first sight of fc's mark: its own record (the first-seen-at
 // annotation, which only the janitor's identity may write: gate rule 14), so that it survives restarts and
 // failovers, or remembered when there is no usable record.
-func RecordedFirstSight(fc *liqov1beta1.ForeignCluster, remembered time.Time) time.Time {
+func recordedFirstSight(fc *liqov1beta1.ForeignCluster, remembered time.Time) time.Time {
 	if at, ok := firstSightRecord(fc); ok {
 		return at
 	}

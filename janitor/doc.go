@@ -37,10 +37,11 @@
 //  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling.
 //  8. Every action is visible: events (quoting the operator's reason; on the ForeignCluster, one per kind
 //     per pass with the count and the first and last object, per object only with --object-events), the
-//     cleanup annotation, metrics, logs (every release); --dry-run writes nothing but events and logs. The cleanup annotation is the clean-up's one
-//     record: each pass derives it from the record it read live and what it did (record.go), never from
-//     one process's memory, and CleanupStarted and CleanupDone fire on the record's own transitions after
-//     the write that made them — once per clean-up, across restarts and failovers.
+//     cleanup annotation, metrics, logs (every release); --dry-run writes nothing but events and logs.
+//     The cleanup annotation is the clean-up's one record: each pass derives it from the record it read
+//     live and what it did (record.go), never from one process's memory, and CleanupStarted and
+//     CleanupDone fire on the record's own transitions after the write that made them — once per
+//     clean-up, across restarts and failovers.
 //  9. The grace period is an informed undo window: while a confirmed mark waits it out (and nothing else
 //     keeps the cluster alive), each pass computes with the same targets and selection what it would
 //     release — as if the cluster were dead, every write replaced by its outcome — and shows it on the

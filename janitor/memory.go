@@ -25,8 +25,8 @@ type memory struct {
 type clusterMemory struct {
 	firstSeen time.Time
 	lastWait  WaitReason
-	// dryRunSummary is the last dry run's summary (a dry run records nothing on the ForeignCluster).
-	dryRunSummary string
+	// dryRun is the last dry-run pass's record (a dry run records nothing on the ForeignCluster).
+	dryRun record
 	// blocked is how many objects of each kind stayed blocked at the last pass; lastBlocked their sum.
 	blocked     map[string]int
 	lastBlocked int
@@ -96,9 +96,8 @@ func swap[T comparable](field *T, v T) bool {
 
 // passed folds a pass over fc into memory — what stayed blocked and pending, per kind, for the metrics —
 // and reports whether the number of blocked objects changed (the blocked event says when the situation
-// changes, not on every pass). In a dry run nothing is recorded on the ForeignCluster, so memory keeps the
-// last summary instead: prevDryRun is the one before this pass.
-func (m *memory) passed(fc *liqov1beta1.ForeignCluster, t *tally, dryRunSummary string) (blockedChanged bool, prevDryRun string) {
+// changes, not on every pass).
+func (m *memory) passed(fc *liqov1beta1.ForeignCluster, t *tally) (blockedChanged bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.cluster(fc)
@@ -110,9 +109,17 @@ func (m *memory) passed(fc *liqov1beta1.ForeignCluster, t *tally, dryRunSummary 
 		blockedChanged = blocked != c.lastBlocked
 		c.lastBlocked = blocked
 	}
-	prevDryRun = c.dryRunSummary
-	c.dryRunSummary = dryRunSummary
-	return blockedChanged, prevDryRun
+	return blockedChanged
+}
+
+// dryRunPassed records a dry-run pass's record, which a dry run never writes onto the ForeignCluster, and
+// returns the one before it: the phase events of a dry run fire on these.
+func (m *memory) dryRunPassed(fc *liqov1beta1.ForeignCluster, next record) (prev record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(fc)
+	prev, c.dryRun = c.dryRun, next
+	return prev
 }
 
 // planChanged records the plan shown for fc during its grace period, and says whether it differs from the

@@ -60,7 +60,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
 	}
 	now := time.Now()
-	unseen := func(fc *liqov1beta1.ForeignCluster) time.Time { return RecordedFirstSight(fc, now) }
+	unseen := func(fc *liqov1beta1.ForeignCluster) time.Time { return recordedFirstSight(fc, now) }
 	fc, l := AssessClusterID(fcs.Items, name, unseen, now, o.GracePeriod)
 	if fc == nil {
 		return nil, fmt.Errorf("ForeignCluster %s not found: list them with kubectl get foreignclusters", name)

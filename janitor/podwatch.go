@@ -88,20 +88,21 @@ func (w *podWatcher) ensure(cluster, node string) *nodePods {
 	// managedFields are never read: drop them (SetTransform fails only once the informer runs; not yet)
 	_ = informer.SetTransform(cache.TransformStripManagedFields())
 	np := &nodePods{cluster: cluster, informer: informer, stop: make(chan struct{})}
+	notify := func() {
+		w.events <- event.GenericEvent{Object: &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}
+	}
 	enqueue := func(obj any) {
 		if pod, ok := obj.(*metav1.PartialObjectMetadata); ok && pod.DeletionTimestamp == nil && !np.draining.Load() {
 			return // only terminating pods are work, unless the node's VirtualNode is being deleted
 		}
-		w.events <- event.GenericEvent{Object: &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}
+		notify()
 	}
 	_, _ = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		// A pod of a dead node that goes (its owner released a finalizer the janitor left) is progress
 		// of the clean-up's record: a pass counts it done.
-		DeleteFunc: func(any) {
-			w.events <- event.GenericEvent{Object: &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}
-		},
+		DeleteFunc: func(any) { notify() },
 	})
 	go informer.Run(np.stop)
 	w.nodes[node] = np

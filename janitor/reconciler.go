@@ -115,7 +115,7 @@ func (r *reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.
 // firstSight is the janitor's first sight of fc's mark: its own record on the ForeignCluster, which
 // survives restarts and failovers, or this process's memory of it (janitor rule 1).
 func (r *reconciler) firstSight(fc *liqov1beta1.ForeignCluster) time.Time {
-	return RecordedFirstSight(fc, r.memory.firstSeen(fc))
+	return recordedFirstSight(fc, r.memory.firstSeen(fc))
 }
 
 // plan (janitor rule 9) computes, for a cluster in its grace period, what the pass after the grace period

@@ -33,18 +33,13 @@ var recordCounts = regexp.MustCompile(`(?:^|, )([a-z]+)s (\d+)/(\d+)`)
 // janitor's first-seen-at record is there; the gate removes it with the mark), and is a clean-up's
 // summary rather than the grace-window plan. Anything else reads as an empty record.
 func recordOf(fc *liqov1beta1.ForeignCluster, kinds []string) record {
-	return parseRecord(fc.Annotations[liqojanitor.CleanupAnnotation], hasFirstSightRecord(fc), kinds)
-}
-
-// hasFirstSightRecord reports whether fc carries the janitor's record of its first sight of the current mark.
-func hasFirstSightRecord(fc *liqov1beta1.ForeignCluster) bool {
-	_, ok := firstSightRecord(fc)
-	return ok
+	_, current := firstSightRecord(fc)
+	return parseRecord(fc.Annotations[liqojanitor.CleanupAnnotation], current, kinds)
 }
 
 func parseRecord(summary string, current bool, kinds []string) record {
 	r := record{done: map[string]int{}, total: map[string]int{}}
-	if !current || strings.HasPrefix(summary, liqojanitor.GracePlanPrefix) || strings.HasPrefix(summary, dryRunPrefix) {
+	if !current || strings.HasPrefix(summary, liqojanitor.GracePlanPrefix) {
 		return r
 	}
 	for _, m := range recordCounts.FindAllStringSubmatch(summary, -1) {
@@ -107,9 +102,6 @@ func (r record) complete() bool {
 	return true
 }
 
-// dryRunPrefix starts the summary of a dry run, which is never recorded.
-const dryRunPrefix = "dry run: "
-
 // summary writes the record as the cleanup annotation, kinds in table order, then how many objects stay
 // blocked by others' finalizers and the namespaces whose NamespaceOffloading waits for Liqo.
 func (r record) summary(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) string {
@@ -129,7 +121,7 @@ func (r record) summary(kinds []string, blocked int, waitingNamespaces []string,
 		parts = append(parts, "nothing to release")
 	}
 	if dryRun {
-		return dryRunPrefix + "would release " + strings.Join(parts, ", ")
+		return "dry run: would release " + strings.Join(parts, ", ") // never written: a dry run writes no record
 	}
 	return strings.Join(parts, ", ")
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,20 +122,19 @@ func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, p
 	}
 	waiting := s.waitingNamespaces()
 	blocked := t.sum(func(c *counts) int { return c.blocked })
-	prev := recordOf(s.fc, t.kinds)
-	next := prev.after(t)
-	summary := next.summary(t.kinds, blocked, waiting, p.options.DryRun)
-	dryRunSummary := ""
-	if p.options.DryRun {
-		dryRunSummary = summary
+	var prev, next record
+	if p.options.DryRun { // nothing goes in a dry run: each pass counts alone, and memory holds the last one
+		next = record{}.after(t)
+		prev = p.memory.dryRunPassed(s.fc, next)
+	} else {
+		prev = recordOf(s.fc, t.kinds)
+		next = prev.after(t)
 	}
+	summary := next.summary(t.kinds, blocked, waiting, p.options.DryRun)
 	p.releasedPerKind(s, t) // what was released is said whether or not the record can be written now
-	blockedChanged, prevDryRun := p.memory.passed(s.fc, t, dryRunSummary)
+	blockedChanged := p.memory.passed(s.fc, t)
 	p.publishBlocked()
-	if p.options.DryRun {
-		prev = parseRecord(strings.TrimPrefix(strings.TrimPrefix(prevDryRun, dryRunPrefix), "would release "), true, t.kinds)
-		next = parseRecord(strings.TrimPrefix(strings.TrimPrefix(summary, dryRunPrefix), "would release "), true, t.kinds)
-	} else if _, err := p.writeRecord(ctx, s, summary, l); err != nil {
+	if _, err := p.writeRecord(ctx, s, summary, l); err != nil { // a no-op in a dry run
 		return err // the record was not written: its events wait for the pass that writes it
 	}
 	if !prev.started() && next.started() {
@@ -173,13 +173,13 @@ func (p *reporter) releasedPerKind(s *scope, t *tally) {
 		if c.released == 0 {
 			continue
 		}
-		objects := c.first
+		objects := klog.KObj(c.first).String()
 		if c.released > 1 {
-			objects = fmt.Sprintf("first %s, last %s", c.first, c.last)
+			objects = fmt.Sprintf("first %s, last %s", klog.KObj(c.first), klog.KObj(c.last))
 		}
 		// related: the first object, which also keeps the events of different kinds and passes apart (the
 		// events library merges events alike in regarding, related, reason and action into one series)
-		p.recorder.Eventf(s.fc, c.firstObj, "Normal", reason, releaseAction(kind), "%s %d %ss of cluster %s (%s)%s",
+		p.recorder.Eventf(s.fc, c.first, "Normal", reason, releaseAction(kind), "%s %d %ss of cluster %s (%s)%s",
 			verb, c.released, strings.ToLower(kind), s.clusterID, objects, reasonGiven(s.fc))
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -17,10 +16,9 @@ type counts struct {
 	// acted and outstanding are the objects the janitor released in this pass, and those still there
 	// (blocked, waiting or failed), by UID.
 	acted, outstanding []types.UID
-	// first and last name the first and the last object released in this pass (namespace/name), for the
-	// pass's one event per kind; firstObj is the first (the event's related object).
-	first, last string
-	firstObj    client.Object
+	// first and last are the first and the last object released in this pass, for the pass's one event
+	// per kind (the first is its related object).
+	first, last client.Object
 }
 
 func (c *counts) pending() int { return c.blocked + c.waiting + c.failed }
@@ -56,10 +54,10 @@ func (t *tally) addObject(kind string, uid types.UID, obj client.Object, o outco
 		c.released++
 		c.acted = append(c.acted, uid)
 		if obj != nil {
-			if c.firstObj == nil {
-				c.first, c.firstObj = klog.KObj(obj).String(), obj
+			if c.first == nil {
+				c.first = obj
 			}
-			c.last = klog.KObj(obj).String()
+			c.last = obj
 		}
 	}
 	switch {

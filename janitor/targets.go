@@ -3,7 +3,6 @@ package janitor
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -68,9 +67,9 @@ func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool)
 // setDead replaces the dead set with one computed from a fresh live read of the ForeignClusters (janitor
 // rule 1): the reconciler's live re-check calls it before every batch of writes, so every decision that
 // depends on another cluster being dead (a NamespaceOffloading spanning several) is taken on the world as
-// it was at the last re-check, not as it was when the pass began. Releases read it concurrently.
+// it was at the last re-check, not as it was when the pass began. Releases read it concurrently. It takes
+// dead over: the caller must not change it afterwards.
 func (s *scope) setDead(dead map[string]bool) {
-	dead = maps.Clone(dead)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dead = dead

@@ -350,9 +350,7 @@ func checkLabelsLocked(r *inputs, t transition) field.ErrorList {
 	}
 	var errs field.ErrorList
 	for _, key := range lockedLabels {
-		oldValue, inOld := r.Old.Labels[key]
-		newValue, inNew := r.New.Labels[key]
-		if inOld != inNew || oldValue != newValue {
+		if differs(r.Old.Labels, r.New.Labels, key) {
 			errs = append(errs, field.Forbidden(labelsPath.Key(key), msgLabelLocked(r.New, key)))
 		}
 	}
@@ -457,11 +455,17 @@ func (v *verdict) checkPermission(r *inputs, t transition) {
 
 // changed reports whether the request adds, removes or changes the annotation key.
 func changed(r *inputs, key string) bool {
-	newValue, inNew := r.New.Annotations[key]
-	if r.Old == nil {
-		return inNew
+	var old map[string]string
+	if r.Old != nil {
+		old = r.Old.Annotations
 	}
-	oldValue, inOld := r.Old.Annotations[key]
+	return differs(old, r.New.Annotations, key)
+}
+
+// differs reports whether key is added, removed or changed from the map before to the map after.
+func differs(before, after map[string]string, key string) bool {
+	oldValue, inOld := before[key]
+	newValue, inNew := after[key]
 	return inNew != inOld || newValue != oldValue
 }
 
