@@ -114,3 +114,5 @@ func (l livePods) pods(ctx context.Context, _, node string, _ bool) ([]client.Ob
 }
 
 func (livePods) retain(string, map[string]bool) {}
+func (livePods) pause(string)                   {}
+func (livePods) resume(string, leftPods)        {}

@@ -43,6 +43,10 @@ const largeCleanup = 1000
 type podSource interface {
 	pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error)
 	retain(cluster string, keep map[string]bool)
+	// pause stops the cluster's pod watches while a pass writes; resume restarts them, given what the
+	// pass left on each node (see podWatcher).
+	pause(cluster string)
+	resume(cluster string, left leftPods)
 }
 
 // forget stops watching the pods of the ForeignCluster named cluster.
@@ -66,6 +70,8 @@ func (r *releaser) release(ctx context.Context, s *scope, stillDead func(context
 	s.recheck = stillDead
 	ts := r.targets()
 	t := newTally(ts)
+	resume := func() {}
+	defer func() { resume() }()
 	for stage := range stages {
 		var todo []work
 		for _, tg := range ts {
@@ -82,6 +88,11 @@ func (r *releaser) release(ctx context.Context, s *scope, stillDead func(context
 		}
 		if !s.plan { // a plan holds little; only a clean-up's peak is worth handing back
 			r.handled.Add(int64(len(todo)))
+		}
+		if stage == stageFirst && !s.reportOnly() && len(s.listed) > 0 {
+			// The pass's own pod writes are no news to the pod watches: not watched until it ends.
+			r.pods.pause(s.fc.Name)
+			resume = func() { r.pods.resume(s.fc.Name, s.leftPods(t)) }
 		}
 		if err := r.releaseAll(ctx, s, todo, t, stillDead); err != nil {
 			return t, err

@@ -40,6 +40,8 @@ type scope struct {
 	// undrained holds, for the other pods that are not terminating on such a Node, why the janitor leaves
 	// them alone (one of the fixed notDrainedBy reasons). Filled by listPods like drain.
 	undrained map[types.UID]string
+	// listed is where each pod listPods returned was, and at which resourceVersion (leftPods).
+	listed map[types.UID]podAt
 	// recheck is the pass's live re-check (the reconciler's stillDead: errStopped once the cluster is no
 	// longer dead; it refreshes the dead set through setDead), set by release for the targets that must
 	// re-check before a retried write (releaseOffloading).
@@ -53,6 +55,30 @@ type scope struct {
 	waits map[types.UID]offloadingWait
 }
 
+// podAt is a listed pod's node and resourceVersion.
+type podAt struct {
+	node, resourceVersion string
+}
+
+// leftPods is what the pass leaves on each node for the pod watches (podWatcher.resume): the pods it
+// listed that are still there by its own account (blocked, waiting, failed), as it listed them.
+func (s *scope) leftPods(t *tally) leftPods {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	left := leftPods{}
+	for _, uid := range t.byKind[podKind].outstanding {
+		at, ok := s.listed[uid]
+		if !ok {
+			continue
+		}
+		if left[at.node] == nil {
+			left[at.node] = map[types.UID]string{}
+		}
+		left[at.node][uid] = at.resourceVersion
+	}
+	return left
+}
+
 // offloadingWait is what one NamespaceOffloading waits for.
 type offloadingWait struct {
 	namespace, why string
@@ -61,7 +87,7 @@ type offloadingWait struct {
 // newScope starts a pass over fc, given which cluster IDs are dead.
 func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool) *scope {
 	return &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: dryRun, dead: dead,
-		drain: map[types.UID]bool{}, undrained: map[types.UID]string{}, waits: map[types.UID]offloadingWait{}}
+		drain: map[types.UID]bool{}, undrained: map[types.UID]string{}, listed: map[types.UID]podAt{}, waits: map[types.UID]offloadingWait{}}
 }
 
 // setDead replaces the dead set with one computed from a fresh live read of the ForeignClusters (janitor
@@ -174,6 +200,9 @@ func (r *releaser) listPods(ctx context.Context, s *scope) ([]client.Object, err
 			return nil, err
 		}
 		for _, pod := range onNode {
+			if draining || !pod.GetDeletionTimestamp().IsZero() {
+				s.listed[pod.GetUID()] = podAt{node: node, resourceVersion: pod.GetResourceVersion()}
+			}
 			switch why := notDrainedBy(pod); {
 			case !pod.GetDeletionTimestamp().IsZero():
 				pods = append(pods, pod)

@@ -1,7 +1,14 @@
 package harness
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -38,4 +45,38 @@ func sumSamples(families []*dto.MetricFamily, name string, labels map[string]str
 		}
 	}
 	return total
+}
+
+// APIServerMetric sums the counters or gauges called name in the API server's own /metrics whose labels
+// match every given label (each given label must exist on the series: a misspelt one matches nothing).
+func (e *Env) APIServerMetric(ctx context.Context, name string, labels map[string]string) (float64, error) {
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return 0, err
+	}
+	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(data))
+	if err != nil {
+		return 0, fmt.Errorf("parsing the API server's metrics: %w", err)
+	}
+	f, ok := families[name]
+	if !ok {
+		return 0, nil // no series yet: nothing counted
+	}
+	for _, m := range f.GetMetric() {
+		have := map[string]bool{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = true
+		}
+		for l := range labels {
+			if !have[l] {
+				return 0, fmt.Errorf("metric %s has no label %s", name, l)
+			}
+		}
+	}
+	return sumSamples([]*dto.MetricFamily{f}, name, labels), nil
 }
