@@ -35,9 +35,10 @@ const (
 	WaitDuplicate WaitReason = "Duplicate"
 )
 
-// Liveness is the janitor's view of one ForeignCluster.
-type Liveness struct {
-	// Wait is why the cluster is not dead; NotWaiting means dead.
+// liveness is the janitor's view of one ForeignCluster. Its zero value is the cautious one, not dead:
+// only assess finds a cluster dead.
+type liveness struct {
+	// Wait is why the cluster is not dead (NotWaiting when it is dead, or has not been assessed).
 	Wait WaitReason
 	// MarkedAt is when the grace period started: the later of the marked-at stamp and the janitor's first
 	// sight of the mark.
@@ -50,36 +51,40 @@ type Liveness struct {
 	GraceLeft time.Duration
 	// Duplicate names the ForeignCluster that keeps the cluster ID alive (only with WaitDuplicate).
 	Duplicate string
+	// dead is assess's verdict that the janitor may act.
+	dead bool
 }
 
 // Dead reports whether the janitor may act on the cluster.
-func (l Liveness) Dead() bool { return l.Wait == NotWaiting }
+func (l liveness) Dead() bool { return l.dead }
 
-// Assess decides whether fc is dead for the janitor: the mark is "true", the confirmation equals
+// assess decides whether fc is dead for the janitor: the mark is "true", the confirmation equals
 // spec.clusterID, fc is the ForeignCluster Liqo's own lookup finds (FoundByLiqo), APIServerStatus is not
 // Established, the cluster is not paused, and the grace period has passed since the later of marked-at
 // and firstSeen, the janitor's first sight of the mark: a forged or pre-written marked-at never shortens
 // the window.
-func Assess(fc *liqov1beta1.ForeignCluster, firstSeen, now time.Time, grace time.Duration) Liveness {
+func assess(fc *liqov1beta1.ForeignCluster, firstSeen, now time.Time, grace time.Duration) liveness {
 	switch {
 	case !liqojanitor.IsMarked(fc.Annotations):
-		return Liveness{Wait: WaitNotMarked}
+		return liveness{Wait: WaitNotMarked}
 	case !liqojanitor.Confirmed(fc):
-		return Liveness{Wait: WaitUnconfirmed}
+		return liveness{Wait: WaitUnconfirmed}
 	case !liqojanitor.FoundByLiqo(fc):
-		return Liveness{Wait: WaitNotFoundByLiqo}
+		return liveness{Wait: WaitNotFoundByLiqo}
 	case liqojanitor.Reachable(fc):
-		return Liveness{Wait: WaitReachable}
+		return liveness{Wait: WaitReachable}
 	case liqojanitor.Paused(fc):
-		return Liveness{Wait: WaitPaused}
+		return liveness{Wait: WaitPaused}
 	}
 	start := firstSeen
 	if at, ok := liqojanitor.MarkedAt(fc); ok && at.After(start) {
 		start = at
 	}
-	l := Liveness{MarkedAt: start, FirstSeen: firstSeen, GraceEnds: start.Add(grace)}
+	l := liveness{MarkedAt: start, FirstSeen: firstSeen, GraceEnds: start.Add(grace)}
 	if left := l.GraceEnds.Sub(now); left > 0 {
 		l.Wait, l.GraceLeft = WaitGracePeriod, left
+	} else {
+		l.dead = true
 	}
 	return l
 }
@@ -108,17 +113,17 @@ func firstSightRecord(fc *liqov1beta1.ForeignCluster) (time.Time, bool) {
 	return at, true
 }
 
-// FirstSeen tells when the janitor first saw a ForeignCluster's mark (the grace period counts from the
+// firstSeenFunc tells when the janitor first saw a ForeignCluster's mark (the grace period counts from the
 // later of this and marked-at).
-type FirstSeen func(*liqov1beta1.ForeignCluster) time.Time
+type firstSeenFunc func(*liqov1beta1.ForeignCluster) time.Time
 
-// AssessClusterID (janitor rule 1) decides for the ForeignCluster named name, out of every ForeignCluster fcs, whether its
-// cluster ID is dead: it is itself dead (Assess), and so is every other ForeignCluster with the same
+// assessClusterID (janitor rule 1) decides for the ForeignCluster named name, out of every ForeignCluster fcs, whether its
+// cluster ID is dead: it is itself dead (assess), and so is every other ForeignCluster with the same
 // spec.clusterID or carrying Liqo's label of it. Liqo probes only one ForeignCluster per cluster ID, the
 // oldest its label selector finds (GetForeignClusterByID in pkg/utils/foreigncluster/getters.go, Liqo
 // v1.0.3 to v1.2.0), so a marked duplicate of a live provider has no APIServerStatus and would look
 // unreachable: it must never condemn the provider. It returns nil when no ForeignCluster has that name.
-func AssessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen FirstSeen, now time.Time, grace time.Duration) (*liqov1beta1.ForeignCluster, Liveness) {
+func assessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen firstSeenFunc, now time.Time, grace time.Duration) (*liqov1beta1.ForeignCluster, liveness) {
 	var self *liqov1beta1.ForeignCluster
 	for i := range fcs {
 		if fcs[i].Name == name {
@@ -126,24 +131,24 @@ func AssessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen FirstSe
 		}
 	}
 	if self == nil {
-		return nil, Liveness{Wait: WaitNotMarked}
+		return nil, liveness{Wait: WaitNotMarked}
 	}
-	l := Assess(self, seen(self), now, grace)
+	l := assess(self, seen(self), now, grace)
 	if !l.Dead() {
 		return self, l
 	}
 	for _, other := range liqojanitor.ForeignClustersOf(fcs, self.Spec.ClusterID) {
-		if other.Name != name && !Assess(other, seen(other), now, grace).Dead() {
-			return self, Liveness{Wait: WaitDuplicate, MarkedAt: l.MarkedAt, Duplicate: other.Name}
+		if other.Name != name && !assess(other, seen(other), now, grace).Dead() {
+			return self, liveness{Wait: WaitDuplicate, MarkedAt: l.MarkedAt, Duplicate: other.Name}
 		}
 	}
 	return self, l
 }
 
-// DeadClusterIDs says, for every cluster ID with a ForeignCluster, whether it is dead: every
+// deadClusterIDs says, for every cluster ID with a ForeignCluster, whether it is dead: every
 // ForeignCluster naming it, by spec.clusterID or by Liqo's label, is (cluster IDs without one count as
 // live).
-func DeadClusterIDs(fcs []liqov1beta1.ForeignCluster, seen FirstSeen, now time.Time, grace time.Duration) map[string]bool {
+func deadClusterIDs(fcs []liqov1beta1.ForeignCluster, seen firstSeenFunc, now time.Time, grace time.Duration) map[string]bool {
 	dead := map[string]bool{}
 	for i := range fcs {
 		id := fcs[i].Spec.ClusterID
@@ -152,7 +157,7 @@ func DeadClusterIDs(fcs []liqov1beta1.ForeignCluster, seen FirstSeen, now time.T
 		}
 		d := true
 		for _, fc := range liqojanitor.ForeignClustersOf(fcs, id) {
-			d = d && Assess(fc, seen(fc), now, grace).Dead()
+			d = d && assess(fc, seen(fc), now, grace).Dead()
 		}
 		dead[string(id)] = d
 	}

@@ -38,6 +38,12 @@ func marked(extra ...string) map[string]string {
 	return m
 }
 
+func TestTheZeroLivenessIsNotDead(t *testing.T) {
+	if (liveness{}).Dead() {
+		t.Fatal("liveness{}.Dead() = true: a cluster nobody assessed must never count as dead")
+	}
+}
+
 func TestAssess(t *testing.T) {
 	t.Parallel()
 	grace := 30 * time.Second
@@ -94,9 +100,9 @@ func TestAssess(t *testing.T) {
 			if first.IsZero() {
 				first = now.Add(-time.Hour) // the janitor saw the mark long ago
 			}
-			got := Assess(tc.fc, first, now, grace)
+			got := assess(tc.fc, first, now, grace)
 			if got.Wait != tc.want || got.GraceLeft != tc.wantLeft {
-				t.Fatalf("Assess() = %+v, want wait %q, grace left %s", got, tc.want, tc.wantLeft)
+				t.Fatalf("assess() = %+v, want wait %q, grace left %s", got, tc.want, tc.wantLeft)
 			}
 			if got.Dead() != (tc.want == NotWaiting) {
 				t.Fatalf("Dead() = %v", got.Dead())
@@ -229,16 +235,16 @@ func TestAssessClusterID(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			fc, got := AssessClusterID(tc.fcs, "x", seen, now, 30*time.Second)
+			fc, got := assessClusterID(tc.fcs, "x", seen, now, 30*time.Second)
 			if fc == nil || fc.Name != "x" || got.Wait != tc.want || got.Duplicate != tc.duplicate {
-				t.Fatalf("AssessClusterID() = %v, %+v; want wait %q, duplicate %q", fc, got, tc.want, tc.duplicate)
+				t.Fatalf("assessClusterID() = %v, %+v; want wait %q, duplicate %q", fc, got, tc.want, tc.duplicate)
 			}
-			if ids := DeadClusterIDs(tc.fcs, seen, now, 30*time.Second); !reflect.DeepEqual(ids, tc.deadIDs) {
-				t.Fatalf("DeadClusterIDs() = %v, want %v", ids, tc.deadIDs)
+			if ids := deadClusterIDs(tc.fcs, seen, now, 30*time.Second); !reflect.DeepEqual(ids, tc.deadIDs) {
+				t.Fatalf("deadClusterIDs() = %v, want %v", ids, tc.deadIDs)
 			}
 		})
 	}
-	if fc, got := AssessClusterID(nil, "x", seen, now, time.Second); fc != nil || got.Dead() {
+	if fc, got := assessClusterID(nil, "x", seen, now, time.Second); fc != nil || got.Dead() {
 		t.Fatalf("a missing ForeignCluster: %v, %+v", fc, got)
 	}
 }

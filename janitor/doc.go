@@ -14,14 +14,15 @@
 //     --grace-period after the later of marked-at and the janitor's first sight of the mark, which it
 //     records on the ForeignCluster (first-seen-at, grace-ends-at) so that it survives restarts and
 //     failovers: a forged or pre-written marked-at never shortens it. One ForeignCluster that is not dead
-//     keeps the cluster ID alive (AssessClusterID).
+//     keeps the cluster ID alive (assessClusterID).
 //  2. Marked but not dead: nothing of the cluster is written, its ForeignCluster included (but rule 9's
 //     plan in the grace period); an Event may say why it waits.
 //  3. Trust: an object is tied to a cluster only through what the consumer's own Liqo controllers write.
 //     A Node is the cluster's when its labels say so and a VirtualNode of the same name has that
 //     spec.clusterID (the provider writes the Node's labels, the consumer the VirtualNode).
-//  4. Targets (targets.go): terminating pods on the cluster's virtual nodes are force-deleted; on a Node
-//     whose VirtualNode is being deleted, so are the pods Liqo's own drain selects, terminating or not
+//  4. Targets (the table in releaser.go; pods.go, replicated.go, offloading.go, identity.go): terminating
+//     pods on the cluster's virtual nodes are force-deleted; on a Node whose VirtualNode is being deleted,
+//     so are the pods Liqo's own drain selects, terminating or not
 //     (liqo.io/shadowPod=true, not DaemonSet or mirror pods: virtualnode-controller/drain.go
 //     getPodsForDeletion), and every other pod there is left alone and counted as blocked, its reason
 //     logged; terminating ResourceSlices, NamespaceMaps and Renews routed to the cluster lose
@@ -34,7 +35,9 @@
 //     stripped.
 //  6. Nothing that is not being deleted is written, but the pods Liqo's drain selects on rule 4's
 //     VirtualNode.
-//  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling.
+//  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling. A
+//     pass does not watch its own writes: the pod watches of the nodes it writes pause until it ends, and
+//     then enqueue only for what differs from what it left (podwatch.go).
 //  8. Every action is visible: events (quoting the operator's reason; on the ForeignCluster, one per kind
 //     per pass with the count and the first and last object, per object only with --object-events), the
 //     cleanup annotation, metrics, logs (every release); --dry-run writes nothing but events and logs.
@@ -51,4 +54,15 @@
 //     annotation so a removed or forged plan is written again, and never over the record of a clean-up
 //     that has begun. With the plan go the janitor's first-seen-at and grace-ends-at records. It is the
 //     one exception to rule 2; nothing of the cluster's objects is written.
+//
+// # Reading order
+//
+// One role per file, in the order the data flows: setup.go (what is watched, and why each watch
+// enqueues), reconciler.go (a pass: read, assess live, then wait, show the plan or clean up), dead.go and
+// sight.go (the verdict, and its one remembered input: the first sight of a mark), scope.go (what one pass
+// knows, and the one place a pass stops), releaser.go (the target table and the worker pool that runs
+// it), pods.go, replicated.go, offloading.go and identity.go (the targets, on their sources), release.go
+// (the writes), tally.go, record.go, report.go and memory.go (what a pass did, the clean-up's record, the
+// reports and what they remember), podwatch.go (the pods of dead nodes), plan.go (PlanCluster, for the
+// plugin).
 package janitor

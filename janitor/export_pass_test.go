@@ -2,7 +2,6 @@ package janitor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -35,20 +34,17 @@ type PassCounts struct {
 // through (wrap it to interleave changes with the janitor's writes), live what it reads the API server
 // through, and pods are listed live through mc; it has seen every ForeignCluster marked now (as a janitor
 // that reconciled them). Logs go to ctx's logger. It fails if the cluster is not
-// dead. Its live re-check is the reconciler's own (stillDead).
+// dead. Its live re-check is the reconciler's own (recheck).
 func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.Interface, name string, o Options) (PassResult, error) {
-	o = o.Default()
-	mem := newMemory(clock.RealClock{})
-	r := &reconciler{client: c, apiReader: live, clock: clock.RealClock{}, options: o, memory: mem,
-		releaser: &releaser{client: c, apiReader: live, recorder: &events.FakeRecorder{}, pods: livePods{mc}, options: o}}
-	// A running janitor has seen every marked ForeignCluster in its own passes (memory.see).
+	r := newReconciler(c, live, livePods{mc}, &events.FakeRecorder{}, clock.RealClock{}, o)
+	// A running janitor has seen every marked ForeignCluster in its own passes (sightings.see).
 	var all liqov1beta1.ForeignClusterList
 	if err := live.List(ctx, &all); err != nil {
 		return PassResult{}, err
 	}
 	for i := range all.Items {
 		if liqojanitor.IsMarked(all.Items[i].Annotations) {
-			mem.see(&all.Items[i])
+			r.sightings.see(&all.Items[i])
 		}
 	}
 	fc, l, fcs, err := r.assessLive(ctx, name)
@@ -59,9 +55,9 @@ func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.
 		return PassResult{}, fmt.Errorf("ForeignCluster %s is not dead: %q", name, l.Wait)
 	}
 	s := r.newScope(fc, fcs)
-	t, err := r.releaser.release(ctx, s, func(ctx context.Context) error { return r.stillDead(ctx, s) })
-	res := PassResult{Kinds: map[string]PassCounts{}, Waiting: map[string]string{}}
-	for kind, c := range t.byKind {
+	end := r.releaser.release(ctx, s)
+	res := PassResult{Kinds: map[string]PassCounts{}, Waiting: map[string]string{}, Stopped: end.stopped}
+	for kind, c := range end.tally.byKind {
 		if n := (PassCounts{Released: c.released, Blocked: c.blocked, Waiting: c.waiting, Failed: c.failed}); n != (PassCounts{}) {
 			res.Kinds[kind] = n
 		}
@@ -69,11 +65,8 @@ func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.
 	for _, w := range s.offloadingWaits() {
 		res.Waiting[w.namespace] = w.why
 	}
-	switch {
-	case errors.Is(err, errStopped): // as passResult: a stop is no error, the per-object failures are
-		res.Stopped = true
-	case err != nil:
-		return res, err
+	if end.err != nil {
+		return res, end.err
 	}
-	return res, t.failure()
+	return res, end.tally.failure()
 }

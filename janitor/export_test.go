@@ -23,10 +23,10 @@ const (
 )
 
 // ShowPlan has a reporter show an empty plan for fc (as read at some version) in its grace period, as
-// planned does for a pass, and returns planned's error.
+// publishPlan does for a pass, and returns publishPlan's error.
 func ShowPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) error {
-	p := &reporter{client: c, recorder: events.NewFakeRecorder(10), clock: clock.RealClock{}, memory: newMemory(clock.RealClock{})}
-	_, err := p.planned(ctx, newScope(fc, map[string]bool{}, false), Liveness{Wait: WaitGracePeriod, GraceLeft: time.Minute}, newTally(nil))
+	p := &reporter{client: c, recorder: events.NewFakeRecorder(10), clock: clock.RealClock{}, memory: newMemory()}
+	_, err := p.publishPlan(ctx, newScope(fc, map[string]bool{}, false), liveness{Wait: WaitGracePeriod, GraceLeft: time.Minute}, newTally(nil))
 	return err
 }
 

@@ -12,8 +12,8 @@ import (
 
 // listIdentitySecrets returns the dead cluster's terminating control-plane identity Secrets (opt-in,
 // --release-identity-secrets; read metadata-only through a cache narrowed to identity Secrets).
-func (r *releaser) listIdentitySecrets(ctx context.Context, s *scope) ([]client.Object, error) {
-	secrets, err := listMetadata(ctx, r.client, secretGVK, client.MatchingLabels{
+func (src *sources) listIdentitySecrets(ctx context.Context, s *scope) ([]client.Object, error) {
+	secrets, err := listMetadata(ctx, src.client, secretGVK, client.MatchingLabels{
 		liqojanitor.RemoteClusterIDLabel: s.clusterID, liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity,
 	})
 	return terminating(secrets), err
@@ -23,9 +23,9 @@ func (r *releaser) listIdentitySecrets(ctx context.Context, s *scope) ([]client.
 // (ResourceSlice, NamespaceMap, Renew selected by liqoLocalReplicas) is left in the Secret's namespace —
 // checked live, as the crdReplicator itself checks before stopping its reflector (Reflector.Stop,
 // internal/crdReplicator/reflection/reflector.go, Liqo v1.0 to v1.2).
-func (r *releaser) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (outcome, error) {
+func (src *sources) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (outcome, error) {
 	for _, gvk := range replicatedGVKs {
-		left, err := listMetadata(ctx, r.apiReader, gvk, client.InNamespace(secret.GetNamespace()), liqoLocalReplicas())
+		left, err := listMetadata(ctx, src.apiReader, gvk, client.InNamespace(secret.GetNamespace()), liqoLocalReplicas())
 		if err != nil {
 			return 0, err
 		}
@@ -33,7 +33,7 @@ func (r *releaser) releaseIdentitySecret(ctx context.Context, s *scope, secret c
 			return waiting, nil
 		}
 	}
-	return removeFinalizer(ctx, r.client, r.apiReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.reportOnly())
+	return removeFinalizer(ctx, src.client, src.apiReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.reportOnly())
 }
 
 // replicatedGVKs are the kinds the crdReplicator replicates (internal/crdReplicator/resources/resources.go).

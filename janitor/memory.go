@@ -2,29 +2,24 @@ package janitor
 
 import (
 	"sync"
-	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 )
 
-// memory is what the janitor remembers of marked clusters between passes, behind its own lock. It only
-// makes reports nicer or waits longer, never shorter: when this process first saw a mark (recorded on the
-// ForeignCluster too, which is what survives a restart), the last wait reason, what stayed blocked, the
-// last plan shown. What a clean-up released is recorded on the ForeignCluster, not here (record.go). A
+// memory is what the janitor's reports remember of marked clusters between passes, behind its own lock:
+// the last wait reason, what stayed blocked, the last plan shown, so that events say when something
+// changes rather than on every pass. It decides nothing (the first sight of a mark, which does, is the
+// sightings'); what a clean-up released is recorded on the ForeignCluster, not here (record.go). A
 // restarted janitor starts it afresh and still finishes the job (janitor rule 7).
 type memory struct {
-	clock clock.PassiveClock
-
 	mu       sync.Mutex
 	clusters map[types.UID]*clusterMemory
 }
 
 // clusterMemory is what memory holds for one ForeignCluster.
 type clusterMemory struct {
-	firstSeen time.Time
-	lastWait  WaitReason
+	lastWait WaitReason
 	// dryRun is the last dry-run pass's record (a dry run records nothing on the ForeignCluster).
 	dryRun record
 	// blocked is how many objects of each kind stayed blocked at the last pass; lastBlocked their sum.
@@ -32,43 +27,24 @@ type clusterMemory struct {
 	lastBlocked int
 	// pending is how many objects of each kind were left at the last pass: blocked, waiting or failed.
 	pending map[string]int
-	// plan is the last plan shown during the grace period.
-	plan string
+	// shownPlan is the summary of the last plan shown during the grace period.
+	shownPlan string
 	// offloadingWaits is what each waiting NamespaceOffloading waited for at the last pass.
 	offloadingWaits map[types.UID]string
 }
 
-func newMemory(c clock.PassiveClock) *memory {
-	return &memory{clock: c, clusters: map[types.UID]*clusterMemory{}}
+func newMemory() *memory {
+	return &memory{clusters: map[types.UID]*clusterMemory{}}
 }
 
-// cluster returns fc's memory, creating it (first sight: now). m.mu must be held.
+// cluster returns fc's memory, creating it. m.mu must be held.
 func (m *memory) cluster(fc *liqov1beta1.ForeignCluster) *clusterMemory {
 	c, ok := m.clusters[fc.UID]
 	if !ok {
-		c = &clusterMemory{firstSeen: m.clock.Now(),
-			blocked: map[string]int{}, pending: map[string]int{}, offloadingWaits: map[types.UID]string{}}
+		c = &clusterMemory{blocked: map[string]int{}, pending: map[string]int{}, offloadingWaits: map[types.UID]string{}}
 		m.clusters[fc.UID] = c
 	}
 	return c
-}
-
-// see remembers the first sight of fc's mark.
-func (m *memory) see(fc *liqov1beta1.ForeignCluster) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cluster(fc)
-}
-
-// firstSeen is when the janitor first saw fc's mark, or now if it has not seen fc marked yet (so a cluster
-// never counts as dead sooner than its own pass would decide).
-func (m *memory) firstSeen(fc *liqov1beta1.ForeignCluster) time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c, ok := m.clusters[fc.UID]; ok {
-		return c.firstSeen
-	}
-	return m.clock.Now()
 }
 
 // forget drops what is remembered of a ForeignCluster; it reports whether there was anything.
@@ -122,12 +98,12 @@ func (m *memory) dryRunPassed(fc *liqov1beta1.ForeignCluster, next record) (prev
 	return prev
 }
 
-// planChanged records the plan shown for fc during its grace period, and says whether it differs from the
-// last one (or is the first).
-func (m *memory) planChanged(fc *liqov1beta1.ForeignCluster, plan string) bool {
+// shownPlanChanged records the summary of the plan shown for fc during its grace period, and says whether
+// it differs from the last one (or is the first).
+func (m *memory) shownPlanChanged(fc *liqov1beta1.ForeignCluster, summary string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return swap(&m.cluster(fc).plan, plan)
+	return swap(&m.cluster(fc).shownPlan, summary)
 }
 
 // leftByKind sums, per kind, what stayed blocked and what was left at all (pending) at the last pass of

@@ -25,12 +25,12 @@ import (
 
 // listOffloadings returns the terminating NamespaceOffloadings that mention the dead cluster (from the
 // cache: a candidate list only); releaseOffloading decides on each with live reads.
-func (r *releaser) listOffloadings(ctx context.Context, s *scope) ([]client.Object, error) {
+func (src *sources) listOffloadings(ctx context.Context, s *scope) ([]client.Object, error) {
 	var nsos offloadingv1beta1.NamespaceOffloadingList
-	if err := r.client.List(ctx, &nsos); err != nil {
+	if err := src.client.List(ctx, &nsos); err != nil {
 		return nil, fmt.Errorf("listing NamespaceOffloadings: %w", err)
 	}
-	maps, err := namespaceMaps(ctx, r.client)
+	maps, err := namespaceMaps(ctx, src.client)
 	if err != nil {
 		return nil, err
 	}
@@ -57,12 +57,12 @@ func namespaceMaps(ctx context.Context, c client.Reader) ([]offloadingv1beta1.Na
 // dead clusters are left (offloadingWaitsFor). The decision is taken on a fresh world on every attempt,
 // conflict retries included (removeFinalizerIf): the NamespaceOffloading re-read live, the namespace and
 // the NamespaceMaps read live (the cache may lag behind Liqo's last step), and the current dead set —
-// refreshed by the pass's live re-check before every batch, and again before every retry (s.recheck: a
+// refreshed by the pass's live re-check before every batch, and again before every retry (s.stillDead: a
 // write that lost a race was raced by a changing world, and another cluster of the NamespaceOffloading
 // may have been unmarked meanwhile). While it waits it records what for.
-func (r *releaser) releaseOffloading(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
+func (src *sources) releaseOffloading(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
 	nso := &offloadingv1beta1.NamespaceOffloading{}
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), nso); err != nil {
+	if err := src.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), nso); err != nil {
 		if apierrors.IsNotFound(err) {
 			return gone, nil
 		}
@@ -72,16 +72,16 @@ func (r *releaser) releaseOffloading(ctx context.Context, s *scope, obj client.O
 		return gone, nil // re-created under the same name: not the one listed
 	}
 	decide := func(ctx context.Context, live client.Object, attempt int) (bool, outcome, error) {
-		if attempt > 0 && s.recheck != nil {
-			if err := s.recheck(ctx); err != nil {
-				return false, 0, err
+		if attempt > 0 {
+			if dead, err := s.stillDead(ctx); !dead {
+				return false, waiting, err // no longer dead: the pass stops; not released
 			}
 		}
-		labelled, err := r.schedulingEnabled(ctx, live.GetNamespace())
+		labelled, err := src.schedulingEnabled(ctx, live.GetNamespace())
 		if err != nil {
 			return false, 0, err
 		}
-		maps, err := namespaceMaps(ctx, r.apiReader)
+		maps, err := namespaceMaps(ctx, src.apiReader)
 		if err != nil {
 			return false, 0, err
 		}
@@ -91,14 +91,14 @@ func (r *releaser) releaseOffloading(ctx context.Context, s *scope, obj client.O
 		}
 		return true, 0, nil
 	}
-	return removeFinalizerIf(ctx, r.client, r.apiReader, nso, liqojanitor.NamespaceOffloadingFinalizer, s.reportOnly(), decide)
+	return removeFinalizerIf(ctx, src.client, src.apiReader, nso, liqojanitor.NamespaceOffloadingFinalizer, s.reportOnly(), decide)
 }
 
 // schedulingEnabled reads, live and metadata-only, whether the namespace still carries Liqo's scheduling
 // label. A namespace that is gone carries none.
-func (r *releaser) schedulingEnabled(ctx context.Context, namespace string) (bool, error) {
+func (src *sources) schedulingEnabled(ctx context.Context, namespace string) (bool, error) {
 	ns := metadataOnly(namespaceGVK)
-	if err := r.apiReader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+	if err := src.apiReader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

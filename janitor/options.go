@@ -31,8 +31,8 @@ type Options struct {
 const (
 	DefaultGracePeriod = 30 * time.Second
 	DefaultWorkers     = 32
-	DefaultBatchSize   = 250
-	DefaultConcurrency = 4
+	defaultBatchSize   = 250
+	defaultConcurrency = 4
 	DefaultClientQPS   = 1000
 	DefaultClientBurst = 2000
 )
@@ -44,10 +44,10 @@ func (o Options) Default() Options {
 		o.Workers = DefaultWorkers
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = DefaultBatchSize
+		o.BatchSize = defaultBatchSize
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultConcurrency
+		o.Concurrency = defaultConcurrency
 	}
 	return o
 }

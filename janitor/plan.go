@@ -3,13 +3,13 @@ package janitor
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -54,25 +54,22 @@ type PlannedWait struct {
 // its outcome, and c is wrapped in a dry-run client besides. The grace period counts from the janitor's
 // record of its first sight, or from now for a cluster the janitor has not recorded yet.
 func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, name string, o Options) (*Plan, error) {
-	o = o.Default()
-	var fcs liqov1beta1.ForeignClusterList
-	if err := c.List(ctx, &fcs); err != nil {
-		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
-	}
-	now := time.Now()
-	unseen := func(fc *liqov1beta1.ForeignCluster) time.Time { return recordedFirstSight(fc, now) }
-	fc, l := AssessClusterID(fcs.Items, name, unseen, now, o.GracePeriod)
-	if fc == nil {
+	r := newReconciler(client.NewDryRunClient(c), c, livePods{mc}, &events.FakeRecorder{}, clock.RealClock{}, o)
+	fc, l, fcs, err := r.assessLive(ctx, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case fc == nil:
 		return nil, fmt.Errorf("ForeignCluster %s not found: list them with kubectl get foreignclusters", name)
 	}
-	s := newScope(fc, DeadClusterIDs(fcs.Items, unseen, now, o.GracePeriod), false)
-	r := &releaser{client: client.NewDryRunClient(c), apiReader: c, pods: livePods{mc}, options: o}
-	t, err := r.plan(ctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("planning the clean-up of %s: %w", name, err)
+	s := r.newScope(fc, fcs)
+	end := r.releaser.rehearse(ctx, s)
+	if end.err != nil {
+		return nil, fmt.Errorf("planning the clean-up of %s: %w", name, end.err)
 	}
+	t := end.tally
 	p := &Plan{ForeignCluster: fc.Name, ClusterID: s.clusterID, Wait: l.Wait, GraceLeft: l.GraceLeft,
-		Summary: t.plan(s.waitingNamespaces())}
+		Summary: t.planSummary(s.waitingNamespaces())}
 	for _, kind := range t.kinds {
 		k := t.byKind[kind]
 		if k.released+k.blocked+k.waiting > 0 {
@@ -83,16 +80,6 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 		p.Waiting = append(p.Waiting, PlannedWait{Namespace: w.namespace, Why: w.why})
 	}
 	return p, nil
-}
-
-// plan runs the pass s would be once the cluster's grace period ends — the cluster dead, every write
-// replaced by its outcome — and returns what it would do.
-func (r *releaser) plan(ctx context.Context, s *scope) (*tally, error) {
-	s.plan = true
-	dead := maps.Clone(s.deadSet())
-	dead[s.clusterID] = true
-	s.setDead(dead)
-	return r.release(ctx, s, func(context.Context) error { return nil })
 }
 
 // livePods lists a node's pods from the API server, metadata only, filtered by spec.nodeName there.

@@ -2,34 +2,96 @@ package janitor
 
 import (
 	"context"
-	"errors"
+	"maps"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// releaser owns the target table (targets.go) and the worker loop that releases a dead cluster's objects:
-// it lists each target's objects, writes with Options.Workers concurrent writes, re-checking the cluster
-// live every Options.BatchSize writes, and makes each object's outcome visible (a log line, an event on
-// the object, a metric). What a pass did comes back as a tally; the pass as a whole is the reporter's.
+// target is one kind of object a dead cluster leaves stuck: how to find the terminating objects tied to
+// the cluster, and how to release one of them. The releaser walks a table of targets (targetTable).
+type target struct {
+	kind    string
+	stage   int
+	list    func(ctx context.Context, s *scope) ([]client.Object, error)
+	release func(ctx context.Context, s *scope, obj client.Object) (outcome, error)
+}
+
+// Kinds of the GVKs the janitor reads metadata-only.
+var (
+	resourceSliceGVK = authv1beta1.GroupVersion.WithKind("ResourceSlice")
+	renewGVK         = authv1beta1.GroupVersion.WithKind("Renew")
+	namespaceMapGVK  = offloadingv1beta1.SchemeGroupVersion.WithKind("NamespaceMap")
+	nodeGVK          = corev1.SchemeGroupVersion.WithKind("Node")
+	namespaceGVK     = corev1.SchemeGroupVersion.WithKind("Namespace")
+	secretGVK        = corev1.SchemeGroupVersion.WithKind("Secret")
+)
+
+// Target kinds that are not one of the GVKs above.
+const (
+	podKind        = "Pod"
+	offloadingKind = "NamespaceOffloading"
+)
+
+// Stages order a clean-up: first the objects nothing else waits for — pods (what a VirtualNode drain
+// waits on) and the replicated objects — released together; then NamespaceOffloadings, decided on the
+// NamespaceMaps the first stage may have released; last the identity Secret, which waits for every
+// replicated object of its namespace to be gone.
+const (
+	stageFirst = iota
+	stageOffloading
+	stageIdentity
+	stages
+)
+
+// allKinds are the kinds of every target, opt-in ones included (the kind label of the metrics).
+var allKinds = []string{podKind, resourceSliceGVK.Kind, namespaceMapGVK.Kind, renewGVK.Kind, offloadingKind, secretGVK.Kind}
+
+// targetTable is what the janitor releases, in stage order: the targets read and write through src.
+func targetTable(src *sources, o Options) []target {
+	ts := []target{
+		{kind: podKind, stage: stageFirst, list: src.listPods, release: src.releasePod},
+		src.replicated(resourceSliceGVK),
+		src.replicated(namespaceMapGVK),
+		src.replicated(renewGVK),
+		{kind: offloadingKind, stage: stageOffloading, list: src.listOffloadings, release: src.releaseOffloading},
+	}
+	if o.ReleaseIdentitySecrets {
+		ts = append(ts, target{kind: secretGVK.Kind, stage: stageIdentity, list: src.listIdentitySecrets, release: src.releaseIdentitySecret})
+	}
+	return ts
+}
+
+// releaser is the worker pool that runs the target table over a dead cluster: it lists each stage's
+// objects, writes with Options.Workers concurrent writes, re-checking the cluster live every
+// Options.BatchSize writes, and makes each object's outcome visible (a log line, a metric, with
+// --object-events an event on the object). What a pass did comes back as its end; the pass as a whole is
+// the reporter's.
 type releaser struct {
-	// client reads from the manager's narrow caches and writes (patches and deletes).
-	client client.Client
-	// apiReader reads live from the API server, right before irreversible steps.
-	apiReader client.Reader
-	// recorder emits events on released objects.
+	src *sources
+	// recorder emits events on released objects (--object-events).
 	recorder events.EventRecorder
-	// pods lists the pods of dead virtual nodes: from per-node watches in the controller, live for Plan.
-	pods    podSource
-	options Options
+	options  Options
 	// passes is how many passes are releasing now, and handled how many objects the passes since it was
 	// last zero have handled (see settle).
 	passes, handled atomic.Int64
+}
+
+// passEnd is what a pass came to: what it did with each object, whether it stopped because the cluster
+// stopped being dead under it (no error: the change's own event decides what comes next), and the error
+// that ended it early (a list or a re-check failed; per-object failures are the tally's).
+type passEnd struct {
+	tally   *tally
+	stopped bool
+	err     error
 }
 
 // largeCleanup is how many objects the passes of a busy spell handle before the janitor, once no pass
@@ -38,19 +100,8 @@ type releaser struct {
 // rare clean-ups should not keep a clean-up's peak resident for minutes.
 const largeCleanup = 1000
 
-// podSource lists the pods bound to a virtual node of a cluster, and forgets the nodes of a cluster not
-// in keep.
-type podSource interface {
-	pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error)
-	retain(cluster string, keep map[string]bool)
-	// pause stops the cluster's pod watches while a pass writes; resume restarts them, given what the
-	// pass left on each node (see podWatcher).
-	pause(cluster string)
-	resume(cluster string, left leftPods)
-}
-
 // forget stops watching the pods of the ForeignCluster named cluster.
-func (r *releaser) forget(cluster string) { r.pods.retain(cluster, nil) }
+func (r *releaser) forget(cluster string) { r.src.pods.retain(cluster, nil) }
 
 // work is one object to release, and the target that knows how.
 type work struct {
@@ -59,17 +110,17 @@ type work struct {
 }
 
 // release walks the table of targets for a dead cluster, stage by stage: within a stage the objects of
-// all its targets are released together by one pool of Options.Workers concurrent writes, and stillDead —
-// the live re-check of the cluster — runs before every Options.BatchSize writes are started; its error
+// all its targets are released together by one pool of Options.Workers concurrent writes, and the live
+// re-check (s.stillDead) runs before every Options.BatchSize writes are started; a cluster no longer dead
 // stops the pass. The pool is not drained for the re-check: writes already started (after the previous
 // re-check) go on while it runs, so no write starts more than BatchSize writes after a re-check that
-// found the cluster dead, and the workers do not idle at every batch boundary.
-func (r *releaser) release(ctx context.Context, s *scope, stillDead func(context.Context) error) (*tally, error) {
+// found the cluster dead, and the workers do not idle at every batch boundary. While the pass writes pods,
+// their nodes' watches are paused (see podWatcher).
+func (r *releaser) release(ctx context.Context, s *scope) passEnd {
 	r.passes.Add(1)
 	defer r.settle()
-	s.recheck = stillDead
-	ts := r.targets()
-	t := newTally(ts)
+	ts := targetTable(r.src, r.options)
+	end := passEnd{tally: newTally(ts)}
 	resume := func() {}
 	defer func() { resume() }()
 	for stage := range stages {
@@ -80,25 +131,38 @@ func (r *releaser) release(ctx context.Context, s *scope, stillDead func(context
 			}
 			objs, err := tg.list(ctx, s)
 			if err != nil {
-				return t, err
+				end.err = err
+				return end
 			}
 			for _, obj := range objs {
 				todo = append(todo, work{tg: tg, obj: obj})
 			}
 		}
-		if !s.plan { // a plan holds little; only a clean-up's peak is worth handing back
+		if !s.planOnly { // a plan holds little; only a clean-up's peak is worth handing back
 			r.handled.Add(int64(len(todo)))
 		}
 		if stage == stageFirst && !s.reportOnly() && len(s.listed) > 0 {
 			// The pass's own pod writes are no news to the pod watches: not watched until it ends.
-			r.pods.pause(s.fc.Name)
-			resume = func() { r.pods.resume(s.fc.Name, s.leftPods(t)) }
+			r.src.pods.pause(s.fc.Name)
+			resume = func() { r.src.pods.resume(s.fc.Name, s.leftPods(end.tally)) }
 		}
-		if err := r.releaseAll(ctx, s, todo, t, stillDead); err != nil {
-			return t, err
+		end.err = r.releaseAll(ctx, s, todo, end.tally)
+		if end.stopped = s.stopped.Load(); end.stopped || end.err != nil {
+			return end
 		}
 	}
-	return t, nil
+	return end
+}
+
+// rehearse runs the pass s would be once the cluster's grace period ends — the cluster dead, every write
+// replaced by its outcome — and returns what it would do (a plan, janitor rule 9).
+func (r *releaser) rehearse(ctx context.Context, s *scope) passEnd {
+	s.planOnly = true
+	dead := maps.Clone(s.deadSet())
+	dead[s.clusterID] = true
+	s.setDead(dead)
+	s.recheck = func(context.Context) (bool, error) { return true, nil }
+	return r.release(ctx, s)
 }
 
 // settle ends a pass; the last pass of a busy spell that handled at least largeCleanup objects returns
@@ -110,40 +174,31 @@ func (r *releaser) settle() {
 	}
 }
 
-// releaseAll releases todo with up to Options.Workers concurrent writes, calling stillDead before the
-// first write and then before every Options.BatchSize more — once a worker is free for that write, so the
-// re-check is as close as it can be to the writes it allows; it returns once every started write is done.
-// A write whose own live re-check found the cluster no longer dead (a retried NamespaceOffloading,
-// releaseOffloading) stops the pass as a batch's re-check would: no more writes start, errStopped.
-func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tally, stillDead func(context.Context) error) error {
+// releaseAll releases todo with up to Options.Workers concurrent writes, re-checking the cluster live
+// (s.stillDead) before the first write and then before every Options.BatchSize more — once a worker is
+// free for that write, so the re-check is as close as it can be to the writes it allows; it returns once
+// every started write is done. A write whose own re-check found the cluster no longer dead (a retried
+// NamespaceOffloading, releaseOffloading) stops the pass as a batch's re-check does: no more writes start.
+func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tally) error {
 	sem := make(chan struct{}, r.options.Workers)
 	var wg sync.WaitGroup
-	var stopped atomic.Bool
+	defer wg.Wait()
 	for i, w := range todo {
 		sem <- struct{}{}
-		if stopped.Load() {
-			break
-		}
 		if i%r.options.BatchSize == 0 {
-			if err := stillDead(ctx); err != nil {
-				wg.Wait()
+			if dead, err := s.stillDead(ctx); !dead {
 				return err
 			}
+		}
+		if s.stopped.Load() {
+			return nil
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			o, err := w.tg.release(ctx, s, w.obj)
-			if errors.Is(err, errStopped) {
-				stopped.Store(true)
-				o, err = waiting, nil // not released; the pass ends as stopped, not as failed
-			}
 			t.addObject(w.tg.kind, w.obj.GetUID(), w.obj, o, err)
 			r.recordObject(ctx, s, w.tg.kind, w.obj, o, err)
 		})
-	}
-	wg.Wait()
-	if stopped.Load() {
-		return errStopped
 	}
 	return nil
 }
@@ -151,7 +206,7 @@ func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tal
 // recordObject makes one object's outcome visible: a log line, a metric, and with --object-events an
 // event on the object (the pass's events per kind, on the ForeignCluster, are the reporter's).
 func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj client.Object, o outcome, err error) {
-	if s.plan {
+	if s.planOnly {
 		return // a plan is reported as a whole, on the ForeignCluster
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(kind, klog.KObj(obj))

@@ -3,9 +3,7 @@ package janitor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -36,7 +34,7 @@ type reporter struct {
 
 // wait records why a marked cluster is left alone (an event when the reason changes), and comes back when
 // its grace period ends.
-func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l Liveness) ctrl.Result {
+func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness) ctrl.Result {
 	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
 	if p.memory.waitChanged(fc, l.Wait) {
 		ctrl.LoggerFrom(ctx).Info("Leaving marked ForeignCluster alone", "reason", l.Wait)
@@ -48,27 +46,27 @@ func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l L
 	return ctrl.Result{}
 }
 
-// planned shows what a cluster in its grace period would release (janitor rule 9): the cleanup
+// publishPlan shows what a cluster in its grace period would release (janitor rule 9): the cleanup
 // annotation, e.g. "grace 22s left: would release pods 400, resourceslices 3; blocked 1", with the
 // janitor's record of its first sight and of when the grace period ends, and one Waiting event with the
 // same numbers. The event is sent when the plan is first made and again only when its numbers change;
 // the annotation is compared with the live one, so a plan someone removed or changed is written again
 // (the seconds left are as of that write). It comes back when the grace period ends.
-func (p *reporter) planned(ctx context.Context, s *scope, l Liveness, t *tally) (ctrl.Result, error) {
+func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tally) (ctrl.Result, error) {
 	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
 	p.memory.waitChanged(s.fc, l.Wait)
 	result := ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
-	plan := t.plan(s.waitingNamespaces())
-	if p.memory.planChanged(s.fc, plan) {
-		ctrl.LoggerFrom(ctx).Info("Grace period: planned the clean-up", "graceLeft", l.GraceLeft.Round(time.Second), "plan", plan)
-		p.recorder.Eventf(s.fc, nil, "Normal", "Waiting", "Wait", "%s; then it %s", waitMessage(s.fc, l), plan)
+	planSummary := t.planSummary(s.waitingNamespaces())
+	if p.memory.shownPlanChanged(s.fc, planSummary) {
+		ctrl.LoggerFrom(ctx).Info("Grace period: planned the clean-up", "graceLeft", l.GraceLeft.Round(time.Second), "plan", planSummary)
+		p.recorder.Eventf(s.fc, nil, "Normal", "Waiting", "Wait", "%s; then it %s", waitMessage(s.fc, l), planSummary)
 	}
 	summary := s.fc.Annotations[liqojanitor.CleanupAnnotation]
 	if recordOf(s.fc, t.kinds).started() {
 		return result, nil // a clean-up of this mark has begun: its record is never replaced by a plan
 	}
-	if !showsPlan(summary, plan) {
-		summary = fmt.Sprintf("%s%s left: %s", liqojanitor.GracePlanPrefix, l.GraceLeft.Round(time.Second), plan)
+	if !showsPlan(summary, planSummary) {
+		summary = fmt.Sprintf("%s%s left: %s", liqojanitor.GracePlanPrefix, l.GraceLeft.Round(time.Second), planSummary)
 	}
 	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
 	// fails, writes nothing, and the change's own event decides what comes next.
@@ -78,12 +76,13 @@ func (p *reporter) planned(ctx context.Context, s *scope, l Liveness, t *tally) 
 	return result, nil
 }
 
-// showsPlan reports whether a cleanup annotation shows plan (whatever the seconds left it was written with).
-func showsPlan(summary, plan string) bool {
-	return strings.HasPrefix(summary, liqojanitor.GracePlanPrefix) && strings.HasSuffix(summary, " left: "+plan)
+// showsPlan reports whether a cleanup annotation shows a plan's summary (whatever the seconds left it was
+// written with).
+func showsPlan(annotation, planSummary string) bool {
+	return strings.HasPrefix(annotation, liqojanitor.GracePlanPrefix) && strings.HasSuffix(annotation, " left: "+planSummary)
 }
 
-func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
+func waitMessage(fc *liqov1beta1.ForeignCluster, l liveness) string {
 	switch l.Wait {
 	case WaitUnconfirmed:
 		return fmt.Sprintf("Marked permanently unreachable but not confirmed: nothing is released until %s=%s",
@@ -113,8 +112,9 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l Liveness) string {
 // per pass, only when it changes, never in a dry run — then the phase events on the record's transitions
 // (started, done: once per clean-up, whichever replica makes them), progress, blocked and waiting events,
 // and metrics. It returns the error of its own write, nothing else: the pass's errors are the caller's.
-func (p *reporter) report(ctx context.Context, s *scope, l Liveness, t *tally, passErr error) error {
-	if errors.Is(passErr, errStopped) {
+func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd) error {
+	t := end.tally
+	if end.stopped {
 		ctrl.LoggerFrom(ctx).Info("Stopped releasing: the cluster is no longer dead")
 		p.recorder.Eventf(s.fc, nil, "Warning", "CleanupStopped", "Release",
 			"Stopped releasing: the mark was removed or changed, the cluster was paused, or Liqo sees it answering again")
@@ -214,28 +214,12 @@ func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf(" (marked dead by %s: %q)", by, reason)
 }
 
-// waitingNamespaces are the namespaces whose NamespaceOffloading waits for Liqo in this pass.
-func (s *scope) waitingNamespaces() []string {
-	var out []string
-	for _, w := range s.offloadingWaits() {
-		out = append(out, w.namespace)
-	}
-	return out
-}
-
-// offloadingWaits is a copy of what the pass's NamespaceOffloadings wait for.
-func (s *scope) offloadingWaits() map[types.UID]offloadingWait {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.waits)
-}
-
 // writeRecord patches the janitor's own keys on the ForeignCluster where they differ from the live ones
 // the pass read: the cleanup annotation, and its record of the first sight of the mark and of when the
 // grace period ends (janitor rule 1; only the janitor's identity may write them, gate rule 14). The patch
 // carries the resourceVersion the pass read, so it lands only on that version of the ForeignCluster: a
 // conflict error otherwise, and two replicas never both make one transition. It reports whether it wrote.
-func (p *reporter) writeRecord(ctx context.Context, s *scope, summary string, l Liveness) (bool, error) {
+func (p *reporter) writeRecord(ctx context.Context, s *scope, summary string, l liveness) (bool, error) {
 	want := map[string]string{liqojanitor.CleanupAnnotation: summary}
 	if !l.FirstSeen.IsZero() {
 		want[liqojanitor.FirstSeenAnnotation] = recordTime(l.FirstSeen)

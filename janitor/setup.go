@@ -95,13 +95,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if _, err := mgr.GetCache().GetInformer(ctx, metadataOnly(namespaceMapGVK)); err != nil {
 		return fmt.Errorf("watching NamespaceMaps: %w", err)
 	}
-	recorder := mgr.GetEventRecorder(ReportingController)
-	mem := newMemory(clock.RealClock{})
-	r := &reconciler{
-		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), clock: clock.RealClock{}, options: o, memory: mem,
-		releaser: &releaser{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, pods: pods, options: o},
-		reporter: &reporter{client: mgr.GetClient(), recorder: recorder, clock: clock.RealClock{}, memory: mem, options: o},
-	}
+	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), pods, mgr.GetEventRecorder(ReportingController), clock.RealClock{}, o)
 	return r.watch(mgr, pods)
 }
 

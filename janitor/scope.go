@@ -1,0 +1,150 @@
+package janitor
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// scope is what one pass over a dead cluster knows: the cluster, how the pass writes (or only reports),
+// what it found while listing, the dead set it decides on, whether it has been stopped, and what its
+// NamespaceOffloadings wait for. Its methods are the only ones that touch it; releases read it
+// concurrently.
+type scope struct {
+	// fc is the dead cluster's ForeignCluster, as read live from the API server.
+	fc *liqov1beta1.ForeignCluster
+	// clusterID is fc's spec.clusterID.
+	clusterID string
+	// dryRun reports instead of writing.
+	dryRun bool
+	// planOnly: the cluster is in its grace period, and the pass computes what it would release once that
+	// ends, writing nothing (janitor rule 9).
+	planOnly bool
+	// drain holds the pods that may be force-deleted though not terminating: those Liqo's own drain selects
+	// on the Node of a VirtualNode of the cluster that is itself being deleted. Filled by listPods before
+	// any release, read-only afterwards.
+	drain map[types.UID]bool
+	// undrained holds, for the other pods that are not terminating on such a Node, why the janitor leaves
+	// them alone (one of the fixed notDrainedBy reasons). Filled by listPods like drain.
+	undrained map[types.UID]string
+	// listed is where each pod listPods returned was, and at which resourceVersion (leftPods).
+	listed map[types.UID]podAt
+	// recheck is the pass's live re-check of the cluster (the reconciler's: dead, or not any more; it
+	// refreshes the dead set through setDead). Call it through stillDead only.
+	recheck func(context.Context) (bool, error)
+	// stopped: a re-check found the cluster no longer dead; no write starts after that.
+	stopped atomic.Bool
+
+	mu sync.Mutex
+	// dead says, for every cluster ID with a ForeignCluster, whether it is dead (others count as live), as
+	// of the last live re-check (setDead); read it through deadSet only.
+	dead map[string]bool
+	// waits says, for each NamespaceOffloading that waits for Liqo, what it waits for.
+	waits map[types.UID]offloadingWait
+}
+
+// offloadingWait is what one NamespaceOffloading waits for.
+type offloadingWait struct {
+	namespace, why string
+}
+
+// podAt is a listed pod's node and resourceVersion.
+type podAt struct {
+	node, resourceVersion string
+}
+
+// newScope starts a pass over fc, given which cluster IDs are dead. Until a re-check is set, the cluster
+// counts as still dead (a plan's rehearsal, which writes nothing).
+func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool) *scope {
+	return &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: dryRun, dead: dead,
+		recheck: func(context.Context) (bool, error) { return true, nil },
+		drain:   map[types.UID]bool{}, undrained: map[types.UID]string{}, listed: map[types.UID]podAt{},
+		waits: map[types.UID]offloadingWait{}}
+}
+
+// stillDead runs the pass's live re-check (janitor rule 1). The first time it finds the cluster no longer
+// dead it answers false for good: the pass is stopped — the one place a pass stops — and starts no more
+// writes. A re-check that fails answers false with its error (no write on its account), without stopping
+// the pass: its caller fails.
+func (s *scope) stillDead(ctx context.Context) (bool, error) {
+	if s.stopped.Load() {
+		return false, nil
+	}
+	dead, err := s.recheck(ctx)
+	switch {
+	case err != nil:
+		return false, err
+	case !dead:
+		s.stopped.Store(true)
+	}
+	return dead, nil
+}
+
+// setDead replaces the dead set with one computed from a fresh live read of the ForeignClusters (janitor
+// rule 1): the reconciler's live re-check calls it before every batch of writes, so every decision that
+// depends on another cluster being dead (a NamespaceOffloading spanning several) is taken on the world as
+// it was at the last re-check, not as it was when the pass began. Releases read it concurrently. It takes
+// dead over: the caller must not change it afterwards.
+func (s *scope) setDead(dead map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dead = dead
+}
+
+// deadSet returns the current dead set; the caller must not modify it (setDead replaces it, never
+// changes it in place).
+func (s *scope) deadSet() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
+}
+
+// reportOnly says whether the pass only reports what it would do: a dry run, or a plan.
+func (s *scope) reportOnly() bool { return s.dryRun || s.planOnly }
+
+// waitFor records what a NamespaceOffloading waits for (releases run concurrently).
+func (s *scope) waitFor(obj client.Object, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waits[obj.GetUID()] = offloadingWait{namespace: obj.GetNamespace(), why: why}
+}
+
+// offloadingWaits is a copy of what the pass's NamespaceOffloadings wait for.
+func (s *scope) offloadingWaits() map[types.UID]offloadingWait {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.waits)
+}
+
+// waitingNamespaces are the namespaces whose NamespaceOffloading waits for Liqo in this pass.
+func (s *scope) waitingNamespaces() []string {
+	var out []string
+	for _, w := range s.offloadingWaits() {
+		out = append(out, w.namespace)
+	}
+	return out
+}
+
+// leftPods is what the pass leaves on each node for the pod watches (podWatcher.resume): the pods it
+// listed that are still there by its own account (blocked, waiting, failed), as it listed them.
+func (s *scope) leftPods(t *tally) leftPods {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	left := leftPods{}
+	for _, uid := range t.byKind[podKind].outstanding {
+		at, ok := s.listed[uid]
+		if !ok {
+			continue
+		}
+		if left[at.node] == nil {
+			left[at.node] = map[types.UID]string{}
+		}
+		left[at.node][uid] = at.resourceVersion
+	}
+	return left
+}
