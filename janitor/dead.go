@@ -99,11 +99,16 @@ func recordedFirstSight(fc *liqov1beta1.ForeignCluster, remembered time.Time) ti
 	return remembered
 }
 
-// firstSightRecord reads the janitor's record of its first sight of fc's mark. A record older than
-// marked-at belongs to an earlier mark (the gate removes it with the mark; without the gate it may stay)
-// and is not one.
+// firstSightRecord reads the janitor's record of its first sight of fc's mark (markRecord).
 func firstSightRecord(fc *liqov1beta1.ForeignCluster) (time.Time, bool) {
-	at, err := time.Parse(time.RFC3339, fc.Annotations[liqojanitor.FirstSeenAnnotation])
+	return markRecord(fc, liqojanitor.FirstSeenAnnotation)
+}
+
+// markRecord reads one of the janitor's time records of fc's mark (first-seen-at, grace-ends-at). A record
+// older than marked-at belongs to an earlier mark (the gate removes it with the mark; without the gate it
+// may stay) and is not one.
+func markRecord(fc *liqov1beta1.ForeignCluster, key string) (time.Time, bool) {
+	at, err := time.Parse(time.RFC3339, fc.Annotations[key])
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -111,6 +116,24 @@ func firstSightRecord(fc *liqov1beta1.ForeignCluster) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return at, true
+}
+
+// recordedWindow replaces, for a cluster l finds dead or in its grace period, the grace window l assumed
+// with the running janitor's own: its grace-ends-at record of fc's current mark. Without one the cluster
+// is in its grace period, the time left unknown (GraceLeft 0): only the janitor knows its --grace-period
+// and when it first saw the mark. Any other reason to wait stays.
+func recordedWindow(fc *liqov1beta1.ForeignCluster, l liveness, now time.Time) liveness {
+	if l.Wait != WaitGracePeriod && !l.Dead() {
+		return l
+	}
+	ends, ok := markRecord(fc, liqojanitor.GraceEndsAnnotation)
+	switch {
+	case !ok:
+		return liveness{Wait: WaitGracePeriod, MarkedAt: l.MarkedAt}
+	case ends.After(now):
+		return liveness{Wait: WaitGracePeriod, MarkedAt: l.MarkedAt, GraceEnds: ends, GraceLeft: ends.Sub(now)}
+	}
+	return liveness{MarkedAt: l.MarkedAt, GraceEnds: ends, dead: true}
 }
 
 // firstSeenFunc tells when the janitor first saw a ForeignCluster's mark (the grace period counts from the

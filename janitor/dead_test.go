@@ -44,6 +44,38 @@ func TestTheZeroLivenessIsNotDead(t *testing.T) {
 	}
 }
 
+func TestAPlanTakesTheJanitorsRecordedGraceWindow(t *testing.T) {
+	now := time.Now()
+	dead := liveness{dead: true}
+	for name, tc := range map[string]struct {
+		l        liveness
+		ends     string
+		want     WaitReason
+		wantLeft time.Duration
+	}{
+		"an assumed grace period has passed, the janitor's window has not": {
+			l: dead, ends: now.Add(time.Hour).Format(time.RFC3339Nano), want: WaitGracePeriod, wantLeft: time.Hour},
+		"an assumed grace period runs, the janitor's window is over": {
+			l: liveness{Wait: WaitGracePeriod, GraceLeft: 20 * time.Second}, ends: now.Add(-time.Minute).Format(time.RFC3339), want: NotWaiting},
+		"no record: in the grace period, nothing left is known": {l: dead, want: WaitGracePeriod},
+		"a record of an earlier mark is none": {
+			l: dead, ends: now.Add(-2 * time.Hour).Format(time.RFC3339), want: WaitGracePeriod},
+		"another reason to wait stays": {
+			l: liveness{Wait: WaitPaused}, ends: now.Add(-time.Minute).Format(time.RFC3339), want: WaitPaused},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fc := cluster("x", marked(liqojanitor.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339)), "")
+			if tc.ends != "" {
+				fc.Annotations[liqojanitor.GraceEndsAnnotation] = tc.ends
+			}
+			got := recordedWindow(fc, tc.l, now)
+			if got.Wait != tc.want || got.Dead() != (tc.want == NotWaiting) || got.GraceLeft != tc.wantLeft {
+				t.Fatalf("recordedWindow() = %+v, want wait %q, left %s", got, tc.want, tc.wantLeft)
+			}
+		})
+	}
+}
+
 func TestAssess(t *testing.T) {
 	t.Parallel()
 	grace := 30 * time.Second

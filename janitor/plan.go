@@ -51,8 +51,10 @@ type PlannedWait struct {
 
 // PlanCluster computes the Plan for the ForeignCluster named name, reading live through c and mc (pods
 // are listed per virtual node by field selector; no informers are started). Every write is replaced by
-// its outcome, and c is wrapped in a dry-run client besides. The grace period counts from the janitor's
-// record of its first sight, or from now for a cluster the janitor has not recorded yet.
+// its outcome, and c is wrapped in a dry-run client besides. The grace window is the running janitor's:
+// its grace-ends-at record of the current mark, and without one the cluster is in its grace period, the
+// time left unknown (recordedWindow) — o.GracePeriod is not the janitor's --grace-period, so it is not used
+// for that.
 func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, name string, o Options) (*Plan, error) {
 	r := newReconciler(client.NewDryRunClient(c), c, livePods{mc}, &events.FakeRecorder{}, clock.RealClock{}, o)
 	fc, l, fcs, err := r.assessLive(ctx, name)
@@ -62,6 +64,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	case fc == nil:
 		return nil, fmt.Errorf("ForeignCluster %s not found: list them with kubectl get foreignclusters", name)
 	}
+	l = recordedWindow(fc, l, time.Now())
 	s := r.newScope(fc, fcs)
 	end := r.releaser.rehearse(ctx, s)
 	if end.err != nil {

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
-	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
 // graceWindow is the janitor's grace period for a ForeignCluster's current mark, as the janitor itself
@@ -69,17 +68,4 @@ func (g graceWindow) String() string {
 		s += fmt.Sprintf("; it lasts at least until %s + the janitor's --grace-period", g.MarkedAt.UTC().Format(time.RFC3339))
 	}
 	return s
-}
-
-// applyTo replaces, in a plan of a marked cluster, the grace period janitor.PlanCluster assumes (its
-// default, not the running janitor's) with the window the janitor recorded: a cluster PlanCluster finds
-// in its grace period or past it is in its grace period until the janitor's record says it is over.
-func (g graceWindow) applyTo(p *janitor.Plan) {
-	if p.Wait != janitor.WaitGracePeriod && p.Wait != janitor.NotWaiting {
-		return
-	}
-	p.Wait, p.GraceLeft = janitor.WaitGracePeriod, g.Left
-	if g.Over {
-		p.Wait, p.GraceLeft = janitor.NotWaiting, 0
-	}
 }

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
-	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
 func marked(annotations ...string) *liqov1beta1.ForeignCluster {
@@ -66,46 +65,6 @@ func TestGraceWindowIsTheOneTheJanitorRecorded(t *testing.T) {
 			g.Expect(w.Left).To(Equal(tc.left))
 			g.Expect(w.Over).To(Equal(tc.over))
 			g.Expect(w.EndsAt != nil).To(Equal(tc.recorded))
-		})
-	}
-}
-
-func TestGraceWindowReplacesThePlansAssumedOne(t *testing.T) {
-	now := time.Now()
-	for name, tc := range map[string]struct {
-		plan, want janitor.Plan
-		ends       string
-	}{
-		"PlanCluster's default has passed, the janitor's window has not": {
-			plan: janitor.Plan{Wait: janitor.NotWaiting},
-			ends: now.Add(time.Hour).Format(time.RFC3339),
-			want: janitor.Plan{Wait: janitor.WaitGracePeriod, GraceLeft: time.Hour},
-		},
-		"PlanCluster's default runs, the janitor's window is over": {
-			plan: janitor.Plan{Wait: janitor.WaitGracePeriod, GraceLeft: 20 * time.Second},
-			ends: now.Add(-time.Minute).Format(time.RFC3339),
-			want: janitor.Plan{Wait: janitor.NotWaiting},
-		},
-		"no record: in the grace period, nothing left is known": {
-			plan: janitor.Plan{Wait: janitor.NotWaiting},
-			want: janitor.Plan{Wait: janitor.WaitGracePeriod},
-		},
-		"another reason to wait stays": {
-			plan: janitor.Plan{Wait: janitor.WaitPaused},
-			ends: now.Add(-time.Minute).Format(time.RFC3339),
-			want: janitor.Plan{Wait: janitor.WaitPaused},
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			fc := marked()
-			if tc.ends != "" {
-				fc.Annotations[liqojanitor.GraceEndsAnnotation] = tc.ends
-			}
-			p := tc.plan
-			graceOf(fc, now).applyTo(&p)
-			g.Expect(p.Wait).To(Equal(tc.want.Wait))
-			g.Expect(p.GraceLeft).To(BeNumerically("~", tc.want.GraceLeft, time.Second))
 		})
 	}
 }

@@ -79,8 +79,7 @@ func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
 	}
 	r := &planReport{Plan: plan, NoReachabilityEvidence: !hasEvidence(fc)}
 	if liqojanitor.IsMarked(fc.Annotations) {
-		g := graceOf(fc, time.Now())
-		g.applyTo(plan)
+		g := graceOf(fc, time.Now()) // the plan's Wait already takes the janitor's recorded window (PlanCluster)
 		r.Grace = &g
 	}
 	r.Gate, err = e.checkGate(ctx, c, fc)
