@@ -90,7 +90,7 @@ func TestTheGraceWindowCountsFromTheJanitorsFirstSight(t *testing.T) {
 		ends, err = time.Parse(time.RFC3339, ann[liqojanitor.GraceEndsAnnotation])
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ends).To(Equal(first.Add(grace)))
-	}).Should(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(rvs(t, p.Objects()...)).To(Equal(before), "in the grace window nothing is released")
 
 	// a failover: the next janitor reads the record instead of starting the window again
