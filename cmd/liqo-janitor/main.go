@@ -152,7 +152,7 @@ func main() {
 	o.bindFlags(flag.CommandLine)
 	flag.Usage = usage
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	ctrl.SetLogger(newLogger(o.zap))
 	if err := run(ctrl.SetupSignalHandler(), &o); err != nil {
 		ctrl.Log.Error(err, "liqo-janitor stopped")
 		os.Exit(1)
