@@ -20,12 +20,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// Scale of BenchmarkReleaseThreeDeadProviders: every provider dies, each leaving this many objects.
+// Scale of the release benchmarks: a consumer peered with three providers, each with this many pods
+// bound to its virtual node and this many ResourceSlices, plus a NamespaceMap and a Renew (3,302 objects
+// a provider).
 const (
 	scalePods    = 3000
 	scaleRslices = 300
@@ -33,22 +36,30 @@ const (
 
 var scaleSpec = fixture.Spec{Providers: 3, PodsPerProvider: scalePods, ExtraResourceSlices: scaleRslices - 1}
 
-// BenchmarkReleaseThreeDeadProviders: three providers die at once, each leaving 3,000 terminating pods,
-// 300 ResourceSlices, a NamespaceMap and a Renew (9,906 objects), released two ways in alternation as in
-// BenchmarkRelease1of3: by the janitor — the real binary in its own process, binary defaults but the
-// grace period 0 — from the three marks until the three cleanup annotations report everything
-// released, and by the raw 32-worker client. Reported: the medians and their ratio, the API server's own
-// count of writes to the released objects per released object (apiserver_request_total: pod DELETEs,
-// ResourceSlice/NamespaceMap/Renew PATCHes), the time from the marks (the end of a zero grace period)
-// to the first pod gone, the janitor's resident memory before the first round, after the first and after
-// the last (and its peak), and what else the API server served in each round (logged per round: events,
-// re-reads, watchers it terminated), in total per round.
-func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
+// BenchmarkRelease1of3: one of the three providers dies (3,302 objects); see benchRelease.
+func BenchmarkRelease1of3(b *testing.B) { benchRelease(b, 1) }
+
+// BenchmarkReleaseThreeDeadProviders: the three die at once (9,906 objects); see benchRelease.
+func BenchmarkReleaseThreeDeadProviders(b *testing.B) { benchRelease(b, 3) }
+
+// benchRelease releases what the dying providers of scaleSpec leave stuck (each 3,000 terminating pods,
+// 300 ResourceSlices, a NamespaceMap and a Renew), two ways in alternation, each round laying the
+// scenario out afresh for each, so the machine's drift (and the API server's growing etcd) hits both
+// alike: by the janitor — the real binary in its own process, binary defaults but the grace period 0 —
+// from the marks until the cleanup annotations report everything released, and by a raw client with 32
+// workers per provider and no rate limit, sending exactly the needed writes. Both rounds watch the dead
+// nodes for the first pod gone, so both cost the API server that watch. Reported: the medians and their
+// ratio, the API server's own count of writes per released object (apiserver_request_total: pod DELETEs,
+// finalizer PATCHes; and all writes, events and the janitor's record included), the live LISTs of
+// ForeignClusters per 1,000 released objects (the janitor's re-checks), the watchers the API server
+// terminated, the time from the marks (the end of a zero grace period) to the first pod gone, the
+// janitor's resident memory, and per round (logged) everything else the API server served.
+func benchRelease(b *testing.B, dying int) {
 	pprof, err := harness.FreeLocalAddr()
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := env.StartReplica("scale-janitor", "--enable-webhook=false", "--grace-period=0", "--pprof-bind-address="+pprof)
+	r, err := env.StartReplica(fmt.Sprintf("scale-janitor-%d", dying), "--enable-webhook=false", "--grace-period=0", "--pprof-bind-address="+pprof)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,39 +74,27 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var janitorTimes, rawTimes, firsts []time.Duration
-	var janitorWrites, rawWrites, janitorOther, rawOther float64
+	var janitorRounds, rawRounds []round
 	var rssFirst int64
-	objects := float64(scaleSpec.Providers * (scalePods + scaleRslices + 2))
 	for b.Loop() {
 		cpuProfile := ""
-		if profiles != "" && len(janitorTimes) == 0 {
+		if profiles != "" && len(janitorRounds) == 0 {
 			cpuProfile = "http://" + pprof + "/debug/pprof/profile?seconds=10"
 		}
-		took, first, writes, others, other := janitorRound(b, cs, cpuProfile, filepath.Join(profiles, "janitor-cpu.pprof"))
-		janitorTimes, firsts, janitorWrites = append(janitorTimes, took), append(firsts, first), janitorWrites+writes
-		janitorOther += other
-		if len(janitorTimes) == 1 {
+		janitorRounds = append(janitorRounds, janitorRound(b, cs, dying, cpuProfile, filepath.Join(profiles, "janitor-cpu.pprof")))
+		if len(janitorRounds) == 1 {
 			if rssFirst, err = r.RSS(); err != nil {
 				b.Fatal(err)
 			}
 		}
-		b.Logf("janitor round %d: other requests the API server served: %s", len(janitorTimes), strings.Join(others, ", "))
-
-		dead := layoutAllDead(b)
-		r0 := requests(b, cs)
-		t0 := time.Now()
-		var wg sync.WaitGroup
-		for _, p := range dead {
-			wg.Go(func() { rawRelease(b, raw, p) })
+		rawRounds = append(rawRounds, rawRound(b, cs, raw, dying))
+		for _, side := range []struct {
+			name string
+			rs   []round
+		}{{"janitor", janitorRounds}, {"raw", rawRounds}} {
+			last := side.rs[len(side.rs)-1]
+			b.Logf("%s round %d: %.2fs; other requests the API server served: %s", side.name, len(side.rs), last.took.Seconds(), strings.Join(last.others, ", "))
 		}
-		wg.Wait()
-		rawTimes = append(rawTimes, time.Since(t0))
-		r1 := requests(b, cs)
-		rawWrites += releaseWrites(r1) - releaseWrites(r0)
-		others, other = otherRequests(r0, r1)
-		rawOther += other
-		b.Logf("raw round %d: other requests the API server served: %s", len(rawTimes), strings.Join(others, ", "))
 	}
 	rssAfter, err := r.RSS()
 	if err != nil {
@@ -110,80 +109,139 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	j, rw := median(janitorTimes), median(rawTimes)
-	rounds := float64(len(janitorTimes))
+	objects := float64(dying * (scalePods + scaleRslices + 2))
+	j, rw := medianOf(janitorRounds, func(r round) time.Duration { return r.took }), medianOf(rawRounds, func(r round) time.Duration { return r.took })
 	b.ReportMetric(j.Seconds(), "janitor-s")
 	b.ReportMetric(rw.Seconds(), "raw-32-workers-s")
 	b.ReportMetric(j.Seconds()/rw.Seconds(), "ratio")
-	b.ReportMetric(janitorWrites/rounds/objects, "janitor-writes/object")
-	b.ReportMetric(rawWrites/rounds/objects, "raw-writes/object")
-	b.ReportMetric(median(firsts).Seconds(), "first-release-s")
+	b.ReportMetric(meanOf(janitorRounds, func(r round) float64 { return r.releaseWrites })/objects, "janitor-release-writes/object")
+	b.ReportMetric(meanOf(janitorRounds, func(r round) float64 { return r.writes })/objects, "janitor-writes/object")
+	b.ReportMetric(meanOf(rawRounds, func(r round) float64 { return r.writes })/objects, "raw-writes/object")
+	b.ReportMetric(meanOf(janitorRounds, func(r round) float64 { return r.fcLists })/objects*1000, "janitor-fc-lists/1000-objects")
+	b.ReportMetric(meanOf(janitorRounds, func(r round) float64 { return r.terminated }), "janitor-terminated-watchers/round")
+	b.ReportMetric(meanOf(rawRounds, func(r round) float64 { return r.terminated }), "raw-terminated-watchers/round")
+	b.ReportMetric(medianOf(janitorRounds, func(r round) time.Duration { return r.first }).Seconds(), "first-release-s")
+	b.ReportMetric(medianOf(rawRounds, func(r round) time.Duration { return r.first }).Seconds(), "raw-first-release-s")
 	b.ReportMetric(float64(rssBefore)/(1<<20), "rss-before-MB")
 	b.ReportMetric(float64(rssFirst)/(1<<20), "rss-after-first-MB")
 	b.ReportMetric(float64(rssAfter)/(1<<20), "rss-after-MB")
 	b.ReportMetric(float64(rssPeak)/(1<<20), "rss-peak-MB")
-	b.ReportMetric(janitorOther/rounds, "janitor-other-requests/round")
-	b.ReportMetric(rawOther/rounds, "raw-other-requests/round")
+	b.ReportMetric(meanOf(janitorRounds, func(r round) float64 { return r.other }), "janitor-other-requests/round")
+	b.ReportMetric(meanOf(rawRounds, func(r round) float64 { return r.other }), "raw-other-requests/round")
 	b.ReportMetric(objects, "objects")
 }
 
-// janitorRound lays out three dead providers, marks them and waits until the janitor reports them
-// released; it returns how long that took, how long until the first pod was gone, and the API server's
-// count of release writes meanwhile. With cpuProfile set, it saves the janitor's CPU profile to path.
-func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string) (took, first time.Duration, writes float64, others []string, other float64) {
+// round is what one release round took and cost the API server.
+type round struct {
+	took, first time.Duration
+	// releaseWrites are the pod DELETEs and finalizer PATCHes; writes every write (events, records too).
+	releaseWrites, writes float64
+	// fcLists are the LISTs of ForeignClusters, terminated the watchers the API server closed.
+	fcLists, terminated float64
+	// others is what else the API server served, largest first; other their total.
+	others []string
+	other  float64
+}
+
+// janitorRound lays out the dying providers, marks them and waits until the janitor reports them
+// released. With cpuProfile set, it saves the janitor's CPU profile to path.
+func janitorRound(b *testing.B, cs kubernetes.Interface, dying int, cpuProfile, path string) round {
 	b.Helper()
-	dead := layoutAllDead(b)
-	r0 := requests(b, cs)
-	firstGone, stopWatching := firstPodGone(b, cs, dead)
-	defer stopWatching()
+	dead := layoutDead(b, scaleSpec, dying)
 	profiled := make(chan error, 1)
 	if cpuProfile != "" {
 		go func() { profiled <- fetch(cpuProfile, path) }()
 	} else {
 		profiled <- nil
 	}
-	t0 := time.Now()
-	for _, p := range dead {
-		if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
-			b.Fatal(err)
+	rd := measure(b, cs, dead, func() {
+		for _, p := range dead {
+			if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	for _, p := range dead {
-		waitAnnotation(b, p, fmt.Sprintf("pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1",
-			scalePods, scalePods, scaleRslices, scaleRslices))
-	}
-	took = time.Since(t0)
-	first = (<-firstGone).Sub(t0)
-	r1 := requests(b, cs)
-	writes = releaseWrites(r1) - releaseWrites(r0)
-	others, other = otherRequests(r0, r1)
+		for _, p := range dead {
+			waitAnnotation(b, p, fmt.Sprintf("pods %d/%d, resourceslices %d/%d, namespacemaps 1/1, renews 1/1",
+				scalePods, scalePods, scaleRslices, scaleRslices))
+		}
+	})
 	if err := <-profiled; err != nil {
 		b.Fatal(err)
 	}
-	return took, first, writes, others, other
+	rd.writes -= float64(len(dead)) // the marks are the operator's writes, not the janitor's
+	return rd
 }
 
-// layoutAllDead builds scaleSpec and kills and terminates every provider (not timed).
-func layoutAllDead(b *testing.B) []*fixture.Provider {
+// rawRound lays out the dying providers and releases them with the raw client, 32 workers per provider.
+func rawRound(b *testing.B, cs kubernetes.Interface, raw client.Client, dying int) round {
 	b.Helper()
-	b.StopTimer()
-	defer b.StartTimer()
-	ctx := context.Background()
-	spec := scaleSpec
-	spec.Prefix = fmt.Sprintf("s%d", layouts.Add(1))
-	cons, err := fixture.Build(ctx, env.Client, spec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, p := range cons.Providers {
-		if err := fixture.Kill(ctx, env.Client, p); err != nil {
-			b.Fatal(err)
+	dead := layoutDead(b, scaleSpec, dying)
+	return measure(b, cs, dead, func() {
+		var wg sync.WaitGroup
+		for _, p := range dead {
+			wg.Go(func() { rawRelease(b, raw, p) })
 		}
-		if err := fixture.Terminate(ctx, env.Client, p); err != nil {
-			b.Fatal(err)
+		wg.Wait()
+	})
+}
+
+// measure times release, which must leave dead released, and reads what it cost the API server.
+func measure(b *testing.B, cs kubernetes.Interface, dead []*fixture.Provider, release func()) round {
+	b.Helper()
+	r0 := requests(b, cs)
+	firstGone, stopWatching := firstPodGone(b, cs, dead)
+	defer stopWatching()
+	t0 := time.Now()
+	release()
+	rd := round{took: time.Since(t0)}
+	select {
+	case at := <-firstGone:
+		rd.first = at.Sub(t0)
+	case <-time.After(time.Minute):
+		b.Fatal("no pod of the dead providers was seen going")
+	}
+	r1 := requests(b, cs)
+	rd.releaseWrites = releaseWrites(r1) - releaseWrites(r0)
+	for k, n := range r1 {
+		d := n - r0[k]
+		switch {
+		case k.verb == "LIST" && k.resource == "foreignclusters":
+			rd.fcLists += d
+		case k.verb == "TERMINATED-WATCH":
+			rd.terminated += d
+		}
+		if isWrite(k) {
+			rd.writes += d
 		}
 	}
-	return cons.Providers
+	rd.others, rd.other = otherRequests(r0, r1)
+	return rd
+}
+
+// isWrite reports whether a request writes: create, update, patch and delete, events and the janitor's
+// records included.
+func isWrite(k request) bool {
+	switch k.verb {
+	case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION":
+		return true
+	}
+	return false
+}
+
+func medianOf(rs []round, f func(round) time.Duration) time.Duration {
+	d := make([]time.Duration, 0, len(rs))
+	for _, r := range rs {
+		d = append(d, f(r))
+	}
+	return median(d)
+}
+
+func meanOf(rs []round, f func(round) float64) float64 {
+	total := 0.0
+	for _, r := range rs {
+		total += f(r)
+	}
+	return total / float64(len(rs))
 }
 
 // releaseWrites is the count, in a reading of requests, of the writes that release objects: pod DELETEs
@@ -269,23 +327,42 @@ func otherRequests(before, after map[request]float64) ([]string, float64) {
 }
 
 // firstPodGone watches the dead providers' nodes and sends the time the first pod is gone; stop ends
-// the watches.
+// the watches. A watch the API server closes (it terminates watchers that fall behind) is re-opened from
+// the last resourceVersion it delivered.
 func firstPodGone(b *testing.B, cs kubernetes.Interface, dead []*fixture.Provider) (first <-chan time.Time, stop func()) {
 	b.Helper()
 	out := make(chan time.Time, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	var once sync.Once
 	for _, p := range dead {
-		w, err := cs.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + p.Node.Name})
+		opts := metav1.ListOptions{FieldSelector: "spec.nodeName=" + p.Node.Name}
+		list, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: opts.FieldSelector, Limit: 1})
+		if err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		opts.ResourceVersion = list.ResourceVersion
+		w, err := cs.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, opts)
 		if err != nil {
 			cancel()
 			b.Fatal(err)
 		}
 		go func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				if _, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Deleted {
-					once.Do(func() { out <- time.Now() })
+			for ctx.Err() == nil {
+				for ev := range w.ResultChan() {
+					pod, ok := ev.Object.(*corev1.Pod)
+					if !ok {
+						continue
+					}
+					if ev.Type == watch.Deleted {
+						once.Do(func() { out <- time.Now() })
+						w.Stop()
+						return
+					}
+					opts.ResourceVersion = pod.ResourceVersion
+				}
+				w.Stop()
+				if w, err = cs.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, opts); err != nil {
 					return
 				}
 			}
