@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -22,18 +21,12 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-var env *harness.Env
-
+// The gate is registered and served throughout, as on a real consumer, by the real binary in its own
+// process (as in a cluster, where it runs in its own pod): the janitor's writes of its cleanup annotation
+// and the benchmarks' marks go through it. Only a benchmark starts the control plane (harness.Require):
+// `make test` runs this package without one.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		os.Exit(m.Run()) // no benchmark asked for: no control plane needed
-	}
-	// The gate is registered and served throughout, as on a real consumer, by the real binary in its own
-	// process (as in a cluster, where it runs in its own pod): the janitor's writes of its cleanup
-	// annotation and the benchmarks' marks go through it.
-	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/chart/liqo-janitor/files/webhooks.yaml"}}, func(e *harness.Env) error {
-		env = e
+	os.Exit(harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
 		if err := e.InstallLocalClusterID(context.Background(), "liqo", "consumer"); err != nil {
 			return err
 		}
@@ -55,6 +48,7 @@ var scenario1of3 = fixture.Spec{Providers: 3, PodsPerProvider: pods, ExtraResour
 // layout builds spec, kills and terminates the first provider, and returns it (not timed).
 func layout(b *testing.B, spec fixture.Spec) *fixture.Provider {
 	b.Helper()
+	env := harness.Require(b)
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx := context.Background()
@@ -80,6 +74,7 @@ func layout(b *testing.B, spec fixture.Spec) *fixture.Provider {
 // grace-0 deletes and finalizer patches without any rate limit, knowing in advance what to release.
 // Reported: the median of each, and their ratio (the target is at most 1.25).
 func BenchmarkRelease1of3(b *testing.B) {
+	env := harness.Require(b)
 	stop := startJanitor(b)
 	defer stop()
 	raw := unthrottledClient(b)
@@ -113,6 +108,7 @@ func median(d []time.Duration) time.Duration {
 
 func startJanitor(b *testing.B) func() {
 	b.Helper()
+	env := harness.Require(b)
 	stop, err := env.StartJanitor(janitor.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -133,6 +129,7 @@ func waitReleased(b *testing.B, p *fixture.Provider) {
 // waitAnnotation waits until the janitor's cleanup annotation on p's ForeignCluster reads want.
 func waitAnnotation(b *testing.B, p *fixture.Provider, want string) {
 	b.Helper()
+	env := harness.Require(b)
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Minute, true,
 		func(ctx context.Context) (bool, error) {
 			fc := p.ForeignCluster.DeepCopy()
@@ -148,6 +145,7 @@ func waitAnnotation(b *testing.B, p *fixture.Provider, want string) {
 
 func unthrottledClient(b *testing.B) client.Client {
 	b.Helper()
+	env := harness.Require(b)
 	c, err := env.NewClient(func(cfg *rest.Config) { cfg.QPS, cfg.Burst = -1, -1 })
 	if err != nil {
 		b.Fatal(err)

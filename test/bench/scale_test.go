@@ -44,6 +44,7 @@ var scaleSpec = fixture.Spec{Providers: 3, PodsPerProvider: scalePods, ExtraReso
 // the last (and its peak), and what else the API server served in each round (logged per round: events,
 // re-reads, watchers it terminated), in total per round.
 func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
+	env := harness.Require(b)
 	pprof, err := harness.FreeLocalAddr()
 	if err != nil {
 		b.Fatal(err)
@@ -132,6 +133,7 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) {
 // count of release writes meanwhile. With cpuProfile set, it saves the janitor's CPU profile to path.
 func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string) (took, first time.Duration, writes float64, others []string, other float64) {
 	b.Helper()
+	env := harness.Require(b)
 	dead := layoutAllDead(b)
 	r0 := requests(b, cs)
 	firstGone, stopWatching := firstPodGone(b, cs, dead)
@@ -166,6 +168,7 @@ func janitorRound(b *testing.B, cs kubernetes.Interface, cpuProfile, path string
 // layoutAllDead builds scaleSpec and kills and terminates every provider (not timed).
 func layoutAllDead(b *testing.B) []*fixture.Provider {
 	b.Helper()
+	env := harness.Require(b)
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx := context.Background()
