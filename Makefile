@@ -26,14 +26,16 @@ help: ## Show this help
 ##@ Try it
 
 .PHONY: demo
-demo: control-plane build ## Play out a dead provider on a local control plane (KEEP=1 leaves it running)
+demo: control-plane ## Play out a dead provider on a local control plane (KEEP=1 leaves it running)
 	@go run ./test/demo $(if $(KEEP),--keep)
 
 .PHONY: demo-stop
-demo-stop: ## Stop what `make demo KEEP=1` left running
-	@# the [x]yz patterns match the processes but not this recipe's own command line
-	@pat='$(BIN)/[l]iqo-janitor --kubeconfig|$(K8S_BIN)/[ek][tu][cb]'; pkill -TERM -f "$$pat" || true; \
-	  for i in $$(seq 30); do pgrep -f "$$pat" >/dev/null || exit 0; sleep 0.5; done; pkill -KILL -f "$$pat" || true
+demo-stop: ## Stop what `make demo KEEP=1` left running and remove its files
+	@# KEEP=1 keeps the harness's directory (kubeconfig, logs, the binaries it built) under bin/; the [x]yz
+	@# patterns match the processes but not this recipe's own command line
+	@pat='$(BIN)/liqo-janitor-harness-[^/ ]+/bin/[l]iqo-janitor --kubeconfig|$(K8S_BIN)/[ek][tu][cb]'; pkill -TERM -f "$$pat" || true; \
+	  for i in $$(seq 30); do pgrep -f "$$pat" >/dev/null || break; sleep 0.5; done; pkill -KILL -f "$$pat" || true; \
+	  rm -rf $(BIN)/liqo-janitor-harness-*
 
 ##@ Control plane for tests
 
@@ -80,17 +82,38 @@ image: ## Build the image as an OCI layout and a docker-loadable tarball in bin/
 	  --tag $(IMAGE):$(VERSION) --version $(VERSION) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
 	  --created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 
+# The two lanes share one switch, go test -short: a test that needs the API server gets it through
+# harness.Require, which skips it under -short ("needs the API server: run make test"), and one that runs a
+# binary the harness builds, through harness.RequireBinary (likewise). Without -short the control plane
+# starts on a package's first such test, never for its pure ones. The harness builds the binaries it runs
+# from the checkout (go build, cached), so neither lane needs `make build`.
 .PHONY: test
-test: control-plane build $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) CONTROLLER_GEN=$(CONTROLLER_GEN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' ; \
-	  status=$${PIPESTATUS[0]}; \
+test: control-plane $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
+	@# the summary is printed on a failure too: the recipe's shell exits at a failing command (-e, pipefail)
+	@status=0; KUBEBUILDER_ASSETS=$(K8S_BIN) CONTROLLER_GEN=$(CONTROLLER_GEN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' \
+	  || status=$${PIPESTATUS[0]}; \
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test.log || true); \
 	  echo "tests: $$passed passed, $$failed failed (full log: bin/test.log)"; exit $$status
+
+# No race detector and no debug information (-s -w halves the link, which is most of this lane's time);
+# go test's result cache stays on, so a package whose code and test inputs did not change is not run
+# again (TEST_UNIT_FLAGS=-count=1 runs everything).
+TEST_UNIT_FLAGS ?= -ldflags='-s -w' -timeout=5m
+
+.PHONY: test-unit
+test-unit: ## The fast lane: every pure test, with no API server, etcd or built binary (go test -short)
+	@mkdir -p $(BIN)
+	@status=0; go test -short $(TEST_UNIT_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test-unit.log \
+	  | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|\s*--- (PASS|SKIP)|\s+\S+\.go:[0-9]+: .*: run make test$$)' \
+	  || status=$${PIPESTATUS[0]}; \
+	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test-unit.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test-unit.log || true); \
+	  skipped=$$(grep -cE '^\s*--- SKIP' $(BIN)/test-unit.log || true); \
+	  echo "tests: $$passed passed, $$failed failed, $$skipped skipped for make test (full log: bin/test-unit.log)"; exit $$status
 
 BENCHTIME ?= 5x
 
 .PHONY: bench
-bench: control-plane build ## Benchmarks, each side by side with its reference (output: bin/bench.txt)
+bench: control-plane ## Benchmarks, each side by side with its reference (output: bin/bench.txt)
 	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Release1of3 -benchtime=$(BENCHTIME) -count=1 2>&1 \
 	  | tee $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
 	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=ReleaseThreeDead -benchtime=3x -count=1 -timeout=60m 2>&1 \
@@ -146,4 +169,4 @@ undeploy: ## Remove the install from the cluster of the current kube context
 
 .PHONY: clean
 clean: ## Remove build output (keeps the cached control plane and tools in bin/)
-	rm -f $(BIN)/liqo-janitor $(BIN)/test.log
+	rm -f $(BIN)/liqo-janitor $(BIN)/kubectl-liqo_janitor $(BIN)/test.log $(BIN)/test-unit.log

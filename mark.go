@@ -7,6 +7,12 @@ import (
 	"github.com/liqotech/liqo/pkg/consts"
 )
 
+// Name is liqo-janitor's name where Kubernetes shows it, and the one place it is spelled for the code, the
+// generators and the tests: the install names its objects Name, Name+"-…" (liqo-janitor-webhook, …) or
+// Name+":…" (the break-glass ClusterRole); the janitor's controller and the reporting controller of its
+// events are Name.
+const Name = "liqo-janitor"
+
 // The user-facing API of liqo-janitor: annotations on a ForeignCluster (see README, "Marking a provider
 // dead"). The mark is Liqo's own key, so Liqo ≥ v1.1 honours it too.
 const (

@@ -16,6 +16,7 @@ import (
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // The drain does exactly what Liqo's does (janitor rule 4, pods.go listPods): on the Node of a dead
@@ -29,6 +30,7 @@ import (
 // mirror pod; and one more unlabelled pod that is terminating.
 func notLiqosPods(t *testing.T, p *fixture.Provider) (alone []*corev1.Pod, terminating *corev1.Pod) {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	stranger, err := fixture.BindPod(ctx, env.Client, p, "default", p.ID+"-stranger", false)
@@ -54,6 +56,7 @@ func objects(pods []*corev1.Pod) []client.Object {
 }
 
 func TestTheDrainDeletesOnlyThePodsLiqosDrainSelects(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3}).Providers[0]
@@ -65,10 +68,10 @@ func TestTheDrainDeletesOnlyThePodsLiqosDrainSelects(t *testing.T) {
 	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30*time.Second).Should(Equal("pods 1/1"),
 		"a terminating pod goes, Liqo's or not")
-	g.Expect(gone(ctx, terminating)()).To(BeTrue())
+	g.Expect(gone(t, terminating)()).To(BeTrue())
 
 	g.Expect(env.Client.Delete(ctx, p.VirtualNode)).To(Succeed()) // Liqo's finalizer holds it: its drain runs
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30*time.Second).Should(BeZero(), "Liqo's offloaded pods go")
+	g.Eventually(func() int { return podsLeft(t, p) }).WithTimeout(30*time.Second).Should(BeZero(), "Liqo's offloaded pods go")
 	g.Eventually(cleanupAnnotation(t, p)).Should(Equal("pods 4/7, blocked 3"), "the pods Liqo's drain leaves are counted as blocked")
 	g.Expect(rvs(t, objects(alone)...)).To(Equal(before), "and never written")
 	g.Expect(counter("liqo_janitor_blocked_objects", map[string]string{"kind": "Pod"})).To(BeNumerically(">=", 3))
@@ -76,6 +79,7 @@ func TestTheDrainDeletesOnlyThePodsLiqosDrainSelects(t *testing.T) {
 
 // TestPodsLiqosDrainLeavesAreLoggedWithTheirReason: one pass over the same layout, its log captured.
 func TestPodsLiqosDrainLeavesAreLoggedWithTheirReason(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
 	alone, _ := notLiqosPods(t, p)
@@ -95,7 +99,7 @@ func TestPodsLiqosDrainLeavesAreLoggedWithTheirReason(t *testing.T) {
 	res, err := janitor.Pass(ctx, env.Client, env.Client, metadataClient(t), p.ForeignCluster.Name, janitor.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Kinds).To(Equal(map[string]janitor.PassCounts{"Pod": {Released: 3, Blocked: 3}}))
-	g.Expect(podsLeft(t.Context(), p)).To(BeZero())
+	g.Expect(podsLeft(t, p)).To(BeZero())
 	g.Expect(rvs(t, objects(alone)...)).To(Equal(before))
 
 	mu.Lock()

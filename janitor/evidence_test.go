@@ -15,6 +15,7 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // Evidence of death, the janitor's half (issue 16): the suite runs without the gate, as an install whose
@@ -22,6 +23,7 @@ import (
 
 func setLabel(t *testing.T, fc *liqov1beta1.ForeignCluster, key string, value *string) {
 	t.Helper()
+	env := harness.Require(t)
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, key)
 	if value != nil {
 		patch = fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, key, *value)
@@ -40,6 +42,7 @@ func waits(reason janitor.WaitReason) func() float64 {
 // label is gone is one Liqo never probes again, so its "Error" is frozen; another ForeignCluster carrying
 // the cluster ID's label (whatever its spec) may be the one Liqo probes. Either keeps the cluster alive.
 func TestAClusterLiqoDoesNotFindIsNotDead(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
@@ -64,13 +67,14 @@ func TestAClusterLiqoDoesNotFindIsNotDead(t *testing.T) {
 	g.Expect(rvs(t, p.Objects()...)).To(Equal(before), "nothing released while the impostor says the cluster is alive")
 
 	g.Expect(env.Client.Delete(ctx, impostor)).To(Succeed())
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30 * time.Second).Should(BeZero())
+	g.Eventually(func() int { return podsLeft(t, p) }).WithTimeout(30 * time.Second).Should(BeZero())
 }
 
 // TestTheGraceWindowCountsFromTheJanitorsFirstSight (janitor rule 1): a marked-at written an hour ago —
 // forged, or the janitor was down — does not shorten the window: it ends a grace period after the janitor
 // first saw the mark, as recorded in its own annotations, and a restarted janitor keeps that record.
 func TestTheGraceWindowCountsFromTheJanitorsFirstSight(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
@@ -97,7 +101,7 @@ func TestTheGraceWindowCountsFromTheJanitorsFirstSight(t *testing.T) {
 	stop()
 	recorded := get(t, p.ForeignCluster).Annotations[liqojanitor.GraceEndsAnnotation]
 	startJanitor(t, janitor.Options{GracePeriod: grace})
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(40 * time.Second).Should(BeZero())
+	g.Eventually(func() int { return podsLeft(t, p) }).WithTimeout(40 * time.Second).Should(BeZero())
 	g.Expect(time.Now()).To(BeTemporally(">=", ends), "released only once the recorded window ended")
 	g.Expect(get(t, p.ForeignCluster).Annotations).To(HaveKeyWithValue(liqojanitor.GraceEndsAnnotation, recorded),
 		"the window was not restarted by the second janitor")
@@ -106,6 +110,7 @@ func TestTheGraceWindowCountsFromTheJanitorsFirstSight(t *testing.T) {
 // TestAForgedPlanIsRewritten (gate rule 14's janitor half): the janitor compares its plan with the live
 // annotation, not with its memory, so a plan someone removed or changed is written again.
 func TestAForgedPlanIsRewritten(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
@@ -128,6 +133,7 @@ func TestAForgedPlanIsRewritten(t *testing.T) {
 // than writing "nothing to release" — and says CleanupDone once; a third janitor writes nothing and says
 // nothing more.
 func TestOneRecordOfACleanupAcrossFailovers(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3}).Providers[0]
@@ -142,7 +148,7 @@ func TestOneRecordOfACleanupAcrossFailovers(t *testing.T) {
 	stop()
 
 	g.Expect(env.Client.Patch(ctx, held, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`)))).To(Succeed())
-	g.Eventually(gone(ctx, held)).Should(BeTrue())
+	g.Eventually(gone(t, held)).Should(BeTrue())
 	doneEvents := func() int {
 		n := 0
 		for _, r := range eventReasons(t, "ForeignCluster", p.ForeignCluster.Name) {
@@ -161,10 +167,10 @@ func TestOneRecordOfACleanupAcrossFailovers(t *testing.T) {
 
 	finished := get(t, p.ForeignCluster).ResourceVersion
 	seen := waits(janitor.WaitGracePeriod)()
-	passes := counter("controller_runtime_reconcile_total", map[string]string{"controller": "liqo-janitor", "result": "success"})
+	passes := counter("controller_runtime_reconcile_total", map[string]string{"controller": liqojanitor.Name, "result": "success"})
 	startJanitor(t, janitor.Options{})
 	g.Eventually(func() float64 {
-		return counter("controller_runtime_reconcile_total", map[string]string{"controller": "liqo-janitor", "result": "success"})
+		return counter("controller_runtime_reconcile_total", map[string]string{"controller": liqojanitor.Name, "result": "success"})
 	}).WithTimeout(30*time.Second).Should(BeNumerically(">", passes), "the third janitor made a pass")
 	g.Expect(waits(janitor.WaitGracePeriod)()).To(Equal(seen))
 	g.Expect(get(t, p.ForeignCluster).ResourceVersion).To(Equal(finished), "a finished record is not rewritten")

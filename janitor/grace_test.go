@@ -15,6 +15,7 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // planEvents are the Waiting events on the ForeignCluster that carry a plan.
@@ -35,6 +36,7 @@ func planEvents(t *testing.T, p *fixture.Provider) []string {
 // stay blocked; nothing of either cluster is written; another pass in the window writes nothing again;
 // and what the janitor then releases is what the plan said.
 func TestTheGracePeriodShowsThePlanAndWritesNothingElse(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 4, ExtraResourceSlices: 1})
@@ -75,6 +77,7 @@ func TestTheGracePeriodShowsThePlanAndWritesNothingElse(t *testing.T) {
 // TestPlanClusterIsWhatTheJanitorThenReleases: the plan computed live (no informers, a dry-run client),
 // before the cluster is even marked, writes nothing and names what the janitor then releases.
 func TestPlanClusterIsWhatTheJanitorThenReleases(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 3, ExtraResourceSlices: 2})
@@ -115,6 +118,7 @@ func TestPlanClusterIsWhatTheJanitorThenReleases(t *testing.T) {
 // changed since (here: its mark removed) is not written onto it — the patch carries the version it was
 // made from — and that is no error; made from the current version, it is written.
 func TestThePlanIsWrittenOnlyOntoTheForeignClusterItWasMadeFor(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 1}).Providers[0]

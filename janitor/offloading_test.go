@@ -16,6 +16,7 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // NamespaceOffloadings are decided on a fresh world (janitor rule 4, offloading.go): each attempt at
@@ -30,6 +31,7 @@ import (
 // were sent.
 func onFirstOffloadingPatch(t *testing.T, fn func(ctx context.Context, nso client.Object)) (client.Client, *atomic.Int64) {
 	t.Helper()
+	env := harness.Require(t)
 	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	var patches atomic.Int64
@@ -46,6 +48,7 @@ func onFirstOffloadingPatch(t *testing.T, fn func(ctx context.Context, nso clien
 
 func metadataClient(t *testing.T) metadata.Interface {
 	t.Helper()
+	env := harness.Require(t)
 	mc, err := metadata.NewForConfig(env.Config)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return mc
@@ -55,6 +58,7 @@ func metadataClient(t *testing.T) metadata.Interface {
 // it is deleted: the API server refuses new finalizers on an object being deleted).
 func addForeignFinalizerFirst(t *testing.T, nso *offloadingv1beta1.NamespaceOffloading) {
 	t.Helper()
+	env := harness.Require(t)
 	NewWithT(t).Expect(env.Client.Patch(t.Context(), nso, client.RawPatch(types.JSONPatchType,
 		fmt.Appendf(nil, `[{"op":"add","path":"/metadata/finalizers/0","value":%q}]`, fixture.ForeignFinalizer)))).To(Succeed())
 }
@@ -63,6 +67,7 @@ func addForeignFinalizerFirst(t *testing.T, nso *offloadingv1beta1.NamespaceOffl
 // patch computed before fails its test op and is retried.
 func dropForeignFinalizer(ctx context.Context, t *testing.T, nso client.Object) {
 	t.Helper()
+	env := harness.Require(t)
 	NewWithT(t).Expect(env.Client.Patch(ctx, nso, client.RawPatch(types.JSONPatchType,
 		fmt.Appendf(nil, `[{"op":"test","path":"/metadata/finalizers/0","value":%q},{"op":"remove","path":"/metadata/finalizers/0"}]`,
 			fixture.ForeignFinalizer)))).To(Succeed())
@@ -75,6 +80,7 @@ func dropForeignFinalizer(ctx context.Context, t *testing.T, nso client.Object) 
 // many NamespaceOffloading patches were sent.
 func lostRace(t *testing.T, unmark func(a, b *fixture.Provider) *fixture.Provider) (client.Object, janitor.PassResult, int64) {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, OffloadedNamespaces: 1})
@@ -113,7 +119,7 @@ func TestARetriedReleaseOfANamespaceOffloadingGoesThroughWhenTheWorldStillAllows
 	g := NewWithT(t)
 	nso, res, patches := lostRace(t, func(_, _ *fixture.Provider) *fixture.Provider { return nil })
 	g.Expect(patches).To(BeEquivalentTo(2), "the first patch lost its race, the retry went through")
-	g.Expect(gone(t.Context(), nso)()).To(BeTrue())
+	g.Expect(gone(t, nso)()).To(BeTrue())
 	g.Expect(res.Kinds).To(Equal(map[string]janitor.PassCounts{"NamespaceOffloading": {Released: 1}}))
 }
 
@@ -122,6 +128,7 @@ func TestARetriedReleaseOfANamespaceOffloadingGoesThroughWhenTheWorldStillAllows
 // taken when both were dead); the live re-check before the second batch sees it, and the second
 // NamespaceOffloading keeps its finalizer.
 func TestTheDeadSetIsReReadBeforeEveryBatch(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, OffloadedNamespaces: 2})
@@ -135,7 +142,7 @@ func TestTheDeadSetIsReReadBeforeEveryBatch(t *testing.T) {
 	g.Expect(patches.Load()).To(BeEquivalentTo(1), "one NamespaceOffloading released, no write for the other")
 	var left []string
 	for _, nso := range cons.Offloadings {
-		if !gone(ctx, nso)() {
+		if !gone(t, nso)() {
 			g.Expect(get(t, nso).Finalizers).To(Equal([]string{liqojanitor.NamespaceOffloadingFinalizer}))
 			left = append(left, nso.Namespace)
 		}
@@ -150,6 +157,7 @@ func TestTheDeadSetIsReReadBeforeEveryBatch(t *testing.T) {
 // entry left): a pass over either cluster releases them at once, as long as both are dead.
 func spanTwoDeadProviders(t *testing.T, cons *fixture.Consumer) (a, b *fixture.Provider) {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	a, b = cons.Providers[0], cons.Providers[1]
@@ -169,6 +177,7 @@ func spanTwoDeadProviders(t *testing.T, cons *fixture.Consumer) (a, b *fixture.P
 // NamespaceOffloading whose only remote namespaces are on dead clusters, but on the API server it has
 // meanwhile gained an entry for a live cluster. The janitor decides on the live version, and waits.
 func TestANamespaceOffloadingIsDecidedOnItsLiveVersion(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 3, OffloadedNamespaces: 1})

@@ -16,11 +16,13 @@ import (
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // podWatchEvents is how many pod events the API server has sent to watchers so far.
 func podWatchEvents(t *testing.T) float64 {
 	t.Helper()
+	env := harness.Require(t)
 	n, err := env.APIServerMetric(t.Context(), "apiserver_watch_events_total", map[string]string{"resource": "pods"})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return n
@@ -33,6 +35,7 @@ func podWatchEvents(t *testing.T) float64 {
 // the node's list.
 func TestAPassDoesNotWatchItsOwnPodDeletes(t *testing.T) {
 	g := NewWithT(t)
+	env := harness.Require(t)
 	ctx := t.Context()
 	const pods = 400
 	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: pods})
@@ -46,14 +49,14 @@ func TestAPassDoesNotWatchItsOwnPodDeletes(t *testing.T) {
 	for _, pod := range byHand.Pods {
 		g.Expect(env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})).To(Succeed())
 	}
-	g.Eventually(func() int { return podsLeft(ctx, byHand) }).Should(BeZero())
+	g.Eventually(func() int { return podsLeft(t, byHand) }).Should(BeZero())
 	baseline := podWatchEvents(t) - before
 
 	startJanitor(t, janitor.Options{})
 	before = podWatchEvents(t)
 	g.Expect(fixture.Mark(ctx, env.Client, byJanitor)).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, byJanitor)).WithTimeout(60 * time.Second).Should(HavePrefix(fmt.Sprintf("pods %d/%d", pods, pods)))
-	g.Expect(podsLeft(ctx, byJanitor)).To(BeZero())
+	g.Expect(podsLeft(t, byJanitor)).To(BeZero())
 	// The janitor's one cost is listing the node when its watch starts: client-go streams that list as
 	// watch events (WatchListClient, on by default since 1.35), one per pod. Its own deletes streamed
 	// back would add two per pod.
@@ -65,6 +68,7 @@ func TestAPassDoesNotWatchItsOwnPodDeletes(t *testing.T) {
 // would not select is not even listed — must not start pass after pass when the node's watch resumes.
 func TestPodsLeftOnPurposeStartNoPasses(t *testing.T) {
 	g := NewWithT(t)
+	env := harness.Require(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3})
 	dead := cons.Providers[0]
@@ -92,6 +96,7 @@ func TestPodsLeftOnPurposeStartNoPasses(t *testing.T) {
 // found when the watch resumes and released by the next pass.
 func TestAPodBoundDuringAPassIsReleasedAfterIt(t *testing.T) {
 	g := NewWithT(t)
+	env := harness.Require(t)
 	ctx := t.Context()
 	const pods = 500
 	dead := build(t, fixture.Spec{Providers: 1, PodsPerProvider: pods}).Providers[0]
@@ -117,7 +122,7 @@ func TestAPodBoundDuringAPassIsReleasedAfterIt(t *testing.T) {
 	g.Expect(env.Client.List(ctx, &onNode, client.MatchingFields{"spec.nodeName": dead.Node.Name})).To(Succeed())
 	g.Expect(len(onNode.Items)).To(BeNumerically(">", 1), "bound while the pass was still deleting")
 
-	g.Eventually(gone(ctx, late)).WithTimeout(30*time.Second).Should(BeTrue(), "found when the watch resumed")
+	g.Eventually(gone(t, late)).WithTimeout(30*time.Second).Should(BeTrue(), "found when the watch resumed")
 	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(30 * time.Second).Should(HavePrefix(fmt.Sprintf("pods %d/%d", pods+1, pods+1)))
 }
 
@@ -125,6 +130,7 @@ func TestAPodBoundDuringAPassIsReleasedAfterIt(t *testing.T) {
 // bound to the node, a pod the pass left that went — and for nothing else.
 func TestAResumedPodWatchReportsOnlyWhatChanged(t *testing.T) {
 	g := NewWithT(t)
+	env := harness.Require(t)
 	ctx := t.Context()
 	dead := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3}).Providers[0]
 	kill(t, dead)

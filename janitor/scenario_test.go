@@ -18,9 +18,11 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 func TestOneOfThreeProvidersDies(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 3, PodsPerProvider: 20, OffloadedNamespaces: 2})
@@ -63,9 +65,9 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(30 * time.Second).
 		Should(Equal("pods 20/20, resourceslices 1/1, namespacemaps 1/1, renews 1/1"))
 	for _, obj := range []client.Object{dead.ResourceSlice, dead.NamespaceMap, dead.Renew} {
-		g.Expect(gone(ctx, obj)()).To(BeTrue(), "%T %s released", obj, obj.GetName())
+		g.Expect(gone(t, obj)()).To(BeTrue(), "%T %s released", obj, obj.GetName())
 	}
-	g.Expect(podsLeft(ctx, dead)).To(BeZero())
+	g.Expect(podsLeft(t, dead)).To(BeZero())
 	g.Expect(rvs(t, untouched...)).To(Equal(before), "nothing of the live providers, nothing not ours, nothing not terminating was written")
 	g.Expect(get(t, dead.IdentitySecret).Finalizers).To(ConsistOf(liqojanitor.ReplicatorOperatorFinalizer), "identity Secrets are opt-in")
 	g.Eventually(func() []string { return eventReasons(t, "ForeignCluster", dead.ForeignCluster.Name) }).
@@ -77,6 +79,7 @@ func TestOneOfThreeProvidersDies(t *testing.T) {
 }
 
 func TestTerminatingPodAppearingOnADeadNodeIsReleasedWithinSeconds(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := markedDead(t, fixture.Spec{PodsPerProvider: 2}, janitor.Options{})
@@ -87,10 +90,11 @@ func TestTerminatingPodAppearingOnADeadNodeIsReleasedWithinSeconds(t *testing.T)
 	late.ObjectMeta = metav1.ObjectMeta{Name: p.ID + "-late", Namespace: late.Namespace}
 	g.Expect(env.Client.Create(ctx, late)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, late, client.GracePeriodSeconds(30))).To(Succeed())
-	g.Eventually(gone(ctx, late)).WithTimeout(5*time.Second).Should(BeTrue(), "watched, not polled")
+	g.Eventually(gone(t, late)).WithTimeout(5*time.Second).Should(BeTrue(), "watched, not polled")
 }
 
 func TestNamespaceOffloadingSpanningADeadAndALiveProvider(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, OffloadedNamespaces: 1})
@@ -111,11 +115,12 @@ func TestNamespaceOffloadingSpanningADeadAndALiveProvider(t *testing.T) {
 	delete(latest.Status.RemoteNamespacesConditions, live.NamespaceMap.Name)
 	g.Expect(env.Client.Status().Update(ctx, latest)).To(Succeed())
 
-	g.Eventually(gone(ctx, nso)).WithTimeout(30*time.Second).Should(BeTrue(), "released once no live entry is left")
+	g.Eventually(gone(t, nso)).WithTimeout(30*time.Second).Should(BeTrue(), "released once no live entry is left")
 	g.Expect(get(t, live.NamespaceMap).Finalizers).To(ConsistOf(liqojanitor.ReplicatorFinalizer), "the live NamespaceMap keeps its finalizer")
 }
 
 func TestForeignFinalizersSurviveAndAreCountedAsBlocked(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3})
@@ -143,16 +148,17 @@ func TestForeignFinalizersSurviveAndAreCountedAsBlocked(t *testing.T) {
 	for _, obj := range []client.Object{dead.ResourceSlice, dead.Pods[0]} {
 		g.Expect(env.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType,
 			[]byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`)))).To(Succeed())
-		g.Eventually(gone(ctx, obj)).Should(BeTrue())
+		g.Eventually(gone(t, obj)).Should(BeTrue())
 	}
 	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(30 * time.Second).Should(Equal("pods 3/3, resourceslices 1/1, namespacemaps 1/1, renews 1/1"))
 }
 
 func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	p := markedDead(t, fixture.Spec{PodsPerProvider: 300}, janitor.Options{Workers: 1, BatchSize: 5})
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithPolling(10*time.Millisecond).WithTimeout(30*time.Second).
+	g.Eventually(func() int { return podsLeft(t, p) }).WithPolling(10*time.Millisecond).WithTimeout(30*time.Second).
 		Should(BeNumerically("<=", 290), "releasing has begun")
 
 	reachable := map[string]string{"reason": string(janitor.WaitReachable)}
@@ -160,17 +166,18 @@ func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
 	g.Expect(fixture.Revive(ctx, env.Client, p)).To(Succeed())
 	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", reachable) }).Should(BeNumerically(">", seen),
 		"a pass saw the provider answering")
-	left := podsLeft(ctx, p)
+	left := podsLeft(t, p)
 	g.Expect(left).To(BeNumerically(">", 0), "it stopped before the end")
 
 	seen = counter("liqo_janitor_waits_total", reachable)
 	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{"example.com/poke": ptr.To("1")})).To(Succeed())
 	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", reachable) }).Should(BeNumerically(">", seen))
-	g.Expect(podsLeft(ctx, p)).To(Equal(left), "nothing more is written while the provider answers")
+	g.Expect(podsLeft(t, p)).To(Equal(left), "nothing more is written while the provider answers")
 	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("CleanupStopped"))
 }
 
 func TestMarkRemovedDuringTheGracePeriodWritesNothing(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 5})
@@ -189,6 +196,7 @@ func TestMarkRemovedDuringTheGracePeriodWritesNothing(t *testing.T) {
 }
 
 func TestPausedClusterIsLeftAlone(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 5})
@@ -204,10 +212,11 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("Waiting"))
 
 	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqojanitor.PausedAnnotation: nil})).To(Succeed())
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30*time.Second).Should(BeZero(), "unpaused, it proceeds")
+	g.Eventually(func() int { return podsLeft(t, p) }).WithTimeout(30*time.Second).Should(BeZero(), "unpaused, it proceeds")
 }
 
 func TestDryRunWritesNothingButEvents(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 5})
@@ -230,6 +239,7 @@ func TestDryRunWritesNothingButEvents(t *testing.T) {
 // forbids adding finalizers to an object being deleted). Every write either of them makes must leave all
 // of the other's entries in place.
 func TestConcurrentFinalizerWriterLosesNothing(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1})
@@ -259,6 +269,7 @@ func TestConcurrentFinalizerWriterLosesNothing(t *testing.T) {
 // checks after every write that all of mine not yet removed are still there; it returns violations.
 func removeOwnFinalizers(t *testing.T, rs *authv1beta1.ResourceSlice, mine []string) []string {
 	t.Helper()
+	env := harness.Require(t)
 	ctx := t.Context()
 	var violations []string
 	remaining := slices.Clone(mine)
@@ -287,6 +298,7 @@ func removeOwnFinalizers(t *testing.T, rs *authv1beta1.ResourceSlice, mine []str
 }
 
 func TestRestartedJanitorFinishesTheJob(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 400})
@@ -294,20 +306,21 @@ func TestRestartedJanitorFinishesTheJob(t *testing.T) {
 	kill(t, p)
 	stop := startJanitor(t, janitor.Options{Workers: 1, BatchSize: 5})
 	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithPolling(5 * time.Millisecond).WithTimeout(30 * time.Second).
+	g.Eventually(func() int { return podsLeft(t, p) }).WithPolling(5 * time.Millisecond).WithTimeout(30 * time.Second).
 		Should(BeNumerically("<=", 390))
 	stop() // killed mid-job
-	g.Expect(podsLeft(ctx, p)).To(BeNumerically(">", 0), "the first janitor did not finish")
+	g.Expect(podsLeft(t, p)).To(BeNumerically(">", 0), "the first janitor did not finish")
 
 	startJanitor(t, janitor.Options{})
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(60 * time.Second).Should(BeZero())
-	g.Eventually(gone(ctx, p.ResourceSlice)).Should(BeTrue())
+	g.Eventually(func() int { return podsLeft(t, p) }).WithTimeout(60 * time.Second).Should(BeZero())
+	g.Eventually(gone(t, p.ResourceSlice)).Should(BeTrue())
 }
 
 // TestLiqoV10LeftoverStateIsReleasedByTheJanitorAlone: Liqo v1.0 ignores the mark. A VirtualNode deletion
 // drained its node by evicting the pods and now waits forever for them; the ResourceSlice and NamespaceMap
 // hang on the replicator. The janitor releases all of it; the VirtualNode's own finalizer stays Liqo's.
 func TestLiqoV10LeftoverStateIsReleasedByTheJanitorAlone(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 4})
@@ -324,13 +337,14 @@ func TestLiqoV10LeftoverStateIsReleasedByTheJanitorAlone(t *testing.T) {
 
 	startJanitor(t, janitor.Options{})
 	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30 * time.Second).Should(BeZero())
-	g.Eventually(gone(ctx, p.ResourceSlice)).Should(BeTrue())
-	g.Eventually(gone(ctx, p.NamespaceMap)).Should(BeTrue())
+	g.Eventually(func() int { return podsLeft(t, p) }).WithTimeout(30 * time.Second).Should(BeZero())
+	g.Eventually(gone(t, p.ResourceSlice)).Should(BeTrue())
+	g.Eventually(gone(t, p.NamespaceMap)).Should(BeTrue())
 	g.Expect(rvs(t, p.VirtualNode)).To(Equal(vn), "Liqo's drain continues once its pods are gone; its finalizer is not ours")
 }
 
 func TestIdentitySecretIsReleasedLastAndOnlyWhenOptedIn(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1})
@@ -347,5 +361,5 @@ func TestIdentitySecretIsReleasedLastAndOnlyWhenOptedIn(t *testing.T) {
 
 	g.Expect(env.Client.Patch(ctx, p.Renew, client.RawPatch(types.JSONPatchType,
 		[]byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`)))).To(Succeed())
-	g.Eventually(gone(ctx, p.IdentitySecret)).WithTimeout(30 * time.Second).Should(BeTrue())
+	g.Eventually(gone(t, p.IdentitySecret)).WithTimeout(30 * time.Second).Should(BeTrue())
 }

@@ -38,7 +38,7 @@ import (
 
 // ReportingController is the reportingController of every event the janitor writes; the chart's events
 // policy lets only the janitor's ServiceAccount write events under that name, so the plugin can trust them.
-const ReportingController = "liqo-janitor"
+const ReportingController = liqojanitor.Name
 
 // metadataOnly returns a metadata-only object of gvk, to watch and cache without spec or status.
 func metadataOnly(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
@@ -107,7 +107,7 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher) error {
 	toCluster := handler.EnqueueRequestsFromMapFunc(r.clusterOfLabel)
 	toMarked := handler.EnqueueRequestsFromMapFunc(r.markedClusters)
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named("liqo-janitor").
+		Named(liqojanitor.Name).
 		For(&liqov1beta1.ForeignCluster{}).
 		// One ForeignCluster of a cluster ID changes: the verdict of the others with that ID may change too.
 		Watches(&liqov1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(r.sameClusterID)).

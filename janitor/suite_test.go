@@ -1,7 +1,6 @@
 package janitor_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -19,15 +18,14 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-var env *harness.Env
-
 func TestMain(m *testing.M) {
-	os.Exit(harness.Run(m, harness.Options{}, func(e *harness.Env) error { env = e; return nil }))
+	os.Exit(harness.Run(m, harness.Options{}, nil))
 }
 
 // startJanitor runs a janitor until the returned stop function (or the end of the test) stops it.
 func startJanitor(t *testing.T, opts janitor.Options) (stop func()) {
 	t.Helper()
+	env := harness.Require(t)
 	stopJanitor, err := env.StartJanitor(opts)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	stop = func() { NewWithT(t).Expect(stopJanitor()).To(Succeed()) }
@@ -40,6 +38,7 @@ var fixtures atomic.Int64
 // build lays out a fresh consumer for one test.
 func build(t *testing.T, spec fixture.Spec) *fixture.Consumer {
 	t.Helper()
+	env := harness.Require(t)
 	spec.Prefix = fmt.Sprintf("j%d", fixtures.Add(1))
 	cons, err := fixture.Build(t.Context(), env.Client, spec)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -49,6 +48,7 @@ func build(t *testing.T, spec fixture.Spec) *fixture.Consumer {
 // kill makes p unreachable and starts its unpeering: its objects are terminating and stuck.
 func kill(t *testing.T, p *fixture.Provider) {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	g.Expect(fixture.Kill(t.Context(), env.Client, p)).To(Succeed())
 	g.Expect(fixture.Terminate(t.Context(), env.Client, p)).To(Succeed())
@@ -58,6 +58,7 @@ func kill(t *testing.T, p *fixture.Provider) {
 // unpeering, starts a janitor with opts and marks the provider dead: the common opening of a scenario.
 func markedDead(t *testing.T, spec fixture.Spec, opts janitor.Options) *fixture.Provider {
 	t.Helper()
+	env := harness.Require(t)
 	spec.Providers = 1
 	p := build(t, spec).Providers[0]
 	kill(t, p)
@@ -66,24 +67,29 @@ func markedDead(t *testing.T, spec fixture.Spec, opts janitor.Options) *fixture.
 	return p
 }
 
-func gone(ctx context.Context, obj client.Object) func() bool {
+// gone says whether obj has been deleted.
+func gone(t *testing.T, obj client.Object) func() bool {
+	t.Helper()
+	env := harness.Require(t)
 	return func() bool {
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+		err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
 		return apierrors.IsNotFound(err)
 	}
 }
 
 func get[T client.Object](t *testing.T, obj T) T {
 	t.Helper()
+	env := harness.Require(t)
 	fresh := obj.DeepCopyObject().(T)
 	NewWithT(t).Expect(env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), fresh)).To(Succeed())
 	return fresh
 }
 
-func podsLeft(ctx context.Context, p *fixture.Provider) int {
+func podsLeft(t *testing.T, p *fixture.Provider) int {
+	t.Helper()
 	left := 0
 	for _, pod := range p.Pods {
-		if !gone(ctx, pod)() {
+		if !gone(t, pod)() {
 			left++
 		}
 	}
@@ -92,6 +98,7 @@ func podsLeft(ctx context.Context, p *fixture.Provider) int {
 
 func rvs(t *testing.T, objs ...client.Object) map[string]string {
 	t.Helper()
+	env := harness.Require(t)
 	m, err := fixture.ResourceVersions(t.Context(), env.Client, objs...)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return m
@@ -110,6 +117,7 @@ func counter(name string, labels map[string]string) float64 { return harness.Met
 // events lists every event.
 func events(t *testing.T) []eventsv1.Event {
 	t.Helper()
+	env := harness.Require(t)
 	var evs eventsv1.EventList
 	NewWithT(t).Expect(env.Client.List(t.Context(), &evs)).To(Succeed())
 	return evs.Items

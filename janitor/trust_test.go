@@ -16,6 +16,7 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // The janitor's trust boundaries and its rule to never get ahead of Liqo (the rules in the package
@@ -28,6 +29,7 @@ func mergePatch(format string, args ...any) client.Patch {
 // setSchedulingLabel puts (or, when on is false, removes) Liqo's liqo.io/scheduling-enabled label on ns.
 func setSchedulingLabel(t *testing.T, ns string, on bool) {
 	t.Helper()
+	env := harness.Require(t)
 	value := "null"
 	if on {
 		value = `"true"`
@@ -49,6 +51,7 @@ func eventMessages(t *testing.T, kind, name, reason string) []string {
 }
 
 func TestNamespaceOffloadingIsKeptWhileItsNamespaceCarriesTheSchedulingLabel(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, OffloadedNamespaces: 1})
@@ -67,11 +70,12 @@ func TestNamespaceOffloadingIsKeptWhileItsNamespaceCarriesTheSchedulingLabel(t *
 
 	// Liqo removes the label: the janitor sees it through its namespace watch, with no other event.
 	setSchedulingLabel(t, ns, false)
-	g.Eventually(gone(ctx, nso)).WithTimeout(30 * time.Second).Should(BeTrue())
+	g.Eventually(gone(t, nso)).WithTimeout(30 * time.Second).Should(BeTrue())
 	g.Eventually(cleanupAnnotation(t, p)).Should(HaveSuffix("namespaceoffloadings 1/1"))
 }
 
 func TestNamespaceOffloadingIsKeptWhileADeadNamespaceMapStillDesiresTheNamespace(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, OffloadedNamespaces: 1})
@@ -92,7 +96,7 @@ func TestNamespaceOffloadingIsKeptWhileADeadNamespaceMapStillDesiresTheNamespace
 	// Liqo removes the entry (a local patch, which works for a dead cluster too): the NamespaceMap watch
 	// brings the janitor back, and the entry left for the dead cluster no longer holds the offloading.
 	g.Expect(env.Client.Patch(ctx, p.NamespaceMap, mergePatch(`{"spec":{"desiredMapping":{%q:null}}}`, ns))).To(Succeed())
-	g.Eventually(gone(ctx, nso)).WithTimeout(30 * time.Second).Should(BeTrue())
+	g.Eventually(gone(t, nso)).WithTimeout(30 * time.Second).Should(BeTrue())
 }
 
 // TestADuplicateForeignClusterNeverCondemnsALiveProvider: with the gate absent, a second ForeignCluster
@@ -100,6 +104,7 @@ func TestNamespaceOffloadingIsKeptWhileADeadNamespaceMapStillDesiresTheNamespace
 // one ForeignCluster per cluster ID), so on its own it would look dead; the live provider's unpeering has
 // left objects terminating. The janitor writes nothing of them.
 func TestADuplicateForeignClusterNeverCondemnsALiveProvider(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 5})
@@ -127,6 +132,7 @@ func TestADuplicateForeignClusterNeverCondemnsALiveProvider(t *testing.T) {
 // the dead provider's cluster ID (Liqo merges the provider's ResourceSlice nodeLabels over the Node's
 // labels). Its terminating pods are not the dead cluster's: its VirtualNode names the live cluster.
 func TestPodsAreTiedToAClusterByTheirVirtualNodeNotByNodeLabels(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 4})
@@ -145,7 +151,7 @@ func TestPodsAreTiedToAClusterByTheirVirtualNodeNotByNodeLabels(t *testing.T) {
 	startJanitor(t, janitor.Options{})
 	g.Expect(fixture.Mark(ctx, env.Client, dead)).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(30 * time.Second).Should(HavePrefix("pods 4/4,"))
-	g.Expect(podsLeft(ctx, dead)).To(BeZero())
+	g.Expect(podsLeft(t, dead)).To(BeZero())
 	g.Expect(rvs(t, liars...)).To(Equal(before), "the live provider's pods were not touched")
 }
 
@@ -154,6 +160,7 @@ func TestPodsAreTiedToAClusterByTheirVirtualNodeNotByNodeLabels(t *testing.T) {
 // bound to its Node, running or not, but DaemonSet pods. Before the VirtualNode is deleted, running pods
 // are never written.
 func TestRunningPodsOfADeadClustersDeletedVirtualNodeAreReleased(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 6})
@@ -170,8 +177,8 @@ func TestRunningPodsOfADeadClustersDeletedVirtualNodeAreReleased(t *testing.T) {
 	g.Expect(rvs(t, p.Pods[2], p.Pods[3], p.Pods[4], p.Pods[5], ds)).To(Equal(running), "running pods are left alone while the VirtualNode lives")
 
 	g.Expect(env.Client.Delete(ctx, p.VirtualNode)).To(Succeed()) // Liqo's finalizer holds it: its drain runs
-	g.Eventually(func() int { return podsLeft(ctx, p) }).WithTimeout(30*time.Second).Should(Equal(1), "all but the DaemonSet pod")
-	g.Expect(gone(ctx, ds)()).To(BeFalse(), "a DaemonSet pod goes with the Node, as in Liqo's own drain")
+	g.Eventually(func() int { return podsLeft(t, p) }).WithTimeout(30*time.Second).Should(Equal(1), "all but the DaemonSet pod")
+	g.Expect(gone(t, ds)()).To(BeFalse(), "a DaemonSet pod goes with the Node, as in Liqo's own drain")
 	g.Expect(get(t, ds).DeletionTimestamp).To(BeNil())
 	g.Eventually(cleanupAnnotation(t, p)).Should(Equal("pods 5/6, blocked 1"), "the DaemonSet pod Liqo's drain leaves is counted as blocked")
 }
@@ -180,6 +187,7 @@ func TestRunningPodsOfADeadClustersDeletedVirtualNodeAreReleased(t *testing.T) {
 // then deleted and re-created under the same name, terminating again with the same finalizer at the same
 // index. Its patch tests the UID, so the new object keeps its finalizer.
 func TestAFinalizerPatchNeverTouchesARecreatedObject(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "recreated-"}}
@@ -193,7 +201,7 @@ func TestAFinalizerPatchNeverTouchesARecreatedObject(t *testing.T) {
 	}
 	stale := newSlice()
 	g.Expect(env.Client.Patch(ctx, stale.DeepCopy(), client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`)))).To(Succeed())
-	g.Eventually(gone(ctx, stale)).Should(BeTrue())
+	g.Eventually(gone(t, stale)).Should(BeTrue())
 	fresh := newSlice()
 	g.Expect(fresh.UID).NotTo(Equal(stale.UID))
 
@@ -206,10 +214,11 @@ func TestAFinalizerPatchNeverTouchesARecreatedObject(t *testing.T) {
 	o, err = janitor.RemoveFinalizer(ctx, env.Client, env.Client, fresh, liqojanitor.ReplicatorFinalizer, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o).To(Equal(janitor.Released), "with its own UID the same patch goes through")
-	g.Eventually(gone(ctx, fresh)).Should(BeTrue())
+	g.Eventually(gone(t, fresh)).Should(BeTrue())
 }
 
 func TestTheOperatorsReasonIsQuotedInTheCleanupEvents(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2})
@@ -228,6 +237,7 @@ func TestTheOperatorsReasonIsQuotedInTheCleanupEvents(t *testing.T) {
 // TestEventsScale: one Released event per kind per pass on the ForeignCluster, with the count and the
 // first and last object; an event on every released object only with --object-events.
 func TestEventsScale(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 6})
@@ -235,7 +245,7 @@ func TestEventsScale(t *testing.T) {
 	kill(t, quiet)
 	stop := startJanitor(t, janitor.Options{})
 	g.Expect(fixture.Mark(ctx, env.Client, quiet)).To(Succeed())
-	g.Eventually(func() int { return podsLeft(ctx, quiet) }).WithTimeout(30 * time.Second).Should(BeZero())
+	g.Eventually(func() int { return podsLeft(t, quiet) }).WithTimeout(30 * time.Second).Should(BeZero())
 	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", quiet.ForeignCluster.Name, "Released") }).
 		Should(ContainElement(MatchRegexp(`^Released 6 pods of cluster %s \(first \S+/\S+, last \S+/\S+\)$`, quiet.ID)))
 	for _, pod := range quiet.Pods {

@@ -19,6 +19,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // ChartDir is the chart's directory, relative to the repository root.
@@ -29,8 +31,8 @@ const MinKubeVersion = "v1.30.0"
 
 // The release the rendered install (install.yaml) stands for.
 const (
-	ReleaseName      = "liqo-janitor"
-	ReleaseNamespace = "liqo-janitor-system"
+	ReleaseName      = liqojanitor.Name
+	ReleaseNamespace = liqojanitor.Name + "-system"
 )
 
 //go:embed all:chart/liqo-janitor

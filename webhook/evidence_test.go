@@ -39,6 +39,7 @@ func must[T any](v T, err error) T {
 // for the object, wait for a blip, remove Liqo's label so Liqo never updates the status again. The frozen
 // "Error" no longer lets the mark through (rule 9); once marked, the labels cannot be touched (rule 11).
 func TestTheAttackInIssue16IsRefused(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
@@ -84,6 +85,7 @@ func TestTheAttackInIssue16IsRefused(t *testing.T) {
 // TestAnotherForeignClusterCarryingTheLabelIsADuplicate: Liqo's lookup goes by label, so an object with
 // another spec.clusterID but this cluster ID's label may be the one Liqo probes (the oldest wins).
 func TestAnotherForeignClusterCarryingTheLabelIsADuplicate(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
@@ -127,6 +129,7 @@ func TestNoEvidenceNeedsASecondKey(t *testing.T) {
 
 // TestNoForeignClusterIsBornMarked (rule 13).
 func TestNoForeignClusterIsBornMarked(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	id := "born-dead"
 	fc := &liqov1beta1.ForeignCluster{
@@ -144,6 +147,7 @@ func TestNoForeignClusterIsBornMarked(t *testing.T) {
 // gate's own unauthenticated probe: the mark is vetoed (rule 4). Once it stops answering, the mark goes
 // on. The probe targets only loopback test servers.
 func TestTheGateProbesTheProviderItself(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	var sawCredentials bool
@@ -175,6 +179,7 @@ func TestTheGateProbesTheProviderItself(t *testing.T) {
 // else may set, change or remove them, the break-glass holder included. Removing the mark removes a
 // grace-window plan and record with it, but never a finished clean-up's summary.
 func TestOnlyTheJanitorWritesItsKeys(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)

@@ -13,7 +13,7 @@ import (
 // Messages are for a person at a terminal: what was refused, why, and the exact next step.
 
 // MarkRoleName is the ClusterRole the manifests ship to grant the break-glass verb.
-const MarkRoleName = "liqo-janitor:mark-unreachable"
+const MarkRoleName = liqojanitor.Name + ":mark-unreachable"
 
 // MarkVerb is the break-glass verb checked with a SubjectAccessReview, beyond plain update.
 const MarkVerb = "mark-unreachable"

@@ -24,16 +24,13 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
-var testEnv *harness.Env
-
 const (
 	alice = "alice" // may update ForeignClusters and holds the break-glass verb
 	bob   = "bob"   // may update ForeignClusters, nothing more
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../" + harness.GeneratedWebhooksFile}}, func(e *harness.Env) error {
-		testEnv = e
+	os.Exit(harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
 		ctx := context.Background()
 		if err := e.InstallLocalClusterID(ctx, webhook.DefaultLiqoNamespace, "consumer"); err != nil {
 			return err
@@ -51,6 +48,7 @@ func TestMain(m *testing.M) {
 // kubectl runs the plugin as user with stdin, the way kubectl runs it (--kubeconfig, --as).
 func kubectl(t *testing.T, user, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	testEnv := harness.Require(t)
 	var out, errOut bytes.Buffer
 	cmd := newRootCommand(genericiooptions.IOStreams{In: bytes.NewBufferString(stdin), Out: &out, ErrOut: &errOut})
 	cmd.SetArgs(append([]string{"--kubeconfig", testEnv.KubeconfigPath, "--as", user}, args...))
@@ -64,6 +62,7 @@ var layouts atomic.Int64
 // live one.
 func deadAndLive(t *testing.T) (dead, live *fixture.Provider) {
 	t.Helper()
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	cons, err := fixture.Build(t.Context(), testEnv.Client, fixture.Spec{Prefix: fmt.Sprintf("k%d", layouts.Add(1)), Providers: 2, PodsPerProvider: 3})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -75,6 +74,7 @@ func deadAndLive(t *testing.T) (dead, live *fixture.Provider) {
 
 func rvs(t *testing.T, ps ...*fixture.Provider) map[string]string {
 	t.Helper()
+	testEnv := harness.Require(t)
 	var objs []client.Object
 	for _, p := range ps {
 		objs = append(append(objs, p.Objects()...), p.ForeignCluster)
@@ -86,6 +86,7 @@ func rvs(t *testing.T, ps ...*fixture.Provider) map[string]string {
 
 func annotations(t *testing.T, p *fixture.Provider) map[string]string {
 	t.Helper()
+	testEnv := harness.Require(t)
 	fc := p.ForeignCluster.DeepCopy()
 	NewWithT(t).Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(fc), fc)).To(Succeed())
 	return fc.Annotations
@@ -190,6 +191,7 @@ func TestARefusedMarkShowsTheGatesMessage(t *testing.T) {
 }
 
 func TestStatusShowsThePlanInTheGraceWindow(t *testing.T) {
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	dead, _ := deadAndLive(t)
 	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
@@ -217,6 +219,7 @@ func TestStatusShowsThePlanInTheGraceWindow(t *testing.T) {
 // TestPlanIsWhatTheJanitorThenReleases: the counts `plan -o json` gives before the mark are those of the
 // janitor's cleanup annotation once it is done.
 func TestPlanIsWhatTheJanitorThenReleases(t *testing.T) {
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	dead, live := deadAndLive(t)
 	liveBefore := rvs(t, live)
@@ -242,6 +245,7 @@ func TestPlanIsWhatTheJanitorThenReleases(t *testing.T) {
 
 // TestStatusWatchRefreshes: without a terminal, --watch prints a timestamped block per refresh.
 func TestStatusWatchRefreshes(t *testing.T) {
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	dead, _ := deadAndLive(t)
 	_, _, err := kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone", "--yes")

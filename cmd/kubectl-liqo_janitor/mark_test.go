@@ -15,6 +15,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // gateBypassLabel on a ForeignCluster keeps the API server from calling the gate about it, as if the gate
@@ -33,6 +34,7 @@ var bypassCondition = admissionregistrationv1.MatchCondition{
 // the end of the test it removes the mark, then the label, then the bypass.
 func bypassGate(t *testing.T, fc *liqov1beta1.ForeignCluster, mode string) {
 	t.Helper()
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	editWebhooks(t.Context(), t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
 		return append(conds, bypassCondition)
@@ -63,6 +65,7 @@ func bypassGate(t *testing.T, fc *liqov1beta1.ForeignCluster, mode string) {
 // editWebhooks changes the matchConditions of every webhook of the gate.
 func editWebhooks(ctx context.Context, t *testing.T, edit func([]admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition) {
 	t.Helper()
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	mut, val, err := testEnv.GeneratedWebhooks()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -81,6 +84,7 @@ func editWebhooks(ctx context.Context, t *testing.T, edit func([]admissionregist
 // label sets gateBypassLabel on fc to value, or removes it ("").
 func label(ctx context.Context, t *testing.T, fc *liqov1beta1.ForeignCluster, value string) {
 	t.Helper()
+	testEnv := harness.Require(t)
 	var v any = value
 	if value == "" {
 		v = nil
@@ -152,6 +156,7 @@ func TestMarkNeverReportsSuccessWithoutTheStoredStamps(t *testing.T) {
 // server URL for it.
 func dropEvidence(t *testing.T, p *fixture.Provider) {
 	t.Helper()
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	fc := p.ForeignCluster.DeepCopy()
 	g.Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(fc), fc)).To(Succeed())

@@ -18,12 +18,14 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // recordGraceEnd writes the janitor's grace-ends-at on the ForeignCluster, as the janitor does (in the
 // harness the janitor runs as the admin, which is the identity rule 14 lets write the janitor's keys).
 func recordGraceEnd(t *testing.T, p *fixture.Provider, ends time.Time) {
 	t.Helper()
+	testEnv := harness.Require(t)
 	NewWithT(t).Expect(fixture.Annotate(t.Context(), testEnv.Client, p.ForeignCluster, map[string]*string{
 		liqojanitor.GraceEndsAnnotation: ptr.To(ends.UTC().Format(time.RFC3339)),
 	})).To(Succeed())
@@ -85,6 +87,7 @@ func TestPlanAndStatusShowTheGraceWindowTheJanitorRecorded(t *testing.T) {
 // TestStatusShowsTheGraceWindowTheRunningJanitorRecords: the janitor (grace period 1h) records its window
 // and status shows it.
 func TestStatusShowsTheGraceWindowTheRunningJanitorRecords(t *testing.T) {
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	dead, _ := deadAndLive(t)
 	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
@@ -114,6 +117,7 @@ func event(regarding *liqov1beta1.ForeignCluster, uid types.UID, controller, rea
 // ForeignCluster of the same name, not another one), by the janitor's reportingController, and the notes
 // printed escaped.
 func TestStatusListsOnlyTheJanitorsEventsAboutThatForeignCluster(t *testing.T) {
+	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	dead, live := deadAndLive(t)
 	fc, other := dead.ForeignCluster.DeepCopy(), live.ForeignCluster.DeepCopy()

@@ -40,6 +40,7 @@ var haSeq int
 // runs slowly (one worker, 200 writes a second) so that a test can act mid-clean-up.
 func startPair(t *testing.T, leaseNS string) (a, b *harness.Replica) {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	args := []string{"--leader-elect", "--leader-election-namespace=" + leaseNS, "--grace-period=0",
 		"--janitor-workers=1", "--kube-api-qps=200", "--kube-api-burst=1"}
@@ -58,6 +59,7 @@ func startPair(t *testing.T, leaseNS string) (a, b *harness.Replica) {
 
 func leaseNamespace(t *testing.T) string {
 	t.Helper()
+	env := harness.Require(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ha-"}}
 	NewWithT(t).Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
 	return ns.Name
@@ -77,6 +79,7 @@ func written(r *harness.Replica) func() (float64, error) {
 // podsOn counts the pods still bound to the provider's virtual node (one list).
 func podsOn(t *testing.T, p *fixture.Provider) func() (int, error) {
 	t.Helper()
+	env := harness.Require(t)
 	return func() (int, error) {
 		var pods corev1.PodList
 		err := env.Client.List(t.Context(), &pods, client.MatchingFields{"spec.nodeName": p.Node.Name})
@@ -88,6 +91,7 @@ func podsOn(t *testing.T, p *fixture.Provider) func() (int, error) {
 // and starts its unpeering.
 func layoutDead(t *testing.T, prepare func(dead *fixture.Provider)) (dead, live *fixture.Provider) {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	spec := haLayout
 	spec.Prefix = fmt.Sprintf("ha%d", haSeq+1)
@@ -130,6 +134,7 @@ func unconfirmedMark(t *testing.T) *admissionv1.AdmissionReview {
 // expectBothAnswerAdmission sends the same refusable request to both replicas' webhook servers.
 func expectBothAnswerAdmission(t *testing.T, replicas ...*harness.Replica) {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	for _, r := range replicas {
 		resp, err := env.Review(r, webhook.ValidatePath, unconfirmedMark(t))
@@ -144,6 +149,7 @@ func expectBothAnswerAdmission(t *testing.T, replicas ...*harness.Replica) {
 // clean-up after.
 func takeover(t *testing.T, standby *harness.Replica, dead, live *fixture.Provider, stop func() error) (gap time.Duration) {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	before, err := fixture.ResourceVersions(t.Context(), env.Client, append(live.Objects(), live.ForeignCluster)...)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -184,6 +190,7 @@ func TestTheStandbyFinishesWhenTheLeaderIsKilledMidCleanup(t *testing.T) {
 }
 
 func TestTheLeaderReleasesTheLeaseOnSIGTERM(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	dead, live := layoutDead(t, nil)
 	ns := leaseNamespace(t)
@@ -231,6 +238,7 @@ func TestTheLeaderReleasesTheLeaseOnSIGTERM(t *testing.T) {
 // holder is who holds the replicas' Lease in ns ("" when nobody does).
 func holder(t *testing.T, ns string) string {
 	t.Helper()
+	env := harness.Require(t)
 	lease := &coordinationv1.Lease{}
 	NewWithT(t).Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: leaderElectionID}, lease)).To(Succeed())
 	return ptr.Deref(lease.Spec.HolderIdentity, "")

@@ -25,20 +25,17 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
-var env *harness.Env
-
 func TestMain(m *testing.M) {
-	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/chart/liqo-janitor/files/webhooks.yaml"}},
-		func(e *harness.Env) error {
-			env = e
-			return e.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "consumer")
-		}))
+	os.Exit(harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
+		return e.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "consumer")
+	}))
 }
 
 // TestBinaryServesProbesAndTheGate runs the binary's own wiring (flags → manager → gate) against the real
 // API server: /healthz and /readyz answer, and the webhooks registered from the generated configuration
 // reach the gate, which refuses an unconfirmed mark.
 func TestBinaryServesProbesAndTheGate(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	t.Setenv("KUBECONFIG", env.KubeconfigPath)
 	probeAddr := freeAddr(t)
@@ -137,6 +134,7 @@ func rawMerge(patch string) client.Patch { return client.RawPatch(types.MergePat
 // --leader-election-namespace the binary's wiring starts out of a cluster, takes the Lease in that
 // namespace, and releases it on the way out.
 func TestLeaderElectionOutOfAClusterUsesTheGivenNamespace(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	t.Setenv("KUBECONFIG", env.KubeconfigPath)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lease-"}}

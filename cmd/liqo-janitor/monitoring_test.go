@@ -23,6 +23,7 @@ var prometheusOwn = map[string]bool{"up": true}
 // TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes: every metric an alert or a dashboard panel of
 // the chart selects is on the real binary's /metrics, once it leads and its gate has answered a request.
 func TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "monitoring-"}}
 	g.Expect(env.Client.Create(t.Context(), ns)).To(Succeed())

@@ -12,6 +12,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
@@ -21,6 +22,7 @@ import (
 // server keeps answering the API server (which calls it directly). When the address answers again the
 // janitor finishes without a restart, and a foreign finalizer on a ResourceSlice it released survives.
 func TestTheJanitorRecoversWhenTheAPIServerGoesAwayMidCleanup(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	var guarded *authv1beta1.ResourceSlice
@@ -44,7 +46,7 @@ func TestTheJanitorRecoversWhenTheAPIServerGoesAwayMidCleanup(t *testing.T) {
 		Should(BeNumerically("<", 950), "the janitor has begun")
 
 	failedPasses := func() (float64, error) {
-		return r.Metric("controller_runtime_reconcile_errors_total", map[string]string{"controller": "liqo-janitor"})
+		return r.Metric("controller_runtime_reconcile_errors_total", map[string]string{"controller": liqojanitor.Name})
 	}
 	seen, err := failedPasses()
 	g.Expect(err).NotTo(HaveOccurred())

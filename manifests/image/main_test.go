@@ -16,19 +16,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	. "github.com/onsi/gomega"
+
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// TestImageTarballHoldsTheStaticBinaryRunAsNonroot builds the image from bin/liqo-janitor (`make build`,
-// a dependency of `make test`), reads the docker-loadable tarball back, and checks what a kubelet would
-// run: the config's user and entrypoint, a static ELF at the entrypoint, and — as root, where it can
-// switch users — that the binary extracted from the layer runs `--help` as uid 65532.
+// TestImageTarballHoldsTheStaticBinaryRunAsNonroot builds the image from liqo-janitor built as `make build`
+// builds it (harness.RequireBinary: from this checkout, never a stale bin/), reads the docker-loadable
+// tarball back, and checks what a kubelet would run: the config's user and entrypoint, a static ELF at the
+// entrypoint, and — as root, where it can switch users — that the binary extracted from the layer runs
+// `--help` as uid 65532.
 func TestImageTarballHoldsTheStaticBinaryRunAsNonroot(t *testing.T) {
+	binary := harness.RequireBinary(t, "liqo-janitor")
 	g := NewWithT(t)
-	binary, err := filepath.Abs("../../bin/liqo-janitor")
-	g.Expect(err).NotTo(HaveOccurred())
-	if _, err := os.Stat(binary); err != nil {
-		t.Fatalf("%s is missing: run make build (make test does)", binary)
-	}
 	out := t.TempDir()
 	tag := "ghcr.io/liqo-janitor/liqo-janitor:test"
 	g.Expect(run(options{binary: binary, out: out, tag: tag, arch: "amd64", version: "v0.1.0", revision: "abc",

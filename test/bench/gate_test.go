@@ -35,6 +35,7 @@ var variants = []string{"webhook", "policy", "none"}
 // webhooks see, one only the ValidatingAdmissionPolicy of manifests/policy sees (CEL in the API server),
 // and one neither sees. Reported: p50 and p99 of each update's round trip, in ms, per variant.
 func BenchmarkGateLatency(b *testing.B) {
+	env := harness.Require(b)
 	ctx := context.Background()
 	fcs := map[string]*liqov1beta1.ForeignCluster{}
 	for _, v := range variants {
@@ -83,6 +84,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // that restores the configurations.
 func scopeWebhooks(b *testing.B) func() {
 	b.Helper()
+	env := harness.Require(b)
 	ctx := context.Background()
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{admissionLabel: "webhook"}}
 	var mw admissionregistrationv1.MutatingWebhookConfigurationList
@@ -120,6 +122,7 @@ func scopeWebhooks(b *testing.B) func() {
 // ForeignClusters labelled for it, and returns a function that deletes them.
 func applyScopedPolicy(b *testing.B) func() {
 	b.Helper()
+	env := harness.Require(b)
 	ctx := context.Background()
 	data, err := os.ReadFile(filepath.Join(env.Root, "manifests", "policy", "policy.yaml"))
 	if err != nil {
@@ -162,6 +165,7 @@ func applyScopedPolicy(b *testing.B) func() {
 // allowed), i.e. until the API server enforces the configuration just written.
 func waitAdmission(b *testing.B, fc *liqov1beta1.ForeignCluster, refused bool) {
 	b.Helper()
+	env := harness.Require(b)
 	mark := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, liqojanitor.MarkAnnotation, liqojanitor.MarkValue))
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
 		func(ctx context.Context) (bool, error) {

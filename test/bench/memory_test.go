@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // BenchmarkMemoryWithUnrelatedPods measures the janitor's memory after it released a dead provider's 200
@@ -22,6 +23,7 @@ import (
 // (it includes the benchmark's own objects, the same in every variant), and rss-MB, the resident memory
 // of the real binary, started afresh for each round, after the same job.
 func BenchmarkMemoryWithUnrelatedPods(b *testing.B) {
+	env := harness.Require(b)
 	for _, unrelated := range []int{0, 20000, 100000} {
 		b.Run(fmt.Sprintf("unrelated-pods-%d", unrelated), func(b *testing.B) {
 			createUnrelatedPods(b, unrelated)
@@ -58,6 +60,7 @@ func BenchmarkMemoryWithUnrelatedPods(b *testing.B) {
 // released it.
 func releaseSmall(b *testing.B) {
 	b.Helper()
+	env := harness.Require(b)
 	p := layout(b, fixture.Spec{Providers: 1, PodsPerProvider: 200})
 	if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
 		b.Fatal(err)
@@ -70,6 +73,7 @@ var unrelatedCreated int
 // createUnrelatedPods tops the cluster up to n pods bound to an ordinary node (cumulative across runs).
 func createUnrelatedPods(b *testing.B, n int) {
 	b.Helper()
+	env := harness.Require(b)
 	ctx := context.Background()
 	if unrelatedCreated == 0 && n > 0 {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ordinary-node"}}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -25,18 +24,12 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-var env *harness.Env
-
+// The gate is registered and served throughout, as on a real consumer, by the real binary in its own
+// process (as in a cluster, where it runs in its own pod): the janitor's writes of its cleanup annotation
+// and the benchmarks' marks go through it. Only a benchmark starts the control plane (harness.Require):
+// `make test` runs this package without one.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		os.Exit(m.Run()) // no benchmark asked for: no control plane needed
-	}
-	// The gate is registered and served throughout, as on a real consumer, by the real binary in its own
-	// process (as in a cluster, where it runs in its own pod): the janitor's writes of its cleanup
-	// annotation and the benchmarks' marks go through it.
-	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/chart/liqo-janitor/files/webhooks.yaml"}}, func(e *harness.Env) error {
-		env = e
+	os.Exit(harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
 		if err := e.InstallLocalClusterID(context.Background(), "liqo", "consumer"); err != nil {
 			return err
 		}
@@ -55,6 +48,7 @@ func layout(b *testing.B, spec fixture.Spec) *fixture.Provider {
 // layoutDead builds spec, kills and terminates its first dying providers, and returns them (not timed).
 func layoutDead(b *testing.B, spec fixture.Spec, dying int) []*fixture.Provider {
 	b.Helper()
+	env := harness.Require(b)
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx := context.Background()
@@ -83,6 +77,7 @@ func median(d []time.Duration) time.Duration {
 
 func startJanitor(b *testing.B) func() {
 	b.Helper()
+	env := harness.Require(b)
 	stop, err := env.StartJanitor(janitor.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -98,6 +93,7 @@ func startJanitor(b *testing.B) func() {
 // the ForeignCluster (a poll would add its GETs to the API server the janitor is measured against).
 func waitAnnotation(b *testing.B, p *fixture.Provider, want string) {
 	b.Helper()
+	env := harness.Require(b)
 	dc, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		b.Fatal(err)
@@ -132,6 +128,7 @@ func waitAnnotation(b *testing.B, p *fixture.Provider, want string) {
 
 func unthrottledClient(b *testing.B) client.Client {
 	b.Helper()
+	env := harness.Require(b)
 	c, err := env.NewClient(func(cfg *rest.Config) { cfg.QPS, cfg.Burst = -1, -1 })
 	if err != nil {
 		b.Fatal(err)

@@ -55,6 +55,7 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) { benchRelease(b, 3) }
 // terminated, the time from the marks (the end of a zero grace period) to the first pod gone, the
 // janitor's resident memory, and per round (logged) everything else the API server served.
 func benchRelease(b *testing.B, dying int) {
+	env := harness.Require(b)
 	pprof, err := harness.FreeLocalAddr()
 	if err != nil {
 		b.Fatal(err)
@@ -147,6 +148,7 @@ type round struct {
 // released. With cpuProfile set, it saves the janitor's CPU profile to path.
 func janitorRound(b *testing.B, cs kubernetes.Interface, dying int, cpuProfile, path string) round {
 	b.Helper()
+	env := harness.Require(b)
 	dead := layoutDead(b, scaleSpec, dying)
 	profiled := make(chan error, 1)
 	if cpuProfile != "" {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -55,10 +54,11 @@ type demo struct {
 	pods  int
 	grace time.Duration
 
-	env    *harness.Env
-	cons   *fixture.Consumer
-	before map[string]string // resourceVersions of the live providers' objects
-	marked time.Time
+	env          *harness.Env
+	pluginBinary string // kubectl-liqo_janitor, built by the harness
+	cons         *fixture.Consumer
+	before       map[string]string // resourceVersions of the live providers' objects
+	marked       time.Time
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -85,13 +85,10 @@ func (d *demo) run(ctx context.Context) error {
 }
 
 func (d *demo) startControlPlane(context.Context) error {
-	root, err := harness.RepoRoot()
-	if err != nil {
-		return err
-	}
 	t0 := time.Now()
+	var err error
 	d.env, err = harness.Start(harness.Options{
-		WebhookPaths:      []string{filepath.Join(root, harness.GeneratedWebhooksFile)},
+		GeneratedWebhooks: true,
 		ControllerManager: true,
 		Detached:          d.keep,
 	})
@@ -106,6 +103,12 @@ func (d *demo) startControlPlane(context.Context) error {
 
 func (d *demo) startJanitor(ctx context.Context) error {
 	if err := installLiqoBasics(ctx, d.env); err != nil {
+		return err
+	}
+	// Both binaries are built from this checkout here, before the story needs them (StartBinary builds
+	// liqo-janitor): the operator's plugin runs without a pause later.
+	var err error
+	if d.pluginBinary, err = d.env.Binary("kubectl-liqo_janitor"); err != nil {
 		return err
 	}
 	if err := d.env.StartBinary("--grace-period="+d.grace.String(), "--min-unreachable=60s", "--zap-log-level=info"); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -140,7 +139,7 @@ func (d *demo) declare(ctx context.Context) error {
 	return nil
 }
 
-// plugin runs bin/kubectl-liqo_janitor as the operator against the demo's API server, with stdin, and
+// plugin runs the kubectl plugin (kubectl-liqo_janitor) as the operator against the demo's API server, with stdin, and
 // returns its output (its error output as the error, if it fails).
 func (d *demo) plugin(ctx context.Context, stdin string, args ...string) (string, error) {
 	shown := make([]string, len(args))
@@ -151,7 +150,7 @@ func (d *demo) plugin(ctx context.Context, stdin string, args ...string) (string
 		}
 	}
 	d.out.command("kubectl liqo-janitor " + strings.Join(shown, " "))
-	cmd := exec.CommandContext(ctx, filepath.Join(d.env.Root, "bin", "kubectl-liqo_janitor"),
+	cmd := exec.CommandContext(ctx, d.pluginBinary,
 		append([]string{"--kubeconfig", d.env.KubeconfigPath, "--as", operator}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
@@ -161,7 +160,7 @@ func (d *demo) plugin(ctx context.Context, stdin string, args ...string) (string
 		if errors.As(err, &exit) {
 			return out.String(), errors.New(strings.TrimSpace(errOut.String()))
 		}
-		return "", fmt.Errorf("running the kubectl plugin (make build builds it): %w", err)
+		return "", fmt.Errorf("running the kubectl plugin: %w", err)
 	}
 	return out.String(), nil
 }

@@ -49,9 +49,6 @@ func (e *Env) InstallLocalClusterID(ctx context.Context, ns, id string) error {
 // InstallFile is the rendered install (manifests.InstallFile).
 const InstallFile = "manifests/default/install.yaml"
 
-// MarkRole is the shipped ClusterRole that grants the break-glass verb mark-unreachable.
-const MarkRole = "liqo-janitor:mark-unreachable"
-
 // EditorRole is a ClusterRole that lets its users update ForeignClusters (and nothing more).
 const EditorRole = "foreigncluster-editor"
 
@@ -59,7 +56,7 @@ const EditorRole = "foreigncluster-editor"
 // may update ForeignClusters; markers may update them and, through the shipped role, mark them dead.
 func (e *Env) InstallOperators(ctx context.Context, markers, editors []string) error {
 	markRole := &rbacv1.ClusterRole{}
-	if err := e.Installed("ClusterRole", MarkRole, markRole); err != nil {
+	if err := e.Installed("ClusterRole", webhook.MarkRoleName, markRole); err != nil {
 		return err
 	}
 	objs := []client.Object{

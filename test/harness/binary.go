@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// StartBinary runs the liqo-janitor binary (bin/liqo-janitor, from `make build`) against this control
+// StartBinary runs the liqo-janitor binary (built from this checkout by Binary) against this control
 // plane until Stop, serving the webhook configurations registered through Options.WebhookPaths, with the
 // given extra flags; it returns once the binary reports ready. Its log is BinaryLog.
 func (e *Env) StartBinary(args ...string) error {
@@ -55,9 +55,9 @@ type Replica struct {
 // returns once the process reports ready (/readyz). Each replica has probe and metrics addresses of its
 // own; by default its webhook server takes the port the registered configurations call.
 func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
-	binary := filepath.Join(e.Root, "bin", "liqo-janitor")
-	if _, err := os.Stat(binary); err != nil {
-		return nil, fmt.Errorf("%s is missing: run `make build` first", binary)
+	binary, err := e.Binary("liqo-janitor")
+	if err != nil {
+		return nil, err
 	}
 	probe, err := FreeLocalAddr()
 	if err != nil {

@@ -1,4 +1,18 @@
 // Package harness starts a real Kubernetes control plane for tests — etcd and kube-apiserver through
 // envtest, optionally kube-controller-manager — with the real Liqo CRDs installed from the Liqo module and
 // the project's generated webhook configurations registered, one per test package.
+//
+// # Two lanes
+//
+// A test package's TestMain calls Run; a test that needs the API server takes it from Require, the only
+// way to reach the Env, and the control plane starts on the first such test (so a package's pure tests
+// never wait for etcd, even in `make test`). Under `go test -short` — `make test-unit`, the fast lane —
+// Require skips the test with "needs the API server: run make test" instead, and the package's pure tests
+// run alone, without bin/k8s. `make test` runs both lanes, without -short. A test that runs one of the
+// project's binaries without a control plane takes it from RequireBinary, which skips alike.
+//
+// # Binaries
+//
+// The binaries a test runs (StartReplica, Binary, RequireBinary) are built from the checkout under test
+// with go build, once per process, never taken from an earlier `make build`.
 package harness

@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -36,13 +36,23 @@ type Options struct {
 	// ValidatingWebhookConfigurations (normally the generated ones under manifests/) that envtest registers
 	// with the API server, rewritten to call the local webhook server described by Env.WebhookOptions.
 	WebhookPaths []string
+	// GeneratedWebhooks also registers the configurations `make manifests` generates from the gate's
+	// markers (GeneratedWebhooksFile), as WebhookPaths would: what the gate's tests, the binary's and the
+	// plugin's run against.
+	GeneratedWebhooks bool
 	// ControllerManager also starts kube-controller-manager (namespace and garbage-collector controllers),
 	// for tests that need namespace deletion or owner-reference garbage collection to really happen.
 	ControllerManager bool
 	// Detached lets kube-controller-manager and the binary of StartBinary outlive this process (`make demo
-	// KEEP=1`); by default they die with it.
+	// KEEP=1`); by default they die with it. What they need then (kubeconfig, logs, the built binaries)
+	// lives in a directory under the checkout's bin/ rather than the system's temporary directory, where
+	// `make demo-stop` finds what to stop and removes it.
 	Detached bool
 }
+
+// dirPrefix begins the name of every Env's directory (kubeconfig, logs, built binaries); `make demo-stop`
+// matches it under bin/ to find what a Detached Env left running.
+const dirPrefix = liqojanitor.Name + "-harness-"
 
 // Env is a running control plane.
 type Env struct {
@@ -68,8 +78,9 @@ type Env struct {
 	ctx      context.Context //nolint:containedctx // the lifetime of Go services, cancelled by Stop
 	cancel   context.CancelFunc
 	services sync.WaitGroup
-	mu       sync.Mutex
+	mu       sync.Mutex // guards errs and binaries
 	errs     []error
+	binaries map[string]*built
 }
 
 // Start brings up etcd and kube-apiserver (and kube-controller-manager if asked), installs the Liqo CRDs
@@ -87,14 +98,24 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Root: root, Scheme: liqojanitor.NewScheme(), detached: opts.Detached}
+	e := &Env{Root: root, Scheme: liqojanitor.NewScheme(), detached: opts.Detached, binaries: map[string]*built{}}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
+	webhooks := slices.Clone(opts.WebhookPaths)
+	if opts.GeneratedWebhooks {
+		webhooks = append(webhooks, filepath.Join(root, GeneratedWebhooksFile))
+	}
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: bins,
 		CRDDirectoryPaths:     []string{crds},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: opts.WebhookPaths},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: webhooks},
+	}
+	// envtest gives etcd and kube-apiserver 20 s each to start, which a machine of two cores busy with other
+	// test packages (and the builds of their binaries) can exceed; KUBEBUILDER_CONTROLPLANE_START_TIMEOUT
+	// still decides when set.
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		e.env.ControlPlaneStartTimeout = time.Minute
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting envtest (binaries %s, Liqo CRDs %s): %w", bins, crds, err)
@@ -110,7 +131,14 @@ func (e *Env) afterStart(opts Options) error {
 	if e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
 		return fmt.Errorf("creating the client: %w", err)
 	}
-	if e.dir, err = os.MkdirTemp("", "liqo-janitor-harness-"); err != nil {
+	parent := "" // the system's temporary directory
+	if opts.Detached {
+		parent = filepath.Join(e.Root, "bin")
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return err
+		}
+	}
+	if e.dir, err = os.MkdirTemp(parent, dirPrefix); err != nil {
 		return err
 	}
 	e.KubeconfigPath = filepath.Join(e.dir, "kubeconfig")
@@ -200,31 +228,41 @@ func (e *Env) Namespace(tb testing.TB) string {
 	return ns.Name
 }
 
-// Run is a TestMain body: it starts the control plane, hands it to ready (which typically stores it and
-// starts managers or webhook servers), runs the tests, stops everything and fails the run if any
-// controller-runtime reconciler or webhook panicked. It returns the exit code for os.Exit.
+// NeedsAPIServer is the message a test that needs the control plane skips with in the unit lane.
+const NeedsAPIServer = "needs the API server: run make test"
+
+// lane is the control plane of the test package whose TestMain called Run: started by the first Require,
+// stopped by Run once the tests are done.
+type lane struct {
+	opts  Options
+	ready func(*Env) error
+	once  sync.Once
+	env   *Env
+	err   error
+}
+
+// pkgLane is set by Run before any test runs and read by Require from the tests' goroutines.
+var pkgLane *lane
+
+// Run is a TestMain body: it runs the tests, then stops the control plane if one of them started it
+// (Require) and fails the run if any controller-runtime reconciler or webhook panicked. It returns the exit
+// code for os.Exit.
 //
-// When the package is being fuzzed (go test -fuzz), Run starts nothing: fuzz targets are pure, and each fuzz
-// worker process would otherwise start a control plane of its own.
+// The control plane starts on the first Require, not here, so that a package's pure tests never wait for
+// etcd: `go test -run TestDecide ./webhook` starts nothing, nor does a fuzz worker. Started, it is handed
+// to ready, if not nil (which typically installs what the package's tests share, or starts managers or
+// webhook servers), before Require returns it.
 func Run(m *testing.M, opts Options, ready func(*Env) error) int {
 	logf.SetLogger(testLogger())
-	flag.Parse()
-	if fuzzing() {
-		return m.Run()
-	}
-	env, err := Start(opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harness:", err)
-		return 1
-	}
-	code := 1
-	if err := ready(env); err != nil {
-		fmt.Fprintln(os.Stderr, "harness: setting up the test package:", err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "harness: stopping the control plane:", err)
+	l := &lane{opts: opts, ready: ready}
+	pkgLane = l
+	code := m.Run()
+	// Once more through the Once, so that reading env here happens after a start in a test's goroutine.
+	l.once.Do(func() {})
+	if l.env != nil {
+		if err := l.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "harness: stopping the control plane:", err)
+		}
 	}
 	if err := CheckPanics(); err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
@@ -233,9 +271,46 @@ func Run(m *testing.M, opts Options, ready func(*Env) error) int {
 	return code
 }
 
-func fuzzing() bool {
-	f := flag.Lookup("test.fuzz")
-	return f != nil && f.Value.String() != ""
+// Require returns the test package's control plane, starting it (and running Run's ready) on the first
+// call; every test that needs the API server gets its Env this way, so none can forget to skip in the unit
+// lane: under `go test -short` (make test-unit) Require skips the test with NeedsAPIServer instead. A
+// control plane that did not start fails every test that requires it, with the reason. A benchmark calls
+// it before it times anything (the start itself is not timed).
+func Require(tb testing.TB) *Env {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip(NeedsAPIServer)
+	}
+	l := pkgLane
+	if l == nil {
+		tb.Fatal("harness.Require: the test package's TestMain does not call harness.Run")
+	}
+	l.once.Do(func() {
+		if b, ok := tb.(*testing.B); ok { // the start is not what a benchmark measures
+			b.StopTimer()
+			defer b.StartTimer()
+		}
+		l.start()
+	})
+	if l.err != nil {
+		tb.Fatalf("harness: %v", l.err)
+	}
+	return l.env
+}
+
+func (l *lane) start() {
+	env, err := Start(l.opts)
+	if err != nil {
+		l.err = err
+		return
+	}
+	l.env = env // stopped by Run even if ready fails
+	if l.ready == nil {
+		return
+	}
+	if err := l.ready(env); err != nil {
+		l.err = fmt.Errorf("setting up the test package: %w", err)
+	}
 }
 
 // testLogger logs errors only, unless HARNESS_LOG=debug asks for everything (to read a failing test's story).

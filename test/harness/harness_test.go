@@ -28,16 +28,11 @@ const (
 	rejectLabel            = "harness.liqo-janitor.io/reject"
 )
 
-var env *harness.Env
-
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{
 		WebhookPaths:      []string{"testdata/webhook.yaml"},
 		ControllerManager: true,
-	}, func(e *harness.Env) error {
-		env = e
-		return startProbeWebhook(e)
-	}))
+	}, startProbeWebhook))
 }
 
 // startProbeWebhook serves the probe webhook of testdata/webhook.yaml: it denies ForeignClusters carrying
@@ -72,6 +67,7 @@ func uniqueID(prefix string) string {
 }
 
 func TestResourceSliceHangsOnReplicatorFinalizerUntilItIsRemoved(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
@@ -99,6 +95,7 @@ func TestResourceSliceHangsOnReplicatorFinalizerUntilItIsRemoved(t *testing.T) {
 }
 
 func TestPodOnNodeWithoutKubeletStaysTerminatingUntilDeletedWithGraceZero(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
@@ -132,6 +129,7 @@ func TestPodOnNodeWithoutKubeletStaysTerminatingUntilDeletedWithGraceZero(t *tes
 }
 
 func TestRegisteredWebhookIsCalledByTheAPIServer(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 
@@ -148,6 +146,7 @@ func TestRegisteredWebhookIsCalledByTheAPIServer(t *testing.T) {
 }
 
 func TestControllerManagerDeletesNamespacesAndCollectsGarbage(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kcm-"}}

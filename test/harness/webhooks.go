@@ -13,13 +13,14 @@ import (
 )
 
 // GeneratedWebhooksFile holds the webhook configurations `make manifests` generates from the gate's markers
-// (into the chart, which names them and points them at its Service).
+// (into the chart, which names them and points them at its Service), relative to the repository root: the
+// one place the harness, the tests and the demo take it from (Options.GeneratedWebhooks registers it).
 const GeneratedWebhooksFile = "manifests/chart/liqo-janitor/files/webhooks.yaml"
 
-// GeneratedWebhooks reads the generated Mutating- and ValidatingWebhookConfiguration (strictly: an unknown
-// field fails), as they are before the chart.
-func (e *Env) GeneratedWebhooks() (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	data, err := os.ReadFile(filepath.Join(e.Root, GeneratedWebhooksFile))
+// GeneratedWebhooks reads the generated Mutating- and ValidatingWebhookConfiguration of the repository at
+// root (strictly: an unknown field fails), as they are before the chart.
+func GeneratedWebhooks(root string) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	data, err := os.ReadFile(filepath.Join(root, GeneratedWebhooksFile))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -43,6 +44,11 @@ func (e *Env) GeneratedWebhooks() (*admissionregistrationv1.MutatingWebhookConfi
 		return nil, nil, fmt.Errorf("%s lacks a mutating or a validating webhook", GeneratedWebhooksFile)
 	}
 	return mut, val, nil
+}
+
+// GeneratedWebhooks reads the generated webhook configurations of the Env's repository (GeneratedWebhooks).
+func (e *Env) GeneratedWebhooks() (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	return GeneratedWebhooks(e.Root)
 }
 
 // ForEachWebhook calls f with the client config and the object selector of every webhook of a Mutating-

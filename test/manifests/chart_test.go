@@ -28,6 +28,7 @@ import (
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/manifests"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
@@ -101,6 +102,7 @@ var valueMatrix = map[string]map[string]any{
 const matrixNS = "chart-matrix"
 
 func TestChartRendersAndAppliesForEveryValueCombination(t *testing.T) {
+	env := harness.Require(t)
 	ensureLiqoNamespace(t)
 	err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: matrixNS}})
 	if !apierrors.IsAlreadyExists(err) {
@@ -203,7 +205,7 @@ func TestChartLints(t *testing.T) {
 	lint := action.NewLint()
 	lint.Namespace = manifests.ReleaseNamespace
 	lint.KubeVersion = &common.KubeVersion{Version: "v1.30.0", Major: "1", Minor: "30"}
-	result := lint.Run([]string{filepath.Join(env.Root, manifests.ChartDir)}, nil)
+	result := lint.Run([]string{filepath.Join(repoRoot(t), manifests.ChartDir)}, nil)
 	g.Expect(result.Errors).To(BeEmpty())
 	for _, m := range result.Messages {
 		g.Expect(m.Severity).To(BeNumerically("<=", 1), "lint: %s", m) // INFO at most
@@ -214,7 +216,7 @@ func TestInstallYAMLIsTheChartRenderedAndTheKustomizeBaseAppliesIt(t *testing.T)
 	g := NewWithT(t)
 	r, err := manifests.Render(t.Context(), manifests.ReleaseNamespace, manifests.InstallValues())
 	g.Expect(err).NotTo(HaveOccurred())
-	onDisk, err := os.ReadFile(filepath.Join(env.Root, manifests.InstallFile))
+	onDisk, err := os.ReadFile(filepath.Join(repoRoot(t), manifests.InstallFile))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(onDisk)).To(HaveSuffix(r.Manifest), "%s is stale: run make manifests", manifests.InstallFile)
 
@@ -273,7 +275,7 @@ func TestChartGeneratedCertificateServesTheWebhookService(t *testing.T) {
 	for _, u := range b.raw {
 		g.Expect(u.GetAPIVersion()).NotTo(HavePrefix("cert-manager.io/"), "no cert-manager object without cert-manager")
 	}
-	secret := one[*corev1.Secret](t, b, installNS, "liqo-janitor-serving-cert")
+	secret := one[*corev1.Secret](t, b, installNS, servingCert)
 	block, _ := pem.Decode(secret.Data["tls.crt"])
 	g.Expect(block).NotTo(BeNil())
 	cert, err := x509.ParseCertificate(block.Bytes)
@@ -293,7 +295,7 @@ func TestChartGeneratedCertificateServesTheWebhookService(t *testing.T) {
 		g.Expect(bytes.Equal(bundle, bundles[0])).To(BeTrue(), "one CA everywhere")
 		pool := x509.NewCertPool()
 		g.Expect(pool.AppendCertsFromPEM(bundle)).To(BeTrue())
-		_, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "liqo-janitor-webhook." + installNS + ".svc"})
+		_, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: webhookService + "." + installNS + ".svc"})
 		g.Expect(err).NotTo(HaveOccurred(), "the API server trusts the serving certificate for the Service's name")
 	}
 }
@@ -302,7 +304,7 @@ func TestChartNotesTellTheNextStep(t *testing.T) {
 	g := NewWithT(t)
 	_, r := render(t, installNS, nil)
 	g.Expect(r.Notes).To(ContainSubstring("kubectl create clusterrolebinding mark-unreachable-<user>"))
-	g.Expect(r.Notes).To(ContainSubstring("--clusterrole=liqo-janitor:mark-unreachable"))
+	g.Expect(r.Notes).To(ContainSubstring("--clusterrole=" + webhook.MarkRoleName))
 	_, r = render(t, installNS, map[string]any{"janitor": map[string]any{"dryRun": true}})
 	g.Expect(r.Notes).To(ContainSubstring("DRY RUN"))
 }

@@ -13,18 +13,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // eventsPolicy is the always-installed ValidatingAdmissionPolicy on Events written in the janitor's name.
-const eventsPolicy = "liqo-janitor-events"
+const eventsPolicy = appName + "-events"
 
-// reportingController is the name the janitor's event recorder reports as (janitor/setup.go).
-const reportingController = "liqo-janitor"
+// reportingController is the name the janitor's event recorder reports as.
+const reportingController = janitor.ReportingController
 
 // TestEventsPolicyLetsOnlyTheJanitorReportAsTheJanitor: the plugin trusts Events whose reporter is
 // liqo-janitor as the janitor's own; the default install makes that true: only the janitor's
 // ServiceAccount may create or update them, in either Events API, and nobody else may rewrite one.
 func TestEventsPolicyLetsOnlyTheJanitorReportAsTheJanitor(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	applyTemplate(t, nil, "templates/events-policy.yaml")

@@ -16,20 +16,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // identityPolicy is the ValidatingAdmissionPolicy of the identity-secrets opt-in.
-const identityPolicy = "liqo-janitor-identity-secrets"
+const identityPolicy = appName + "-identity-secrets"
 
 // applyTemplate renders the chart into the install namespace with values and applies what one template
 // of it rendered, until the test ends.
 func applyTemplate(t *testing.T, values map[string]any, template string) {
 	t.Helper()
+	env := harness.Require(t)
 	_, r := render(t, installNS, values)
 	data := r.Template(template)
 	NewWithT(t).Expect(data).NotTo(BeEmpty(), "%s renders nothing", template)
 	b := fromYAML(t, template, data)
-	t.Cleanup(func() { deleteAll(b) })
+	t.Cleanup(func() { deleteAll(env.Client, b) })
 	NewWithT(t).Expect(apply(t, b)).To(BeEmpty())
 }
 
@@ -47,6 +49,7 @@ func jsonPatch(ctx context.Context, c client.Client, obj client.Object, ops ...m
 // ServiceAccount may patch Secrets cluster-wide (RBAC cannot narrow by label), and the policy narrows its
 // writes to removing crdreplicator.liqo.io/operator from ControlPlane identity Secrets, nothing else.
 func TestIdentitySecretsPolicyLetsTheJanitorOnlyReleaseTheOperatorFinalizer(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	applyTemplate(t, map[string]any{"identitySecrets": map[string]any{"enabled": true}}, "templates/identity-secrets.yaml")

@@ -29,6 +29,7 @@ import (
 // warnings the API server answered with.
 func apply(t *testing.T, b built) []string {
 	t.Helper()
+	env := harness.Require(t)
 	g := NewWithT(t)
 	warnings := &harness.WarningRecorder{}
 	c, err := env.NewClient(func(cfg *rest.Config) { cfg.WarningHandlerWithContext = warnings })
@@ -42,15 +43,16 @@ func apply(t *testing.T, b built) []string {
 
 // deleteAll removes what apply created (a namespace stays Terminating without kube-controller-manager,
 // which is harmless), so that no webhook configuration outlives the test that applied it.
-func deleteAll(b built) {
+func deleteAll(c client.Client, b built) {
 	for _, u := range slices.Backward(b.raw) {
-		_ = client.IgnoreNotFound(env.Client.Delete(context.Background(), u.DeepCopy()))
+		_ = client.IgnoreNotFound(c.Delete(context.Background(), u.DeepCopy()))
 	}
 }
 
 // ensureLiqoNamespace creates Liqo's namespace, which Liqo's installation creates on a real cluster.
 func ensureLiqoNamespace(t *testing.T) {
 	t.Helper()
+	env := harness.Require(t)
 	err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: liqoNS}})
 	if !apierrors.IsAlreadyExists(err) {
 		NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -58,12 +60,13 @@ func ensureLiqoNamespace(t *testing.T) {
 }
 
 func TestKustomizationsApplyToTheAPIServer(t *testing.T) {
+	env := harness.Require(t)
 	ensureLiqoNamespace(t)
 	// Applied one after the other (the overlay re-applies the default install and adds to it), and
 	// removed only at the end: a deleted namespace stays Terminating here.
 	for _, dir := range []string{defaultDir, identitySecretDir, policyDir} {
 		b := kustomize(t, dir)
-		t.Cleanup(func() { deleteAll(b) })
+		t.Cleanup(func() { deleteAll(env.Client, b) })
 		t.Run(dir, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(apply(t, b)).To(BeEmpty(), "the API server warns about unknown, duplicate or deprecated fields")
@@ -115,7 +118,7 @@ func TestDeploymentIsHardened(t *testing.T) {
 	g.Expect(c.Args).To(ContainElement("--health-probe-bind-address=:8081"))
 
 	// The serving certificate: the Certificate's Secret, mounted read-only where --webhook-cert-dir points.
-	cert := one[*certmanagerv1.Certificate](t, b, installNS, "liqo-janitor-serving-cert")
+	cert := one[*certmanagerv1.Certificate](t, b, installNS, servingCert)
 	certDir := argValue(c.Args, certDirFlag)
 	g.Expect(certDir).NotTo(BeEmpty(), "the Deployment sets %s", certDirFlag)
 	mount := mountAt(c.VolumeMounts, certDir)
@@ -138,9 +141,9 @@ func TestServicesReachTheContainerPorts(t *testing.T) {
 		flag             string
 	}{
 		"the webhook Service sends 443 to the webhook server": {
-			service: "liqo-janitor-webhook", port: 443, targetPort: 9443, flag: "--webhook-port=9443"},
+			service: webhookService, port: 443, targetPort: 9443, flag: "--webhook-port=9443"},
 		"the metrics Service sends 8080 to the metrics server": {
-			service: "liqo-janitor-metrics", port: 8080, targetPort: 8080, flag: "--metrics-bind-address=:8080"},
+			service: metricsService, port: 8080, targetPort: 8080, flag: "--metrics-bind-address=:8080"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -159,8 +162,8 @@ func TestServicesReachTheContainerPorts(t *testing.T) {
 func TestWebhookConfigurationsPointAtTheInstall(t *testing.T) {
 	g := NewWithT(t)
 	b := kustomize(t, defaultDir)
-	svc := one[*corev1.Service](t, b, installNS, "liqo-janitor-webhook")
-	cert := one[*certmanagerv1.Certificate](t, b, installNS, "liqo-janitor-serving-cert")
+	svc := one[*corev1.Service](t, b, installNS, webhookService)
+	cert := one[*certmanagerv1.Certificate](t, b, installNS, servingCert)
 	issuer := one[*certmanagerv1.Issuer](t, b, installNS, cert.Spec.IssuerRef.Name)
 	g.Expect(cert.Spec.IssuerRef.Kind).To(Equal("Issuer"))
 	g.Expect(issuer.Spec.SelfSigned).NotTo(BeNil())
@@ -204,7 +207,7 @@ func TestIdentitySecretsComponentTurnsTheFlagOn(t *testing.T) {
 // generatedWebhooks reads the configurations `make manifests` generates, as they are before kustomize.
 func generatedWebhooks(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	t.Helper()
-	mut, val, err := env.GeneratedWebhooks()
+	mut, val, err := harness.GeneratedWebhooks(repoRoot(t))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return mut, val
 }

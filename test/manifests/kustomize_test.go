@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/manifests"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // The kustomizations under test, relative to the repository root.
@@ -26,15 +28,20 @@ const (
 	identitySecretDir = "test/manifests/testdata/identity-secrets" // an overlay using the opt-in component
 )
 
-// Names the install gives its objects; the tests check every reference between them.
+// Names the install gives its objects (liqojanitor.Name, or it and a suffix); the tests check every
+// reference between them.
 const (
-	installNS   = "liqo-janitor-system"
-	liqoNS      = "liqo"
-	appName     = "liqo-janitor"
-	nameLabel   = "app.kubernetes.io/name"
-	policyName  = "liqo-janitor-mark-unreachable"
-	fieldOwner  = "liqo-janitor-install-test"
-	certDirFlag = "--webhook-cert-dir="
+	installNS      = manifests.ReleaseNamespace
+	liqoNS         = "liqo"
+	appName        = liqojanitor.Name
+	nameLabel      = "app.kubernetes.io/name"
+	policyName     = appName + "-mark-unreachable"
+	webhookService = appName + "-webhook"
+	metricsService = appName + "-metrics"
+	servingCert    = appName + "-serving-cert"
+	leaderElection = appName + "-leader-election"
+	fieldOwner     = appName + "-install-test"
+	certDirFlag    = "--webhook-cert-dir="
 )
 
 // decoder decodes strictly (unknown or duplicate fields fail) into Kubernetes, cert-manager, Prometheus
@@ -61,7 +68,7 @@ func kustomize(t *testing.T, dir string) built {
 	g := NewWithT(t)
 	opts := krusty.MakeDefaultOptions()
 	opts.Reorder = krusty.ReorderOptionUnspecified
-	resMap, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(env.Root, dir))
+	resMap, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(t), dir))
 	g.Expect(err).NotTo(HaveOccurred(), "kustomize build %s", dir)
 	var b built
 	for _, r := range resMap.Resources() {
@@ -122,24 +129,24 @@ func one[T client.Object](t *testing.T, b built, namespace, name string) T {
 // except the Role and RoleBinding that read Liqo's cluster-ID ConfigMap, which live in Liqo's namespace.
 var defaultInstall = []string{
 	"Namespace " + installNS,
-	"ServiceAccount " + installNS + "/liqo-janitor",
-	"ClusterRole liqo-janitor",
-	"ClusterRoleBinding liqo-janitor",
-	"Role " + liqoNS + "/liqo-janitor",
-	"RoleBinding " + liqoNS + "/liqo-janitor",
-	"Role " + installNS + "/liqo-janitor-leader-election",
-	"RoleBinding " + installNS + "/liqo-janitor-leader-election",
-	"ClusterRole liqo-janitor:mark-unreachable",
-	"Deployment " + installNS + "/liqo-janitor",
-	"PodDisruptionBudget " + installNS + "/liqo-janitor",
-	"Service " + installNS + "/liqo-janitor-webhook",
-	"Service " + installNS + "/liqo-janitor-metrics",
-	"Issuer " + installNS + "/liqo-janitor-selfsigned",
-	"Certificate " + installNS + "/liqo-janitor-serving-cert",
+	"ServiceAccount " + installNS + "/" + appName,
+	"ClusterRole " + appName,
+	"ClusterRoleBinding " + appName,
+	"Role " + liqoNS + "/" + appName,
+	"RoleBinding " + liqoNS + "/" + appName,
+	"Role " + installNS + "/" + leaderElection,
+	"RoleBinding " + installNS + "/" + leaderElection,
+	"ClusterRole " + webhook.MarkRoleName,
+	"Deployment " + installNS + "/" + appName,
+	"PodDisruptionBudget " + installNS + "/" + appName,
+	"Service " + installNS + "/" + webhookService,
+	"Service " + installNS + "/" + metricsService,
+	"Issuer " + installNS + "/" + appName + "-selfsigned",
+	"Certificate " + installNS + "/" + servingCert,
 	"ValidatingAdmissionPolicy " + eventsPolicy,
 	"ValidatingAdmissionPolicyBinding " + eventsPolicy,
-	"MutatingWebhookConfiguration liqo-janitor",
-	"ValidatingWebhookConfiguration liqo-janitor",
+	"MutatingWebhookConfiguration " + appName,
+	"ValidatingWebhookConfiguration " + appName,
 }
 
 func TestKustomizationsBuildIntoKnownTypes(t *testing.T) {
@@ -151,8 +158,8 @@ func TestKustomizationsBuildIntoKnownTypes(t *testing.T) {
 		"an overlay with the identity-secrets component adds the Secret RBAC": {
 			dir: identitySecretDir,
 			want: append([]string{
-				"ClusterRole liqo-janitor:identity-secrets",
-				"ClusterRoleBinding liqo-janitor:identity-secrets",
+				"ClusterRole " + appName + ":identity-secrets",
+				"ClusterRoleBinding " + appName + ":identity-secrets",
 				"ValidatingAdmissionPolicy " + identityPolicy,
 				"ValidatingAdmissionPolicyBinding " + identityPolicy,
 			}, defaultInstall...),

@@ -13,13 +13,21 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-var env *harness.Env
-
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{}, func(e *harness.Env) error {
-		env = e
 		return errors.Join(installCertManagerCRDs(e), installMonitoringCRDs(e))
 	}))
+}
+
+// repoRoot returns the repository root, where the tests read the chart, the kustomizations and the
+// generated files from, with or without a control plane.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // installMonitoringCRDs installs the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs,
@@ -60,7 +68,7 @@ func installCertManagerCRDs(e *harness.Env) error {
 		return err
 	}
 	dir := filepath.Join(moduleDir, "deploy", "crds")
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true}); err != nil {
 		return fmt.Errorf("installing the cert-manager CRDs from %s: %w", dir, err)
 	}
 	return nil

@@ -21,16 +21,17 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // annotate merge-patches annotations as `kubectl annotate` does; a nil value removes the key.
-func annotate(ctx context.Context, name string, kv map[string]*string, opts ...client.PatchOption) error {
+func annotate(ctx context.Context, c client.Client, name string, kv map[string]*string, opts ...client.PatchOption) error {
 	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": kv}})
 	if err != nil {
 		return err
 	}
 	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	return env.Client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, data), opts...)
+	return c.Patch(ctx, fc, client.RawPatch(types.MergePatchType, data), opts...)
 }
 
 func s(v string) *string { return &v }
@@ -68,6 +69,7 @@ const janitorUser = "system:serviceaccount:" + installNS + ":" + appName
 // impersonate returns a client that acts as user.
 func impersonate(t *testing.T, user string) client.Client {
 	t.Helper()
+	env := harness.Require(t)
 	c, err := env.NewClient(func(c *rest.Config) { c.Impersonate.UserName = user })
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return c
@@ -76,6 +78,7 @@ func impersonate(t *testing.T, user string) client.Client {
 // grantRole creates a ClusterRole with rules bound to users, removed when the test ends.
 func grantRole(t *testing.T, name string, rules []rbacv1.PolicyRule, users ...string) {
 	t.Helper()
+	env := harness.Require(t)
 	for _, o := range []client.Object{
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules},
 		harness.ClusterRoleBinding(name, name, users...),
@@ -89,8 +92,9 @@ func grantRole(t *testing.T, name string, rules []rbacv1.PolicyRule, users ...st
 // ends, and waits until the API server enforces it.
 func applyPolicyFallback(t *testing.T) {
 	t.Helper()
+	env := harness.Require(t)
 	b := kustomize(t, policyDir)
-	t.Cleanup(func() { deleteAll(b) })
+	t.Cleanup(func() { deleteAll(env.Client, b) })
 	NewWithT(t).Expect(apply(t, b)).To(BeEmpty())
 	// A new policy takes a moment to be enforced: wait for the first denial, with a dry-run request so
 	// that an early success changes nothing.
@@ -105,6 +109,7 @@ func applyPolicyFallback(t *testing.T) {
 // deleted when the test ends.
 func createForeignCluster(t *testing.T, id string, labels map[string]string) *liqov1beta1.ForeignCluster {
 	t.Helper()
+	env := harness.Require(t)
 	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: labels},
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)}}
 	NewWithT(t).Expect(env.Client.Create(t.Context(), fc)).To(Succeed())
@@ -130,13 +135,14 @@ func patchMeta(ctx context.Context, c client.Client, name string, labels, annota
 }
 
 // annotationsOf reads the ForeignCluster's annotations from the API server.
-func annotationsOf(ctx context.Context, g Gomega, name string) map[string]string {
+func annotationsOf(ctx context.Context, g Gomega, c client.Client, name string) map[string]string {
 	fc := &liqov1beta1.ForeignCluster{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, fc)).To(Succeed())
+	g.Expect(c.Get(ctx, client.ObjectKey{Name: name}, fc)).To(Succeed())
 	return fc.Annotations
 }
 
 func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	// No webhook of ours is registered: whatever is refused below, the API server refuses on its own.
@@ -148,7 +154,7 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 	g.Expect(mutating.Items).To(BeEmpty())
 
 	b := kustomize(t, policyDir)
-	t.Cleanup(func() { deleteAll(b) })
+	t.Cleanup(func() { deleteAll(env.Client, b) })
 	g.Expect(apply(t, b)).To(BeEmpty())
 
 	const id = "provider-x"
@@ -160,7 +166,7 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 	// A new policy takes a moment to be enforced: wait for the first denial, with dry-run requests so
 	// that an early success changes nothing.
 	g.Eventually(func(g Gomega) {
-		err := annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: s("true")}, client.DryRunAll)
+		err := annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: s("true")}, client.DryRunAll)
 		expectPolicyDenied(g, err)
 	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 
@@ -184,7 +190,7 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 	}
 	for name, tc := range denied {
 		t.Run(name, func(t *testing.T) {
-			expectPolicyDenied(NewWithT(t), annotate(t.Context(), id, tc.annotations), tc.fragments...)
+			expectPolicyDenied(NewWithT(t), annotate(t.Context(), env.Client, id, tc.annotations), tc.fragments...)
 		})
 	}
 	t.Run("creating a ForeignCluster already marked, without the confirmation", func(t *testing.T) {
@@ -211,7 +217,7 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 		{"removing the mark passes", map[string]*string{liqojanitor.MarkAnnotation: nil}, true},
 	}
 	for _, step := range steps {
-		err := annotate(ctx, id, step.annotations)
+		err := annotate(ctx, env.Client, id, step.annotations)
 		if step.allowed {
 			g.Expect(err).NotTo(HaveOccurred(), step.name)
 		} else {
@@ -227,10 +233,11 @@ func TestPolicyRefusesUnconfirmedMarksWithoutTheGate(t *testing.T) {
 // server's authorizer for verb mark-unreachable when a request sets or removes the mark, or unpauses a
 // marked cluster. bob may update ForeignClusters; alice may, and holds the verb.
 func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	b := kustomize(t, policyDir)
-	t.Cleanup(func() { deleteAll(b) })
+	t.Cleanup(func() { deleteAll(env.Client, b) })
 	g.Expect(apply(t, b)).To(BeEmpty())
 
 	const editor, marker = "policy-editor", "policy-marker"
@@ -286,7 +293,7 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), step.name)
 			continue
 		}
-		expectPolicyForbidden(g, err, step.refused, "--clusterrole=liqo-janitor:mark-unreachable --user=bob")
+		expectPolicyForbidden(g, err, step.refused, "--clusterrole="+webhook.MarkRoleName+" --user=bob")
 	}
 	got := &liqov1beta1.ForeignCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
@@ -297,6 +304,7 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 // born dead, not even confirmed and created by a cluster admin (who holds every verb): it is created
 // unmarked, and marked afterwards.
 func TestPolicyRefusesForeignClustersCreatedMarkedWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	applyPolicyFallback(t)
@@ -314,7 +322,7 @@ func TestPolicyRefusesForeignClustersCreatedMarkedWithoutTheGate(t *testing.T) {
 	// The next step the message gives works: create it unmarked, then confirm and mark it.
 	createForeignCluster(t, id, nil)
 	g.Expect(fixture.MarkCluster(ctx, env.Client, born)).To(Succeed())
-	g.Expect(annotationsOf(ctx, g, id)).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: id, liqojanitor.MarkAnnotation: "true"}))
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: id, liqojanitor.MarkAnnotation: "true"}))
 }
 
 // TestPolicyKeepsTheMarkRecordWhileMarkedWithoutTheGate: gate rules 6 and 14. While the mark is set, the
@@ -322,6 +330,7 @@ func TestPolicyRefusesForeignClustersCreatedMarkedWithoutTheGate(t *testing.T) {
 // hand-written marked-at must never shorten the grace period); before the mark, and once it is removed,
 // they are free.
 func TestPolicyKeepsTheMarkRecordWhileMarkedWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	applyPolicyFallback(t)
@@ -335,13 +344,13 @@ func TestPolicyKeepsTheMarkRecordWhileMarkedWithoutTheGate(t *testing.T) {
 		{liqojanitor.ReasonAnnotation: s("datacentre lost"), liqojanitor.ConfirmAnnotation: s("provider-typo")},
 		{liqojanitor.ReasonAnnotation: s("datacentre eu-1 lost"), liqojanitor.ConfirmAnnotation: s(id)},
 	} {
-		g.Expect(annotate(ctx, id, kv)).To(Succeed())
+		g.Expect(annotate(ctx, env.Client, id, kv)).To(Succeed())
 	}
 	// The marking request carries the stamps, as the gate's mutating webhook writes them into it.
 	stamps := map[string]*string{liqojanitor.MarkAnnotation: s("true"),
 		liqojanitor.MarkedByAnnotation: s("alice"), liqojanitor.MarkedAtAnnotation: s("2026-03-01T10:00:00Z")}
-	g.Expect(annotate(ctx, id, stamps)).To(Succeed())
-	g.Expect(annotate(ctx, bare, map[string]*string{liqojanitor.ConfirmAnnotation: s(bare), liqojanitor.MarkAnnotation: s("true")})).To(Succeed())
+	g.Expect(annotate(ctx, env.Client, id, stamps)).To(Succeed())
+	g.Expect(annotate(ctx, env.Client, bare, map[string]*string{liqojanitor.ConfirmAnnotation: s(bare), liqojanitor.MarkAnnotation: s("true")})).To(Succeed())
 
 	denied := map[string]struct {
 		name string
@@ -362,21 +371,21 @@ func TestPolicyKeepsTheMarkRecordWhileMarkedWithoutTheGate(t *testing.T) {
 	}
 	for name, tc := range denied {
 		t.Run(name, func(t *testing.T) {
-			expectPolicyDenied(NewWithT(t), annotate(t.Context(), tc.name, tc.kv),
+			expectPolicyDenied(NewWithT(t), annotate(t.Context(), env.Client, tc.name, tc.kv),
 				"ForeignCluster "+tc.name+" is marked permanently unreachable: "+tc.key+" cannot be added, removed or changed",
 				"kubectl annotate foreigncluster "+tc.name+" "+liqojanitor.MarkAnnotation+"-")
 		})
 	}
 
 	// What is not the record stays open on a marked cluster; removing the mark removes the record with it.
-	g.Expect(annotate(ctx, id, map[string]*string{"example.com/ticket": s("INC-42"), liqojanitor.PausedAnnotation: s("true")})).To(Succeed())
-	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
+	g.Expect(annotate(ctx, env.Client, id, map[string]*string{"example.com/ticket": s("INC-42"), liqojanitor.PausedAnnotation: s("true")})).To(Succeed())
+	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
 		liqojanitor.MarkedByAnnotation: nil, liqojanitor.MarkedAtAnnotation: nil})).To(Succeed())
-	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.ReasonAnnotation: s("false alarm")})).To(Succeed(), "unmarked, the reason is free again")
+	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.ReasonAnnotation: s("false alarm")})).To(Succeed(), "unmarked, the reason is free again")
 
-	g.Expect(annotationsOf(ctx, g, id)).To(Equal(map[string]string{"example.com/ticket": "INC-42",
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(Equal(map[string]string{"example.com/ticket": "INC-42",
 		liqojanitor.PausedAnnotation: "true", liqojanitor.ReasonAnnotation: "false alarm"}))
-	g.Expect(annotationsOf(ctx, g, bare)).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: bare, liqojanitor.MarkAnnotation: "true"}))
+	g.Expect(annotationsOf(ctx, g, env.Client, bare)).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: bare, liqojanitor.MarkAnnotation: "true"}))
 }
 
 // TestPolicyLocksLiqoLabelsWhileMarkedWithoutTheGate: gate rule 11. While a ForeignCluster carries the
@@ -384,6 +393,7 @@ func TestPolicyKeepsTheMarkRecordWhileMarkedWithoutTheGate(t *testing.T) {
 // liqo.io/webhook-skip; Liqo's own writes on unmarked ForeignClusters (those labels, status) and its status
 // writes on marked ones pass.
 func TestPolicyLocksLiqoLabelsWhileMarkedWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	applyPolicyFallback(t)
@@ -446,7 +456,7 @@ func TestPolicyLocksLiqoLabelsWhileMarkedWithoutTheGate(t *testing.T) {
 	}
 
 	// Unmarked again, the labels are free.
-	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	g.Expect(patchMeta(ctx, liqo, id, map[string]*string{liqojanitor.WebhookSkipLabel: s("true")}, nil)).To(Succeed())
 
 	got := &liqov1beta1.ForeignCluster{}
@@ -464,6 +474,7 @@ func TestPolicyLocksLiqoLabelsWhileMarkedWithoutTheGate(t *testing.T) {
 // grace-ends-at and a grace-window plan (as the gate's mutating webhook does, as the requesting user), but
 // not the summary of a clean-up that did happen.
 func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	applyPolicyFallback(t)
@@ -483,7 +494,7 @@ func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
 
 	// Not even a cluster admin writes the janitor's words, on an unmarked cluster or in a new one.
 	for _, key := range liqojanitor.JanitorOwnedAnnotations {
-		refused(g, annotate(ctx, id, map[string]*string{key: s("2026-03-01T10:00:00Z")}), "may not set, change or remove "+key)
+		refused(g, annotate(ctx, env.Client, id, map[string]*string{key: s("2026-03-01T10:00:00Z")}), "may not set, change or remove "+key)
 	}
 	forged := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "provider-forged",
 		Annotations: map[string]string{liqojanitor.CleanupAnnotation: "pods 120/120"}}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-forged"}}
@@ -496,32 +507,32 @@ func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.FirstSeenAnnotation: s("2026-03-01T10:00:05Z"),
 		liqojanitor.GraceEndsAnnotation: s("2026-03-01T10:00:35Z"), liqojanitor.CleanupAnnotation: s(plan)})).To(Succeed())
 	for _, key := range liqojanitor.JanitorOwnedAnnotations {
-		refused(g, annotate(ctx, id, map[string]*string{key: s("forged")}), key)
-		refused(g, annotate(ctx, id, map[string]*string{key: nil}), key)
+		refused(g, annotate(ctx, env.Client, id, map[string]*string{key: s("forged")}), key)
+		refused(g, annotate(ctx, env.Client, id, map[string]*string{key: nil}), key)
 	}
 	plan = liqojanitor.GracePlanPrefix + "10s left: would release pods 3, resourceslices 1"
 	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: s(plan)})).To(Succeed())
 
 	// Unmarking may remove the grace-window records, never rewrite them.
-	refused(g, annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.FirstSeenAnnotation: s("2026-03-01T09:00:00Z")}),
+	refused(g, annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.FirstSeenAnnotation: s("2026-03-01T09:00:00Z")}),
 		"may not set, change or remove "+liqojanitor.FirstSeenAnnotation+" on")
-	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
+	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
 		liqojanitor.FirstSeenAnnotation: nil, liqojanitor.GraceEndsAnnotation: nil, liqojanitor.CleanupAnnotation: nil})).To(Succeed(),
 		"the request that removes the mark removes the plan of a clean-up that will not happen")
-	g.Expect(annotationsOf(ctx, g, id)).To(BeEmpty())
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(BeEmpty())
 
 	// A clean-up that did happen keeps its summary when the mark goes.
 	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
 	summary := "pods 3/3, resourceslices 1/1"
 	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.FirstSeenAnnotation: s("2026-03-02T10:00:05Z"),
 		liqojanitor.GraceEndsAnnotation: s("2026-03-02T10:00:35Z"), liqojanitor.CleanupAnnotation: s(summary)})).To(Succeed())
-	refused(g, annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.CleanupAnnotation: nil,
+	refused(g, annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.CleanupAnnotation: nil,
 		liqojanitor.FirstSeenAnnotation: nil, liqojanitor.GraceEndsAnnotation: nil}), "may not set, change or remove "+liqojanitor.CleanupAnnotation+" on")
-	g.Expect(annotate(ctx, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
+	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
 		liqojanitor.FirstSeenAnnotation: nil, liqojanitor.GraceEndsAnnotation: nil})).To(Succeed())
-	g.Expect(annotationsOf(ctx, g, id)).To(Equal(map[string]string{liqojanitor.CleanupAnnotation: summary}))
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(Equal(map[string]string{liqojanitor.CleanupAnnotation: summary}))
 	// … which only the janitor may remove.
-	refused(g, annotate(ctx, id, map[string]*string{liqojanitor.CleanupAnnotation: nil}), liqojanitor.CleanupAnnotation)
+	refused(g, annotate(ctx, env.Client, id, map[string]*string{liqojanitor.CleanupAnnotation: nil}), liqojanitor.CleanupAnnotation)
 	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: nil})).To(Succeed())
-	g.Expect(annotationsOf(ctx, g, id)).To(BeEmpty())
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(BeEmpty())
 }

@@ -7,6 +7,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // grant is one resource a role allows verbs on; Namespace "" means cluster-wide.
@@ -134,7 +136,7 @@ func TestRolesHaveNoWildcardsAndDefaultHasNoSecrets(t *testing.T) {
 func TestBreakGlassRoleShipsUnbound(t *testing.T) {
 	g := NewWithT(t)
 	b := kustomize(t, defaultDir)
-	role := one[*rbacv1.ClusterRole](t, b, "", "liqo-janitor:mark-unreachable")
+	role := one[*rbacv1.ClusterRole](t, b, "", webhook.MarkRoleName)
 	g.Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{
 		APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"}, Verbs: []string{"mark-unreachable"},
 	}}))

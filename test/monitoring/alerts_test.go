@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/rules"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/monitoring"
 )
 
@@ -60,7 +61,9 @@ type alertCase struct {
 	labels map[string]string // labels the firing alert has
 }
 
-const job = `job="liqo-janitor-metrics"`
+// job selects the series scraped through the install's metrics Service: the Prometheus Operator names the
+// job after the Service.
+const job = `job="` + liqojanitor.Name + `-metrics"`
 
 var alertCases = map[string]alertCase{
 	"down: every replica's scrape fails": {alert: "LiqoJanitorDown", at: 10 * time.Minute, fires: true,
