@@ -27,7 +27,7 @@ help: ## Show this help
 
 .PHONY: demo
 demo: control-plane build ## Play out a dead provider on a local control plane (KEEP=1 leaves it running)
-	@go run ./test/demo $(if $(KEEP),--keep)
+	@cd test/e2e && go run ./demo $(if $(KEEP),--keep)
 
 .PHONY: demo-stop
 demo-stop: ## Stop what `make demo KEEP=1` left running
@@ -62,6 +62,25 @@ TEST_FLAGS     ?= -race -count=1 -timeout=30m
 PKGS           ?= ./...
 CHART          := manifests/chart/liqo-janitor
 
+# Three Go modules, so that the product's go.mod holds only what the product imports: the root (the
+# product, and the test harness its packages' tests use), manifests/ (the chart renderer and the image
+# builder: Helm, go-containerregistry) and test/e2e/ (the install, monitoring, release, bench and demo: Prometheus,
+# cert-manager's CRDs, kustomize). PKGS names packages from the repository root; each module gets its own.
+MODULES        := . manifests test/e2e
+ROOT_PKGS       = $(filter-out ./manifests/% ./test/e2e/%,$(PKGS))
+MANIFESTS_PKGS  = $(filter ./...,$(PKGS)) $(patsubst ./manifests/%,./%,$(filter ./manifests/%,$(PKGS)))
+E2E_PKGS        = $(filter ./...,$(PKGS)) $(patsubst ./test/e2e/%,./%,$(filter ./test/e2e/%,$(PKGS)))
+
+# go-test runs the tests of the packages $(2) of the module in $(1), the full log appended to bin/test.log,
+# and keeps the first failing status in $$status.
+define go-test
+if [ -n "$(strip $(2))" ]; then \
+	  (cd $(1) && KUBEBUILDER_ASSETS=$(K8S_BIN) CONTROLLER_GEN=$(CONTROLLER_GEN) go test $(TEST_FLAGS) -v $(strip $(2))) 2>&1 \
+	    | tee -a $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)'; \
+	  s=$${PIPESTATUS[0]}; [ "$$status" -ne 0 ] || status=$$s; \
+	fi;
+endef
+
 .PHONY: build
 build: ## Build bin/liqo-janitor and the kubectl plugin bin/kubectl-liqo_janitor
 	@echo ">> building bin/liqo-janitor, bin/kubectl-liqo_janitor"
@@ -76,14 +95,16 @@ ARCH    ?= $(shell go env GOARCH)
 image: ## Build the image as an OCI layout and a docker-loadable tarball in bin/image (no daemon, no registry)
 	@mkdir -p $(BIN)/image
 	@CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) go build -trimpath -ldflags '-s -w' -o $(BIN)/image/liqo-janitor-linux-$(ARCH) ./cmd/liqo-janitor
-	@go run ./manifests/image --binary $(BIN)/image/liqo-janitor-linux-$(ARCH) --arch $(ARCH) --out $(BIN)/image \
+	@cd manifests && go run ./image --binary $(BIN)/image/liqo-janitor-linux-$(ARCH) --arch $(ARCH) --out $(BIN)/image \
 	  --tag $(IMAGE):$(VERSION) --version $(VERSION) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
 	  --created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 
 .PHONY: test
 test: control-plane build $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) CONTROLLER_GEN=$(CONTROLLER_GEN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' ; \
-	  status=$${PIPESTATUS[0]}; \
+	@set +e; status=0; : > $(BIN)/test.log; \
+	  $(call go-test,.,$(ROOT_PKGS)) \
+	  $(call go-test,manifests,$(MANIFESTS_PKGS)) \
+	  $(call go-test,test/e2e,$(E2E_PKGS)) \
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test.log || true); \
 	  echo "tests: $$passed passed, $$failed failed (full log: bin/test.log)"; exit $$status
 
@@ -91,13 +112,13 @@ BENCHTIME ?= 5x
 
 .PHONY: bench
 bench: control-plane build ## Benchmarks, each side by side with its reference (output: bin/bench.txt)
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Release1of3 -benchtime=$(BENCHTIME) -count=1 2>&1 \
+	@cd test/e2e && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./bench -run='^$$' -bench=Release1of3 -benchtime=$(BENCHTIME) -count=1 2>&1 \
 	  | tee $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=ReleaseThreeDead -benchtime=3x -count=1 -timeout=60m 2>&1 \
+	@cd test/e2e && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./bench -run='^$$' -bench=ReleaseThreeDead -benchtime=3x -count=1 -timeout=60m 2>&1 \
 	  | tee -a $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Memory -benchtime=2x -count=1 -timeout=60m 2>&1 \
+	@cd test/e2e && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./bench -run='^$$' -bench=Memory -benchtime=2x -count=1 -timeout=60m 2>&1 \
 	  | tee -a $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Gate -benchtime=2000x -count=1 2>&1 \
+	@cd test/e2e && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./bench -run='^$$' -bench=Gate -benchtime=2000x -count=1 2>&1 \
 	  | tee -a $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
 
 FUZZTIME ?= 30s
@@ -108,22 +129,21 @@ fuzz: ## Fuzz the gate's decision and its AdmissionReview handlers for FUZZTIME 
 	go test ./webhook -run='^$$' -fuzz='^FuzzAdmissionReview$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint
-	go vet ./...
-	$(GOLANGCI_LINT) run ./...
+lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint in every module
+	@for m in $(MODULES); do echo ">> lint $$m"; (cd $$m && go vet ./... && $(GOLANGCI_LINT) run ./...) || exit 1; done
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, and render the chart into manifests/
 	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor/... paths=./webhook/... output:rbac:dir=$(CHART)/files
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=$(CHART)/files
 	@mv $(CHART)/files/manifests.yaml $(CHART)/files/webhooks.yaml
-	go run ./manifests/generate
+	cd manifests && go run ./generate ..
 
 .PHONY: verify
-verify: manifests ## Fail if regenerating manifests or tidying go.mod changes a tracked file
-	go mod tidy
-	@if [ -n "$$(git status --porcelain -- manifests go.mod go.sum)" ]; then \
-	  git status --porcelain -- manifests go.mod go.sum; git diff -- manifests go.mod go.sum | head -50; \
+verify: manifests ## Fail if regenerating manifests or tidying any module's go.mod changes a tracked file
+	@for m in $(MODULES); do (cd $$m && go mod tidy) || exit 1; done
+	@files="manifests $(foreach m,$(MODULES),$(m)/go.mod $(m)/go.sum)"; if [ -n "$$(git status --porcelain -- $$files)" ]; then \
+	  git status --porcelain -- $$files; git diff -- $$files | head -50; \
 	  echo "generated files are out of date: run 'make manifests' and 'go mod tidy', then commit"; exit 1; fi
 
 $(CONTROLLER_GEN):

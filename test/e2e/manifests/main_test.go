@@ -37,7 +37,7 @@ func installMonitoringCRDs(e *harness.Env) error {
 	defer func() { _ = os.RemoveAll(dir) }()
 	cmd := exec.Command(controllerGen, "crd:maxDescLen=0,allowDangerousTypes=true",
 		"paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1", "output:crd:dir="+dir)
-	cmd.Dir = e.Root
+	// run in this package's directory: the test module pins the operator's types, the product module does not
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("generating the Prometheus Operator CRDs: %w: %s", err, out)
 	}
@@ -55,12 +55,12 @@ func installMonitoringCRDs(e *harness.Env) error {
 // in place like the Liqo CRDs, so that the Issuer and Certificate of the install are validated by their
 // real schemas.
 func installCertManagerCRDs(e *harness.Env) error {
-	moduleDir, err := harness.ModuleDir(e.Root, "github.com/cert-manager/cert-manager")
+	moduleDir, err := harness.ModuleDir(".", "github.com/cert-manager/cert-manager") // the test module pins it
 	if err != nil {
 		return err
 	}
 	dir := filepath.Join(moduleDir, "deploy", "crds")
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true}); err != nil {
 		return fmt.Errorf("installing the cert-manager CRDs from %s: %w", dir, err)
 	}
 	return nil

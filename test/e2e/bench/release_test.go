@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	// The gate is registered and served throughout, as on a real consumer, by the real binary in its own
 	// process (as in a cluster, where it runs in its own pod): the janitor's writes of its cleanup
 	// annotation and the benchmarks' marks go through it.
-	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../manifests/chart/liqo-janitor/files/webhooks.yaml"}}, func(e *harness.Env) error {
+	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../../manifests/chart/liqo-janitor/files/webhooks.yaml"}}, func(e *harness.Env) error {
 		env = e
 		if err := e.InstallLocalClusterID(context.Background(), "liqo", "consumer"); err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/rules"
 
-	"github.com/liqo-janitor/liqo-janitor/test/monitoring"
+	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
 )
 
 // ruleFile renders the chart's PrometheusRule with values and parses it as Prometheus loads a rule file

@@ -23,7 +23,7 @@ import (
 const (
 	defaultDir        = "manifests/default"
 	policyDir         = "manifests/policy"
-	identitySecretDir = "test/manifests/testdata/identity-secrets" // an overlay using the opt-in component
+	identitySecretDir = "test/e2e/manifests/testdata/identity-secrets" // an overlay using the opt-in component
 )
 
 // Names the install gives its objects; the tests check every reference between them.
