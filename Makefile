@@ -64,7 +64,7 @@ CHART          := manifests/chart/liqo-janitor
 
 # Three Go modules, so that the product's go.mod holds only what the product imports: the root (the
 # product, and the test harness its packages' tests use), manifests/ (the chart renderer and the image
-# builder: Helm, go-containerregistry) and test/e2e/ (the install, monitoring, release, bench and demo: Prometheus,
+# builder: Helm, ko) and test/e2e/ (the install, monitoring, release, bench and demo: Prometheus,
 # cert-manager's CRDs, kustomize). PKGS names packages from the repository root; each module gets its own.
 MODULES        := . manifests test/e2e
 ROOT_PKGS       = $(filter-out ./manifests/% ./test/e2e/%,$(PKGS))
@@ -90,14 +90,17 @@ build: ## Build bin/liqo-janitor and the kubectl plugin bin/kubectl-liqo_janitor
 IMAGE   ?= ghcr.io/liqo-janitor/liqo-janitor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 ARCH    ?= $(shell go env GOARCH)
+# One builder for CI and the release (manifests/image: ko's library on a base built from code): the image
+# `make image` builds and tests is the one `make image PUSH=1` pushes, digest for digest.
+PLATFORMS ?= linux/amd64,linux/arm64
+PUSH    ?=
 
 .PHONY: image
-image: ## Build the image as an OCI layout and a docker-loadable tarball in bin/image (no daemon, no registry)
+image: ## Build the image (linux/amd64, linux/arm64) into bin/image: an OCI layout, a docker-loadable tarball, its digest; PUSH=1 also pushes it (the release)
 	@mkdir -p $(BIN)/image
-	@CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) go build -trimpath -ldflags '-s -w' -o $(BIN)/image/liqo-janitor-linux-$(ARCH) ./cmd/liqo-janitor
-	@cd manifests && go run ./image --binary $(BIN)/image/liqo-janitor-linux-$(ARCH) --arch $(ARCH) --out $(BIN)/image \
+	@cd manifests && go run ./image --root $(CURDIR) --out $(BIN)/image --platform $(PLATFORMS) --tarball-arch $(ARCH) \
 	  --tag $(IMAGE):$(VERSION) --version $(VERSION) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
-	  --created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
+	  --created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" $(if $(PUSH),--push)
 
 .PHONY: test
 test: control-plane build $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
