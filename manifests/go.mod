@@ -1,3 +1,6 @@
+// The chart renderer (Helm), `make manifests`' generator and the image builder (ko's build library): tools
+// apart from the product, so that the root module requires only what the product imports. It does not
+// import the product: the image builder compiles it in the root module, with the root's go.mod.
 module github.com/liqo-janitor/liqo-janitor/manifests
 
 go 1.26.7

@@ -1,3 +1,6 @@
+// The tests of the install, the monitoring and the release, the benchmarks and the demo, with what only
+// they import (Prometheus, cert-manager's CRDs, the Prometheus Operator's types, kustomize), apart from
+// the product's module.
 module github.com/liqo-janitor/liqo-janitor/test/e2e
 
 go 1.26.7
