@@ -27,7 +27,7 @@ help: ## Show this help
 
 .PHONY: demo
 demo: control-plane ## Play out a dead provider on a local control plane (KEEP=1 leaves it running)
-	@go run ./test/demo $(if $(KEEP),--keep)
+	@cd test/e2e && go run ./demo $(if $(KEEP),--keep)
 
 .PHONY: demo-stop
 demo-stop: ## Stop what `make demo KEEP=1` left running and remove its files
@@ -64,6 +64,29 @@ TEST_FLAGS     ?= -race -count=1 -timeout=30m
 PKGS           ?= ./...
 CHART          := manifests/chart/liqo-janitor
 
+# Three Go modules, so that the product's go.mod holds only what the product imports: the root (the
+# product, and the test harness its packages' tests use), manifests/ (the chart renderer and the image
+# builder: Helm, ko) and test/e2e/ (the install, monitoring, release, bench and demo: Prometheus,
+# cert-manager's CRDs, kustomize). PKGS names packages from the repository root; each module gets its own.
+MODULES        := . manifests test/e2e
+ROOT_PKGS       = $(filter-out ./manifests/% ./test/e2e/%,$(PKGS))
+MANIFESTS_PKGS  = $(filter ./...,$(PKGS)) $(patsubst ./manifests/%,./%,$(filter ./manifests/%,$(PKGS)))
+E2E_PKGS        = $(filter ./...,$(PKGS)) $(patsubst ./test/e2e/%,./%,$(filter ./test/e2e/%,$(PKGS)))
+
+# go-test runs, in the module in $(1), the tests of its packages $(2) with the flags $(3), appends the full
+# log to bin/$(4), shows it without the lines the pattern in the variable named $(5) matches, and keeps
+# the first failing status in $$status.
+define go-test
+if [ -n "$(strip $(2))" ]; then \
+	  (cd $(1) && KUBEBUILDER_ASSETS=$(K8S_BIN) CONTROLLER_GEN=$(CONTROLLER_GEN) go test $(3) -v $(strip $(2))) 2>&1 \
+	    | tee -a $(BIN)/$(4) | grep -vE '$($(5))'; \
+	  s=$${PIPESTATUS[0]}; [ "$$status" -ne 0 ] || status=$$s; \
+	fi;
+endef
+# What the test output shows: failures and logs, not every passing (or, in the fast lane, skipped) test.
+TEST_OUTPUT      := ^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)
+TEST_UNIT_OUTPUT := ^(=== (RUN|PAUSE|CONT|NAME)|\s*--- (PASS|SKIP)|\s+\S+\.go:[0-9]+: .*: run make test$$)
+
 .PHONY: build
 build: ## Build bin/liqo-janitor and the kubectl plugin bin/kubectl-liqo_janitor
 	@echo ">> building bin/liqo-janitor, bin/kubectl-liqo_janitor"
@@ -73,14 +96,17 @@ build: ## Build bin/liqo-janitor and the kubectl plugin bin/kubectl-liqo_janitor
 IMAGE   ?= ghcr.io/liqo-janitor/liqo-janitor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 ARCH    ?= $(shell go env GOARCH)
+# One builder for CI and the release (manifests/image: ko's library on a base built from code): the image
+# `make image` builds and tests is the one `make image PUSH=1` pushes, digest for digest.
+PLATFORMS ?= linux/amd64,linux/arm64
+PUSH    ?=
 
 .PHONY: image
-image: ## Build the image as an OCI layout and a docker-loadable tarball in bin/image (no daemon, no registry)
+image: ## Build the image (linux/amd64, linux/arm64) into bin/image: an OCI layout, a docker-loadable tarball, its digest; PUSH=1 also pushes it (the release)
 	@mkdir -p $(BIN)/image
-	@CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) go build -trimpath -ldflags '-s -w' -o $(BIN)/image/liqo-janitor-linux-$(ARCH) ./cmd/liqo-janitor
-	@go run ./manifests/image --binary $(BIN)/image/liqo-janitor-linux-$(ARCH) --arch $(ARCH) --out $(BIN)/image \
+	@cd manifests && go run ./image --root $(CURDIR) --out $(BIN)/image --platform $(PLATFORMS) --tarball-arch $(ARCH) \
 	  --tag $(IMAGE):$(VERSION) --version $(VERSION) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
-	  --created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
+	  --created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" $(if $(PUSH),--push)
 
 # The two lanes share one switch, go test -short: a test that needs the API server gets it through
 # harness.Require, which skips it under -short ("needs the API server: run make test"), and one that runs a
@@ -89,9 +115,11 @@ image: ## Build the image as an OCI layout and a docker-loadable tarball in bin/
 # from the checkout (go build, cached), so neither lane needs `make build`.
 .PHONY: test
 test: control-plane $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
-	@# the summary is printed on a failure too: the recipe's shell exits at a failing command (-e, pipefail)
-	@status=0; KUBEBUILDER_ASSETS=$(K8S_BIN) CONTROLLER_GEN=$(CONTROLLER_GEN) go test $(TEST_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test.log | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)' \
-	  || status=$${PIPESTATUS[0]}; \
+	@# the summary is printed on a failure too: each module's status is kept, not the recipe's shell's
+	@set +e; status=0; : > $(BIN)/test.log; \
+	  $(call go-test,.,$(ROOT_PKGS),$(TEST_FLAGS),test.log,TEST_OUTPUT) \
+	  $(call go-test,manifests,$(MANIFESTS_PKGS),$(TEST_FLAGS),test.log,TEST_OUTPUT) \
+	  $(call go-test,test/e2e,$(E2E_PKGS),$(TEST_FLAGS),test.log,TEST_OUTPUT) \
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test.log || true); \
 	  echo "tests: $$passed passed, $$failed failed (full log: bin/test.log)"; exit $$status
 
@@ -103,24 +131,25 @@ TEST_UNIT_FLAGS ?= -ldflags='-s -w' -timeout=5m
 .PHONY: test-unit
 test-unit: ## The fast lane: every pure test, with no API server, etcd or built binary (go test -short)
 	@mkdir -p $(BIN)
-	@status=0; go test -short $(TEST_UNIT_FLAGS) -v $(PKGS) 2>&1 | tee $(BIN)/test-unit.log \
-	  | grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|\s*--- (PASS|SKIP)|\s+\S+\.go:[0-9]+: .*: run make test$$)' \
-	  || status=$${PIPESTATUS[0]}; \
+	@set +e; status=0; : > $(BIN)/test-unit.log; \
+	  $(call go-test,.,$(ROOT_PKGS),-short $(TEST_UNIT_FLAGS),test-unit.log,TEST_UNIT_OUTPUT) \
+	  $(call go-test,manifests,$(MANIFESTS_PKGS),-short $(TEST_UNIT_FLAGS),test-unit.log,TEST_UNIT_OUTPUT) \
+	  $(call go-test,test/e2e,$(E2E_PKGS),-short $(TEST_UNIT_FLAGS),test-unit.log,TEST_UNIT_OUTPUT) \
 	  passed=$$(grep -cE '^\s*--- PASS' $(BIN)/test-unit.log || true); failed=$$(grep -cE '^\s*--- FAIL' $(BIN)/test-unit.log || true); \
 	  skipped=$$(grep -cE '^\s*--- SKIP' $(BIN)/test-unit.log || true); \
 	  echo "tests: $$passed passed, $$failed failed, $$skipped skipped for make test (full log: bin/test-unit.log)"; exit $$status
 
-BENCHTIME ?= 5x
+BENCHTIME ?= 3x
 
 .PHONY: bench
 bench: control-plane ## Benchmarks, each side by side with its reference (output: bin/bench.txt)
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Release1of3 -benchtime=$(BENCHTIME) -count=1 2>&1 \
+	@cd test/e2e && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./bench -run='^$$' -bench=Release1of3 -benchtime=$(BENCHTIME) -count=1 -timeout=60m 2>&1 \
 	  | tee $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=ReleaseThreeDead -benchtime=3x -count=1 -timeout=60m 2>&1 \
+	@cd test/e2e && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./bench -run='^$$' -bench=ReleaseThreeDead -benchtime=3x -count=1 -timeout=60m 2>&1 \
 	  | tee -a $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Memory -benchtime=2x -count=1 -timeout=60m 2>&1 \
+	@cd test/e2e && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./bench -run='^$$' -bench=Memory -benchtime=2x -count=1 -timeout=60m 2>&1 \
 	  | tee -a $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
-	@KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./test/bench -run='^$$' -bench=Gate -benchtime=2000x -count=1 2>&1 \
+	@cd test/e2e && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./bench -run='^$$' -bench=Gate -benchtime=2000x -count=1 2>&1 \
 	  | tee -a $(BIN)/bench.txt | grep -E '^(Benchmark|ok|FAIL|PASS)'
 
 FUZZTIME ?= 30s
@@ -131,22 +160,21 @@ fuzz: ## Fuzz the gate's decision and its AdmissionReview handlers for FUZZTIME 
 	go test ./webhook -run='^$$' -fuzz='^FuzzAdmissionReview$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint
-	go vet ./...
-	$(GOLANGCI_LINT) run ./...
+lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint in every module
+	@for m in $(MODULES); do echo ">> lint $$m"; (cd $$m && go vet ./... && $(GOLANGCI_LINT) run ./...) || exit 1; done
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, and render the chart into manifests/
 	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor/... paths=./webhook/... output:rbac:dir=$(CHART)/files
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=$(CHART)/files
 	@mv $(CHART)/files/manifests.yaml $(CHART)/files/webhooks.yaml
-	go run ./manifests/generate
+	cd manifests && go run ./generate ..
 
 .PHONY: verify
-verify: manifests ## Fail if regenerating manifests or tidying go.mod changes a tracked file
-	go mod tidy
-	@if [ -n "$$(git status --porcelain -- manifests go.mod go.sum)" ]; then \
-	  git status --porcelain -- manifests go.mod go.sum; git diff -- manifests go.mod go.sum | head -50; \
+verify: manifests ## Fail if regenerating manifests or tidying any module's go.mod changes a tracked file
+	@for m in $(MODULES); do (cd $$m && go mod tidy) || exit 1; done
+	@files="manifests $(foreach m,$(MODULES),$(m)/go.mod $(m)/go.sum)"; if [ -n "$$(git status --porcelain -- $$files)" ]; then \
+	  git status --porcelain -- $$files; git diff -- $$files | head -50; \
 	  echo "generated files are out of date: run 'make manifests' and 'go mod tidy', then commit"; exit 1; fi
 
 $(CONTROLLER_GEN):

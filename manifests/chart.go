@@ -19,8 +19,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
-
-	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // ChartDir is the chart's directory, relative to the repository root.
@@ -29,10 +27,11 @@ const ChartDir = "manifests/chart/liqo-janitor"
 // MinKubeVersion is the oldest Kubernetes the chart supports (Chart.yaml kubeVersion).
 const MinKubeVersion = "v1.30.0"
 
-// The release the rendered install (install.yaml) stands for.
+// The release the rendered install (install.yaml) stands for. The name is the product's (liqojanitor.Name),
+// spelt here because this tools module does not import the product; test/e2e/manifests checks they agree.
 const (
-	ReleaseName      = liqojanitor.Name
-	ReleaseNamespace = liqojanitor.Name + "-system"
+	ReleaseName      = "liqo-janitor"
+	ReleaseNamespace = ReleaseName + "-system"
 )
 
 //go:embed all:chart/liqo-janitor

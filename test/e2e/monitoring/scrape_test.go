@@ -1,21 +1,44 @@
-package main
+package monitoring_test
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/test/monitoring"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
+
+// The real binary (bin/liqo-janitor) runs against this package's API server; the tests of the alerts
+// alone do not need it, but one package keeps the chart's monitoring and the binary's metrics together.
+var env *harness.Env
+
+// leaderElectionID is cmd/liqo-janitor's Lease name, the label of its leader_election_master_status.
+const leaderElectionID = "liqo-janitor.liqo-janitor.io"
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../../" + harness.GeneratedWebhooksFile}},
+		func(e *harness.Env) error {
+			env = e
+			return e.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "consumer")
+		}))
+}
 
 // prometheusOwn are series Prometheus makes itself, not the binary.
 var prometheusOwn = map[string]bool{"up": true}
@@ -74,4 +97,33 @@ func scrapedNames(t *testing.T, r *harness.Replica) map[string]bool {
 		}
 	}
 	return names
+}
+
+// leads reports whether the replica holds the Lease (controller-runtime's leader_election_master_status).
+func leads(r *harness.Replica) func() (float64, error) {
+	return func() (float64, error) {
+		return r.Metric("leader_election_master_status", map[string]string{"name": leaderElectionID})
+	}
+}
+
+// unconfirmedMark is the AdmissionReview of a request that sets the mark without the confirmation: the gate
+// refuses it, and in doing so fills its request metrics.
+func unconfirmedMark(t *testing.T) *admissionv1.AdmissionReview {
+	t.Helper()
+	old := &liqov1beta1.ForeignCluster{TypeMeta: metav1.TypeMeta{APIVersion: liqov1beta1.GroupVersion.String(), Kind: "ForeignCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: "provider-review", UID: "u-1"}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-review"}}
+	marked := old.DeepCopy()
+	marked.Annotations = map[string]string{liqojanitor.MarkAnnotation: liqojanitor.MarkValue}
+	raw := func(o any) runtime.RawExtension {
+		data, err := json.Marshal(o)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		return runtime.RawExtension{Raw: data}
+	}
+	return &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "review-1", Name: old.Name, Operation: admissionv1.Update,
+			Kind:     metav1.GroupVersionKind{Group: "core.liqo.io", Version: "v1beta1", Kind: "ForeignCluster"},
+			Resource: metav1.GroupVersionResource{Group: "core.liqo.io", Version: "v1beta1", Resource: "foreignclusters"},
+			UserInfo: authenticationv1.UserInfo{Username: "alice"}, Object: raw(marked), OldObject: raw(old)},
+	}
 }

@@ -113,9 +113,8 @@ func TestReleaseOnATagPublishesSignedImagesChartAndInstall(t *testing.T) {
 	g.Expect(w.Permissions).To(HaveKeyWithValue("packages", "write"))
 	run := script(w)
 	for what, want := range map[string]string{
-		"a base pinned by digest":     "KO_DEFAULTBASEIMAGE=gcr.io/distroless/static-debian12:nonroot@",
-		"both architectures":          "--platform=linux/amd64,linux/arm64",
-		"an SPDX SBOM":                "--sbom=spdx",
+		"the image CI builds, pushed": "make image PUSH=1",
+		"its digest as built":         "digest=$(cat bin/image/digest)",
 		"the image signed":            `cosign sign --yes "${IMAGE_REF}"`,
 		"the chart pushed":            "helm push",
 		"the chart signed":            `cosign sign --yes "${CHART_REPO#oci://}/liqo-janitor@`,
@@ -128,28 +127,29 @@ func TestReleaseOnATagPublishesSignedImagesChartAndInstall(t *testing.T) {
 	g.Expect(run).To(MatchRegexp(`gh release create [^\n]*dist/install\.yaml[^\n]*dist/checksums\.txt`))
 }
 
-func TestKoBuildsTheStaticBinaryForBothArchitectures(t *testing.T) {
+// TestTheReleasePushesTheImageCIBuilds: one builder. CI runs `make image`, the release `make image PUSH=1`
+// (manifests/image, whose tests build it twice to the same digest and push it to a registry), for both
+// architectures; nothing else builds an image, and no second builder's configuration is left to drift.
+func TestTheReleasePushesTheImageCIBuilds(t *testing.T) {
 	g := NewWithT(t)
-	var ko struct {
-		DefaultBaseImage string   `yaml:"defaultBaseImage"`
-		DefaultPlatforms []string `yaml:"defaultPlatforms"`
-		Builds           []struct {
-			ID      string   `yaml:"id"`
-			Main    string   `yaml:"main"`
-			Env     []string `yaml:"env"`
-			Flags   []string `yaml:"flags"`
-			Ldflags []string `yaml:"ldflags"`
-		} `yaml:"builds"`
+	ci, release := script(readWorkflow(t, "ci.yaml")), script(readWorkflow(t, "release.yaml"))
+	g.Expect(ci).To(MatchRegexp(`(?m)^make image$`))
+	g.Expect(release).To(MatchRegexp(`(?m)^\s*make image PUSH=1 `))
+	for _, other := range []string{"ko build", "ko publish", "docker build", "buildx", "crane "} {
+		g.Expect(ci + release).NotTo(ContainSubstring(other))
 	}
-	decodeStrict(t, filepath.Join(root(t), ".ko.yaml"), &ko)
-	g.Expect(ko.DefaultBaseImage).To(HavePrefix("gcr.io/distroless/static-debian12:nonroot"))
-	g.Expect(ko.DefaultPlatforms).To(ConsistOf("linux/amd64", "linux/arm64"))
-	g.Expect(ko.Builds).To(HaveLen(1))
-	b := ko.Builds[0]
-	g.Expect(filepath.Join(root(t), b.Main, "main.go")).To(BeAnExistingFile())
-	g.Expect(b.Env).To(ContainElement("CGO_ENABLED=0"))
-	g.Expect(b.Flags).To(ContainElement("-trimpath"))
-	g.Expect(b.Ldflags).To(ContainElement("-s -w"))
+	for _, w := range []string{"ci.yaml", "release.yaml"} {
+		for _, j := range readWorkflow(t, w).Jobs {
+			for _, s := range j.Steps {
+				g.Expect(s.Uses).NotTo(HavePrefix("ko-build/"), "%s: ko's action would build with another base", w)
+			}
+		}
+	}
+	g.Expect(filepath.Join(root(t), ".ko.yaml")).NotTo(BeAnExistingFile(), "`ko build` would make another image")
+	makefile, err := os.ReadFile(filepath.Join(root(t), "Makefile"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(makefile)).To(ContainSubstring("PLATFORMS ?= linux/amd64,linux/arm64"))
+	g.Expect(string(makefile)).To(ContainSubstring("go run ./image --root $(CURDIR) --out $(BIN)/image --platform $(PLATFORMS)"))
 }
 
 // TestKrewManifestRendersIntoAPluginForTheReleasedArchives renders .krew.yaml as krew-release-bot does

@@ -45,7 +45,7 @@ func installMonitoringCRDs(e *harness.Env) error {
 	defer func() { _ = os.RemoveAll(dir) }()
 	cmd := exec.Command(controllerGen, "crd:maxDescLen=0,allowDangerousTypes=true",
 		"paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1", "output:crd:dir="+dir)
-	cmd.Dir = e.Root
+	// run in this package's directory: the test module pins the operator's types, the product module does not
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("generating the Prometheus Operator CRDs: %w: %s", err, out)
 	}
@@ -63,7 +63,7 @@ func installMonitoringCRDs(e *harness.Env) error {
 // in place like the Liqo CRDs, so that the Issuer and Certificate of the install are validated by their
 // real schemas.
 func installCertManagerCRDs(e *harness.Env) error {
-	moduleDir, err := harness.ModuleDir(e.Root, "github.com/cert-manager/cert-manager")
+	moduleDir, err := harness.ModuleDir(".", "github.com/cert-manager/cert-manager") // the test module pins it
 	if err != nil {
 		return err
 	}

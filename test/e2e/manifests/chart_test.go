@@ -26,6 +26,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/manifests"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -307,4 +308,11 @@ func TestChartNotesTellTheNextStep(t *testing.T) {
 	g.Expect(r.Notes).To(ContainSubstring("--clusterrole=" + webhook.MarkRoleName))
 	_, r = render(t, installNS, map[string]any{"janitor": map[string]any{"dryRun": true}})
 	g.Expect(r.Notes).To(ContainSubstring("DRY RUN"))
+}
+
+// The install's name is the product's: the tools module spells it, the product defines it.
+func TestTheInstallIsNamedAsTheProduct(t *testing.T) {
+	if manifests.ReleaseName != liqojanitor.Name {
+		t.Fatalf("manifests.ReleaseName = %q, the product's name is %q", manifests.ReleaseName, liqojanitor.Name)
+	}
 }

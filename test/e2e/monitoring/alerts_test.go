@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/prometheus/rules"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
-	"github.com/liqo-janitor/liqo-janitor/test/monitoring"
+	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
 )
 
 // ruleFile renders the chart's PrometheusRule with values and parses it as Prometheus loads a rule file

@@ -25,7 +25,7 @@ import (
 const (
 	defaultDir        = "manifests/default"
 	policyDir         = "manifests/policy"
-	identitySecretDir = "test/manifests/testdata/identity-secrets" // an overlay using the opt-in component
+	identitySecretDir = "test/e2e/manifests/testdata/identity-secrets" // an overlay using the opt-in component
 )
 
 // Names the install gives its objects (liqojanitor.Name, or it and a suffix); the tests check every
