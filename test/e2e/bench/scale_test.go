@@ -55,6 +55,7 @@ func BenchmarkReleaseThreeDeadProviders(b *testing.B) { benchRelease(b, 3) }
 // terminated, the time from the marks (the end of a zero grace period) to the first pod gone, the
 // janitor's resident memory, and per round (logged) everything else the API server served.
 func benchRelease(b *testing.B, dying int) {
+	b.Helper()
 	env := harness.Require(b)
 	pprof, err := harness.FreeLocalAddr()
 	if err != nil {
