@@ -2,21 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"testing"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -110,34 +105,13 @@ func layoutDead(t *testing.T, prepare func(dead *fixture.Provider)) (dead, live 
 	return dead, live
 }
 
-// unconfirmedMark is the AdmissionReview of a request that sets the mark without the confirmation.
-func unconfirmedMark(t *testing.T) *admissionv1.AdmissionReview {
-	t.Helper()
-	old := &liqov1beta1.ForeignCluster{TypeMeta: metav1.TypeMeta{APIVersion: liqov1beta1.GroupVersion.String(), Kind: "ForeignCluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: "provider-review", UID: "u-1"}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-review"}}
-	marked := old.DeepCopy()
-	marked.Annotations = map[string]string{liqojanitor.MarkAnnotation: liqojanitor.MarkValue}
-	raw := func(o any) runtime.RawExtension {
-		data, err := json.Marshal(o)
-		NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		return runtime.RawExtension{Raw: data}
-	}
-	return &admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "review-1", Name: old.Name, Operation: admissionv1.Update,
-			Kind:     metav1.GroupVersionKind{Group: "core.liqo.io", Version: "v1beta1", Kind: "ForeignCluster"},
-			Resource: metav1.GroupVersionResource{Group: "core.liqo.io", Version: "v1beta1", Resource: "foreignclusters"},
-			UserInfo: authenticationv1.UserInfo{Username: "alice"}, Object: raw(marked), OldObject: raw(old)},
-	}
-}
-
 // expectBothAnswerAdmission sends the same refusable request to both replicas' webhook servers.
 func expectBothAnswerAdmission(t *testing.T, replicas ...*harness.Replica) {
 	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
 	for _, r := range replicas {
-		resp, err := env.Review(r, webhook.ValidatePath, unconfirmedMark(t))
+		resp, err := env.Review(r, webhook.ValidatePath, harness.UnconfirmedMarkReview())
 		g.Expect(err).NotTo(HaveOccurred(), r.Name)
 		g.Expect(resp.Allowed).To(BeFalse(), r.Name)
 		g.Expect(resp.Result.Message).To(ContainSubstring(liqojanitor.ConfirmAnnotation), r.Name)

@@ -56,7 +56,7 @@ func TestTheJanitorRecoversWhenTheAPIServerGoesAwayMidCleanup(t *testing.T) {
 	left, err := podsOn(t, dead)()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(left).To(BeNumerically(">", 0), "the outage came mid-clean-up")
-	resp, err := env.Review(r, webhook.ValidatePath, unconfirmedMark(t))
+	resp, err := env.Review(r, webhook.ValidatePath, harness.UnconfirmedMarkReview())
 	g.Expect(err).NotTo(HaveOccurred(), "the webhook server keeps serving")
 	g.Expect(resp.Allowed).To(BeFalse())
 

@@ -2,7 +2,6 @@ package monitoring_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -11,15 +10,10 @@ import (
 	"testing"
 	"time"
 
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
@@ -58,7 +52,7 @@ func TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = r.Kill() })
 	g.Eventually(leads(r)).WithTimeout(60 * time.Second).Should(Equal(1.0))
-	_, err = env.Review(r, webhook.ValidatePath, unconfirmedMark(t))
+	_, err = env.Review(r, webhook.ValidatePath, harness.UnconfirmedMarkReview())
 	g.Expect(err).NotTo(HaveOccurred())
 
 	exposed := scrapedNames(t, r)
@@ -103,27 +97,5 @@ func scrapedNames(t *testing.T, r *harness.Replica) map[string]bool {
 func leads(r *harness.Replica) func() (float64, error) {
 	return func() (float64, error) {
 		return r.Metric("leader_election_master_status", map[string]string{"name": leaderElectionID})
-	}
-}
-
-// unconfirmedMark is the AdmissionReview of a request that sets the mark without the confirmation: the gate
-// refuses it, and in doing so fills its request metrics.
-func unconfirmedMark(t *testing.T) *admissionv1.AdmissionReview {
-	t.Helper()
-	old := &liqov1beta1.ForeignCluster{TypeMeta: metav1.TypeMeta{APIVersion: liqov1beta1.GroupVersion.String(), Kind: "ForeignCluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: "provider-review", UID: "u-1"}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "provider-review"}}
-	marked := old.DeepCopy()
-	marked.Annotations = map[string]string{liqojanitor.MarkAnnotation: liqojanitor.MarkValue}
-	raw := func(o any) runtime.RawExtension {
-		data, err := json.Marshal(o)
-		NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		return runtime.RawExtension{Raw: data}
-	}
-	return &admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "review-1", Name: old.Name, Operation: admissionv1.Update,
-			Kind:     metav1.GroupVersionKind{Group: "core.liqo.io", Version: "v1beta1", Kind: "ForeignCluster"},
-			Resource: metav1.GroupVersionResource{Group: "core.liqo.io", Version: "v1beta1", Resource: "foreignclusters"},
-			UserInfo: authenticationv1.UserInfo{Username: "alice"}, Object: raw(marked), OldObject: raw(old)},
 	}
 }
