@@ -47,21 +47,30 @@ func sumSamples(families []*dto.MetricFamily, name string, labels map[string]str
 	return total
 }
 
-// APIServerMetric sums the counters or gauges called name in the API server's own /metrics whose labels
-// match every given label (each given label must exist on the series: a misspelt one matches nothing).
-func (e *Env) APIServerMetric(ctx context.Context, name string, labels map[string]string) (float64, error) {
+// APIServerMetrics reads and parses the API server's own /metrics, by family name.
+func (e *Env) APIServerMetrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	cs, err := kubernetes.NewForConfig(e.Config)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("reading the API server's metrics: %w", err)
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(data))
 	if err != nil {
-		return 0, fmt.Errorf("parsing the API server's metrics: %w", err)
+		return nil, fmt.Errorf("parsing the API server's metrics: %w", err)
+	}
+	return families, nil
+}
+
+// APIServerMetric sums the counters or gauges called name in the API server's own /metrics whose labels
+// match every given label (each given label must exist on the series: a misspelt one matches nothing).
+func (e *Env) APIServerMetric(ctx context.Context, name string, labels map[string]string) (float64, error) {
+	families, err := e.APIServerMetrics(ctx)
+	if err != nil {
+		return 0, err
 	}
 	f, ok := families[name]
 	if !ok {

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -191,7 +188,7 @@ func rawRound(b *testing.B, cs kubernetes.Interface, raw client.Client, dying in
 // measure times release, which must leave dead released, and reads what it cost the API server.
 func measure(b *testing.B, cs kubernetes.Interface, dead []*fixture.Provider, release func()) round {
 	b.Helper()
-	r0 := requests(b, cs)
+	r0 := requests(b)
 	firstGone, stopWatching := firstPodGone(b, cs, dead)
 	defer stopWatching()
 	t0 := time.Now()
@@ -203,7 +200,7 @@ func measure(b *testing.B, cs kubernetes.Interface, dead []*fixture.Provider, re
 	case <-time.After(time.Minute):
 		b.Fatal("no pod of the dead providers was seen going")
 	}
-	r1 := requests(b, cs)
+	r1 := requests(b)
 	rd.releaseWrites = releaseWrites(r1) - releaseWrites(r0)
 	for k, n := range r1 {
 		d := n - r0[k]
@@ -275,14 +272,9 @@ func (k request) String() string {
 }
 
 // requests reads the API server's apiserver_request_total, summed over response codes and scopes.
-func requests(b *testing.B, cs kubernetes.Interface) map[request]float64 {
+func requests(b *testing.B) map[request]float64 {
 	b.Helper()
-	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(data))
+	families, err := harness.Require(b).APIServerMetrics(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
