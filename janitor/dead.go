@@ -33,6 +33,9 @@ const (
 	// WaitDuplicate means another ForeignCluster with the same cluster ID is not dead: one that is
 	// unmarked, unconfirmed, reachable or paused keeps the cluster ID alive.
 	WaitDuplicate WaitReason = "Duplicate"
+	// WaitReturned means the provider answered again after the mark (janitor rule 10): it is not gone, and
+	// nothing more is released for this mark, whatever the provider does next.
+	WaitReturned WaitReason = "Returned"
 )
 
 // liveness is the janitor's view of one ForeignCluster. Its zero value is the cautious one, not dead:
@@ -51,6 +54,8 @@ type liveness struct {
 	GraceLeft time.Duration
 	// Duplicate names the ForeignCluster that keeps the cluster ID alive (only with WaitDuplicate).
 	Duplicate string
+	// Returned is when and how the provider answered again after the mark (only with WaitReturned).
+	Returned providerReturn
 	// dead is assess's verdict that the janitor may act.
 	dead bool
 }
@@ -58,15 +63,26 @@ type liveness struct {
 // Dead reports whether the janitor may act on the cluster.
 func (l liveness) Dead() bool { return l.dead }
 
-// assess decides whether fc is dead for the janitor: the mark is "true", the confirmation equals
-// spec.clusterID, fc is the ForeignCluster Liqo's own lookup finds (FoundByLiqo), APIServerStatus is not
-// Established, the cluster is not paused, and the grace period has passed since the later of marked-at
-// and firstSeen, the janitor's first sight of the mark: a forged or pre-written marked-at never shortens
-// the window.
-func assess(fc *liqov1beta1.ForeignCluster, firstSeen, now time.Time, grace time.Duration) liveness {
+// observed is what the janitor itself saw of a marked ForeignCluster, beyond the object: its first sight
+// of the mark, and its probe's first answer from the provider since then (zero when none).
+type observed struct {
+	firstSeen time.Time
+	answer    answer
+}
+
+// assess decides whether fc is dead for the janitor: the mark is "true", the provider has not answered
+// again since the mark (returnOf), the confirmation equals spec.clusterID, fc is the ForeignCluster
+// Liqo's own lookup finds (FoundByLiqo), APIServerStatus is not Established, the cluster is not paused,
+// and the grace period has passed since the later of marked-at and the janitor's first sight of the mark:
+// a forged or pre-written marked-at never shortens the window.
+func assess(fc *liqov1beta1.ForeignCluster, seen observed, now time.Time, grace time.Duration) liveness {
+	firstSeen := seen.firstSeen
+	ret, returned := returnOf(fc, seen)
 	switch {
 	case !liqojanitor.IsMarked(fc.Annotations):
 		return liveness{Wait: WaitNotMarked}
+	case returned:
+		return liveness{Wait: WaitReturned, FirstSeen: firstSeen, Returned: ret}
 	case !liqojanitor.Confirmed(fc):
 		return liveness{Wait: WaitUnconfirmed}
 	case !liqojanitor.FoundByLiqo(fc):
@@ -136,9 +152,9 @@ func recordedWindow(fc *liqov1beta1.ForeignCluster, l liveness, now time.Time) l
 	return liveness{MarkedAt: l.MarkedAt, GraceEnds: ends, dead: true}
 }
 
-// firstSeenFunc tells when the janitor first saw a ForeignCluster's mark (the grace period counts from the
-// later of this and marked-at).
-type firstSeenFunc func(*liqov1beta1.ForeignCluster) time.Time
+// observeFunc tells what the janitor itself saw of a ForeignCluster: when it first saw its mark (the grace
+// period counts from the later of this and marked-at) and whether its probe found the provider answering.
+type observeFunc func(*liqov1beta1.ForeignCluster) observed
 
 // assessClusterID (janitor rule 1) decides for the ForeignCluster named name, out of every ForeignCluster fcs, whether its
 // cluster ID is dead: it is itself dead (assess), and so is every other ForeignCluster with the same
@@ -146,7 +162,7 @@ type firstSeenFunc func(*liqov1beta1.ForeignCluster) time.Time
 // oldest its label selector finds (GetForeignClusterByID in pkg/utils/foreigncluster/getters.go, Liqo
 // v1.0.3 to v1.2.0), so a marked duplicate of a live provider has no APIServerStatus and would look
 // unreachable: it must never condemn the provider. It returns nil when no ForeignCluster has that name.
-func assessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen firstSeenFunc, now time.Time, grace time.Duration) (*liqov1beta1.ForeignCluster, liveness) {
+func assessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen observeFunc, now time.Time, grace time.Duration) (*liqov1beta1.ForeignCluster, liveness) {
 	var self *liqov1beta1.ForeignCluster
 	for i := range fcs {
 		if fcs[i].Name == name {
@@ -171,7 +187,7 @@ func assessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen firstSe
 // deadClusterIDs says, for every cluster ID with a ForeignCluster, whether it is dead: every
 // ForeignCluster naming it, by spec.clusterID or by Liqo's label, is (cluster IDs without one count as
 // live).
-func deadClusterIDs(fcs []liqov1beta1.ForeignCluster, seen firstSeenFunc, now time.Time, grace time.Duration) map[string]bool {
+func deadClusterIDs(fcs []liqov1beta1.ForeignCluster, seen observeFunc, now time.Time, grace time.Duration) map[string]bool {
 	dead := map[string]bool{}
 	for i := range fcs {
 		id := fcs[i].Spec.ClusterID

@@ -132,7 +132,7 @@ func TestAssess(t *testing.T) {
 			if first.IsZero() {
 				first = now.Add(-time.Hour) // the janitor saw the mark long ago
 			}
-			got := assess(tc.fc, first, now, grace)
+			got := assess(tc.fc, observed{firstSeen: first}, now, grace)
 			if got.Wait != tc.want || got.GraceLeft != tc.wantLeft {
 				t.Fatalf("assess() = %+v, want wait %q, grace left %s", got, tc.want, tc.wantLeft)
 			}
@@ -226,7 +226,7 @@ func TestAssessClusterID(t *testing.T) {
 		return *fc
 	}
 	confirmed := func(id string) map[string]string { return marked(liqojanitor.ConfirmAnnotation, id) }
-	seen := func(*liqov1beta1.ForeignCluster) time.Time { return now.Add(-time.Hour) }
+	seen := func(*liqov1beta1.ForeignCluster) observed { return observed{firstSeen: now.Add(-time.Hour)} }
 	tests := map[string]struct {
 		fcs       []liqov1beta1.ForeignCluster
 		want      WaitReason

@@ -31,6 +31,10 @@ type clusterMemory struct {
 	shownPlan string
 	// offloadingWaits is what each waiting NamespaceOffloading waited for at the last pass.
 	offloadingWaits map[types.UID]string
+	// unfenced says the provider returned and is not fenced yet (the returned-clusters gauge).
+	unfenced bool
+	// reportedReturn and reportedFence are what a dry run reported of a return (it writes no record).
+	reportedReturn, reportedFence bool
 }
 
 func newMemory() *memory {
@@ -140,4 +144,36 @@ func (m *memory) offloadingWaitsChanged(fc *liqov1beta1.ForeignCluster, waits ma
 		c.offloadingWaits[uid] = w.why
 	}
 	return changed
+}
+
+// returnedChanged records whether fc's provider returned and is not fenced yet, and reports whether that
+// changed.
+func (m *memory) returnedChanged(fc *liqov1beta1.ForeignCluster, unfenced bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return swap(&m.cluster(fc).unfenced, unfenced)
+}
+
+// returnedUnfenced counts the remembered clusters whose provider returned and that are not fenced yet.
+func (m *memory) returnedUnfenced() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.clusters {
+		if c.unfenced {
+			n++
+		}
+	}
+	return n
+}
+
+// returnReported records, for a dry run, that fc's return (and its fence, if fenced) was reported, and
+// says which of the two had not been before.
+func (m *memory) returnReported(fc *liqov1beta1.ForeignCluster, fenced bool) (newReturn, newFence bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(fc)
+	newReturn, newFence = !c.reportedReturn, fenced && !c.reportedFence
+	c.reportedReturn, c.reportedFence = true, c.reportedFence || fenced
+	return newReturn, newFence
 }

@@ -26,8 +26,12 @@ var (
 	})
 	waitsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "liqo_janitor_waits_total",
-		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, Reachable, Paused, GracePeriod, Duplicate).",
+		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, NotFoundByLiqo, Reachable, Paused, GracePeriod, Duplicate, Returned).",
 	}, []string{"reason"})
+	returnedClusters = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_janitor_returned_clusters",
+		Help: "Marked ForeignClusters whose provider answered again after the mark and that are not fenced yet: the consumer's workloads there may run twice.",
+	})
 	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "liqo_janitor_cleanup_duration_seconds",
 		Help:    "Time from the end of a dead cluster's grace period until nothing of it was left to release.",
@@ -44,7 +48,7 @@ const (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, cleanupDuration)
+	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, cleanupDuration)
 	// Every series exists from the start, at zero, so that rate() and the alerts see a janitor that has
 	// not acted yet (not an absent series) and dashboards show every kind.
 	for _, kind := range allKinds {
@@ -54,7 +58,7 @@ func init() {
 		blockedObjects.WithLabelValues(kind)
 		pendingObjects.WithLabelValues(kind)
 	}
-	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitPaused, WaitGracePeriod, WaitDuplicate} {
+	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitPaused, WaitGracePeriod, WaitDuplicate, WaitReturned} {
 		waitsTotal.WithLabelValues(string(reason))
 	}
 }

@@ -24,6 +24,11 @@ type Options struct {
 	BatchSize int
 	// Concurrency is how many ForeignClusters are reconciled at once.
 	Concurrency int
+	// ReturnProbeInterval is how often the janitor probes the providers of marked ForeignClusters, to see
+	// one answering again (janitor rule 10); zero turns its probe off (Liqo's APIServerStatus still counts).
+	ReturnProbeInterval time.Duration
+	// ProbeTimeout bounds each probe of a provider (the gate's --probe-timeout).
+	ProbeTimeout time.Duration
 }
 
 // Defaults of the janitor's options, and of the client rate limits it wants: releasing thousands of
@@ -35,10 +40,15 @@ const (
 	defaultConcurrency = 4
 	DefaultClientQPS   = 1000
 	DefaultClientBurst = 2000
+	// DefaultReturnProbeInterval is the --return-probe-interval of the binary: about a minute, marked
+	// clusters only.
+	DefaultReturnProbeInterval = time.Minute
+	defaultProbeTimeout        = 2 * time.Second
 )
 
-// Default returns o with every unset (zero) count — Workers, BatchSize, Concurrency — set to its default.
-// GracePeriod stays as given: zero is a valid grace period.
+// Default returns o with every unset (zero) count — Workers, BatchSize, Concurrency — and the probe
+// timeout set to its default. GracePeriod stays as given (zero is a valid grace period), and so does
+// ReturnProbeInterval (zero is no probe).
 func (o Options) Default() Options {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
@@ -48,6 +58,9 @@ func (o Options) Default() Options {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = defaultConcurrency
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = defaultProbeTimeout
 	}
 	return o
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +29,7 @@ type reconciler struct {
 	clock     clock.PassiveClock
 	options   Options
 	sightings *sightings
+	probe     *returnProbe
 	memory    *memory
 	releaser  *releaser
 	reporter  *reporter
@@ -42,7 +42,7 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 	o = o.Default()
 	mem := newMemory()
 	return &reconciler{
-		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), memory: mem,
+		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), probe: newReturnProbe(c, clk, o), memory: mem,
 		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods}, recorder: recorder, options: o},
 		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, options: o},
 	}
@@ -63,6 +63,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case live == nil || l.Wait == WaitNotMarked: // the cache lags: it is gone, or no longer marked
 		r.forget(fc.Name, fc.UID)
 		return ctrl.Result{}, nil
+	case l.Wait == WaitReturned:
+		r.releaser.forget(live.Name)
+		return ctrl.Result{}, r.reporter.returned(ctx, live, l)
 	case l.Wait == WaitGracePeriod:
 		return r.showPlan(ctx, live, l, fcs)
 	case !l.Dead():
@@ -105,22 +108,23 @@ func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 			r.sightings.see(fc) // the first sight of its mark, before the time is read
 		}
 	}
-	fc, l := assessClusterID(fcs.Items, name, r.firstSight, r.clock.Now(), r.options.GracePeriod)
+	fc, l := assessClusterID(fcs.Items, name, r.observe, r.clock.Now(), r.options.GracePeriod)
 	return fc, l, fcs.Items, nil
 }
 
 // newScope starts a pass over the dead cluster: which cluster IDs are dead, from the same live list of
 // ForeignClusters the pass was decided on, and the live re-check its batches run (recheck).
 func (r *reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
-	s := newScope(fc, deadClusterIDs(fcs, r.firstSight, r.clock.Now(), r.options.GracePeriod), r.options.DryRun)
+	s := newScope(fc, deadClusterIDs(fcs, r.observe, r.clock.Now(), r.options.GracePeriod), r.options.DryRun)
 	s.recheck = func(ctx context.Context) (bool, error) { return r.recheck(ctx, s) }
 	return s
 }
 
-// firstSight is the janitor's first sight of fc's mark: its own record on the ForeignCluster, which
-// survives restarts and failovers, or this process's sighting of it (janitor rule 1).
-func (r *reconciler) firstSight(fc *liqov1beta1.ForeignCluster) time.Time {
-	return recordedFirstSight(fc, r.sightings.firstSeen(fc))
+// observe is what the janitor itself saw of fc: its first sight of the mark — its own record on the
+// ForeignCluster, which survives restarts and failovers, or this process's sighting of it (janitor rule
+// 1) — and its probe's answer from the provider (rule 10).
+func (r *reconciler) observe(fc *liqov1beta1.ForeignCluster) observed {
+	return observed{firstSeen: recordedFirstSight(fc, r.sightings.firstSeen(fc)), answer: r.probe.answered(fc.UID)}
 }
 
 // showPlan (janitor rule 9) computes, for a cluster in its grace period, what the pass after the grace
@@ -137,7 +141,8 @@ func (r *reconciler) showPlan(ctx context.Context, fc *liqov1beta1.ForeignCluste
 }
 
 // recheck is the live re-check before each batch of irreversible writes: a mark removed, a pause set, a
-// provider answering again or a live duplicate appearing a millisecond ago stops the janitor. From the same
+// provider answering again (Liqo's status or the janitor's probe: rule 10) or a live duplicate appearing
+// a millisecond ago stops the janitor. From the same
 // one live list it refreshes the pass's dead set, on which NamespaceOffloadings spanning several clusters
 // are decided (janitor rule 4). One request: a LIST of the ForeignClusters.
 func (r *reconciler) recheck(ctx context.Context, s *scope) (dead bool, err error) {
@@ -148,7 +153,7 @@ func (r *reconciler) recheck(ctx context.Context, s *scope) (dead bool, err erro
 	case live == nil || live.UID != s.fc.UID || !l.Dead():
 		return false, nil
 	}
-	s.setDead(deadClusterIDs(fcs, r.firstSight, r.clock.Now(), r.options.GracePeriod))
+	s.setDead(deadClusterIDs(fcs, r.observe, r.clock.Now(), r.options.GracePeriod))
 	return true, nil
 }
 
@@ -161,5 +166,6 @@ func (r *reconciler) forget(name string, uid types.UID) {
 	r.sightings.forget(uid)
 	if r.memory.forget(uid) {
 		r.reporter.publishBlocked()
+		r.reporter.publishReturned()
 	}
 }

@@ -39,7 +39,7 @@ func recordOf(fc *liqov1beta1.ForeignCluster, kinds []string) record {
 
 func parseRecord(summary string, current bool, kinds []string) record {
 	r := record{done: map[string]int{}, total: map[string]int{}}
-	if !current || strings.HasPrefix(summary, liqojanitor.GracePlanPrefix) {
+	if !current || strings.HasPrefix(summary, liqojanitor.GracePlanPrefix) || strings.HasPrefix(summary, liqojanitor.ReturnedPrefix) {
 		return r
 	}
 	for _, m := range recordCounts.FindAllStringSubmatch(summary, -1) {

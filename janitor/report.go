@@ -70,7 +70,7 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 	}
 	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
 	// fails, writes nothing, and the change's own event decides what comes next.
-	if _, err := p.writeRecord(ctx, s, summary, l); err != nil && !apierrors.IsConflict(err) {
+	if _, err := p.writeRecord(ctx, s.fc, summary, l); err != nil && !apierrors.IsConflict(err) {
 		return result, err
 	}
 	return result, nil
@@ -134,7 +134,7 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	p.releasedPerKind(s, t) // what was released is said whether or not the record can be written now
 	blockedChanged := p.memory.passed(s.fc, t)
 	p.publishBlocked()
-	if _, err := p.writeRecord(ctx, s, summary, l); err != nil { // a no-op in a dry run
+	if _, err := p.writeRecord(ctx, s.fc, summary, l); err != nil { // a no-op in a dry run
 		return err // the record was not written: its events wait for the pass that writes it
 	}
 	if !prev.started() && next.started() {
@@ -158,6 +158,50 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those), or are pods on a deleted VirtualNode that Liqo's drain does not delete: %s", blocked, summary)
 	}
 	return nil
+}
+
+// returned reports a provider that answered again after its mark (janitor rule 10): its return first
+// in the cleanup annotation (returnSummary), one Warning event ProviderReturned on the record's transition
+// to a return — after the write that made it, once per return, whichever replica gets there — and one
+// Fenced event on its transition to the operator's fence record; the returned-clusters gauge counts it
+// until it is fenced. In a dry run nothing is written, and the events fire on what this process
+// remembers.
+func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness) error {
+	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
+	p.memory.waitChanged(fc, l.Wait)
+	fencedBy, isFenced := fenced(fc, l.Returned)
+	if p.memory.returnedChanged(fc, !isFenced) {
+		p.publishReturned()
+	}
+	summary := returnSummary(fc, l.Returned)
+	wrote, err := p.writeRecord(ctx, fc, summary, liveness{})
+	switch {
+	case apierrors.IsConflict(err):
+		return nil // the ForeignCluster changed since it was read: its own event brings the next pass
+	case err != nil:
+		return err
+	}
+	newReturn, newFence := wrote && !l.Returned.recorded, wrote && isFenced
+	if p.options.DryRun {
+		newReturn, newFence = p.memory.returnReported(fc, isFenced)
+	}
+	if newReturn {
+		ctrl.LoggerFrom(ctx).Info("The provider of a marked cluster answers again: releases stop", "how", l.Returned.how, "at", l.Returned.at)
+		p.recorder.Eventf(fc, nil, "Warning", "ProviderReturned", "Detect", "%s", returnedMessage(fc, l.Returned))
+	}
+	if newFence {
+		ctrl.LoggerFrom(ctx).Info("The returned provider was fenced", "fenced", fencedBy)
+		p.recorder.Eventf(fc, nil, "Normal", "Fenced", "Fence",
+			"Fenced %s: the consumer's workloads on the returned provider of cluster %s were stopped; unmark and re-peer, or delete the ForeignCluster",
+			fencedBy, fc.Spec.ClusterID)
+	}
+	return nil
+}
+
+// publishReturned sets liqo_janitor_returned_clusters to the number of remembered clusters whose provider
+// returned and that are not fenced yet.
+func (p *reporter) publishReturned() {
+	returnedClusters.Set(float64(p.memory.returnedUnfenced()))
 }
 
 // releasedPerKind sends the pass's one event per kind on the ForeignCluster: how many objects of that kind
@@ -219,23 +263,23 @@ func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
 // grace period ends (janitor rule 1; only the janitor's identity may write them, gate rule 14). The patch
 // carries the resourceVersion the pass read, so it lands only on that version of the ForeignCluster: a
 // conflict error otherwise, and two replicas never both make one transition. It reports whether it wrote.
-func (p *reporter) writeRecord(ctx context.Context, s *scope, summary string, l liveness) (bool, error) {
+func (p *reporter) writeRecord(ctx context.Context, on *liqov1beta1.ForeignCluster, summary string, l liveness) (bool, error) {
 	want := map[string]string{liqojanitor.CleanupAnnotation: summary}
 	if !l.FirstSeen.IsZero() {
 		want[liqojanitor.FirstSeenAnnotation] = recordTime(l.FirstSeen)
 		want[liqojanitor.GraceEndsAnnotation] = recordTime(l.GraceEnds)
 	}
 	for key, value := range want {
-		if s.fc.Annotations[key] == value {
+		if on.Annotations[key] == value {
 			delete(want, key)
 		}
 	}
 	if p.options.DryRun || len(want) == 0 {
 		return false, nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want, "resourceVersion": s.fc.ResourceVersion}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want, "resourceVersion": on.ResourceVersion}})
 	fc := &liqov1beta1.ForeignCluster{}
-	fc.Name = s.fc.Name
+	fc.Name = on.Name
 	if err := p.client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return false, fmt.Errorf("writing the cleanup record: %w", err)
 	}

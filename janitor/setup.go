@@ -96,6 +96,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("watching NamespaceMaps: %w", err)
 	}
 	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), pods, mgr.GetEventRecorder(ReportingController), clock.RealClock{}, o)
+	if o.ReturnProbeInterval > 0 {
+		if err := mgr.Add(r.probe); err != nil {
+			return err
+		}
+	}
 	return r.watch(mgr, pods)
 }
 
@@ -131,6 +136,8 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher) error {
 		WatchesMetadata(metadataOnly(nodeGVK), toCluster).
 		// A terminating pod on a dead cluster's virtual node (see podWatcher).
 		WatchesRawSource(source.Channel(pods.events, &handler.EnqueueRequestForObject{})).
+		// The provider of a marked cluster answers the janitor's probe (returnProbe).
+		WatchesRawSource(source.Channel(r.probe.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.options.Concurrency})
 	if r.options.ReleaseIdentitySecrets {
 		// A control-plane identity Secret starts or finishes terminating.

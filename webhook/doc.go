@@ -21,7 +21,7 @@
 //     https status.apiServerUrl or status.foreignProxyUrl), the gate also probes it itself, bounded by
 //     --probe-timeout (2 s): an answer vetoes the mark whatever the status says, since Liqo writes that
 //     status only on a transition, only while its controller runs and only for the ForeignCluster its
-//     lookup finds (probe.go).
+//     lookup finds (the root package's probe.go).
 //  5. Break-glass: setting and removing the mark need verb mark-unreachable on
 //     foreignclusters.core.liqo.io (SubjectAccessReview), beyond update.
 //  6. Only the mutating webhook writes liqo-janitor.io/marked-by and marked-at: on every request that sets

@@ -102,7 +102,10 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	}
 	g := &gate{client: mgr.GetClient(), reader: mgr.GetCache(), apiReader: mgr.GetAPIReader(), options: o}
 	if o.ProbeTimeout > 0 {
-		g.probe = newProber(o.ProbeTimeout).probe
+		prober := liqojanitor.NewProber(o.ProbeTimeout)
+		g.probe = func(ctx context.Context, fc *liqov1beta1.ForeignCluster) probeResult {
+			return probeResult{Answered: prober.Probe(ctx, fc)}
+		}
 	}
 	mutating, validating := g.webhooks(mgr.GetScheme())
 	mgr.GetWebhookServer().Register(MutatePath, mutating)

@@ -26,7 +26,7 @@ const NonrootUID = 65532
 
 // The base's files: what the distroless static image gives a static Go binary that the binary can use.
 // It has no CA bundle and no time zones: the binary trusts only the API server's CA (its ServiceAccount's
-// ca.crt), probes providers without verifying them (webhook/probe.go) and writes times in UTC.
+// ca.crt), probes providers without verifying them (probe.go) and writes times in UTC.
 const (
 	passwd = "root:x:0:0:root:/root:/sbin/nologin\n" +
 		"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" +

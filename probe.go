@@ -1,4 +1,4 @@
-package webhook
+package liqojanitor
 
 import (
 	"context"
@@ -12,19 +12,20 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 )
 
-// The gate's own look at the provider (rule 4). Liqo's APIServerStatus is evidence Liqo keeps current only
-// while its controller runs, only on a transition, and only for the ForeignCluster its lookup finds
-// (foreigncluster-controller/apiserverchecker.go checkAndUpdateCallback writes the condition only when the
-// status changes, Liqo v1.0.3 to v1.2.0). So before it accepts a mark the gate asks the provider itself:
-// a TLS handshake and an unauthenticated GET of /readyz at every https URL Liqo wrote into the status
-// (status.apiServerUrl, status.foreignProxyUrl). Any HTTP answer — 200, 401 or 403 alike — vetoes the
-// mark; no answer within the timeout changes nothing. The probe sends no credentials (no client
-// certificate, no token, no proxy), follows no redirect, reads nothing of the answer beyond "it answered",
-// and cannot verify the provider's certificate (the gate holds no CA of it): an answer can only ever
-// refuse a mark, never allow one.
+// Our own look at the provider: the gate's before it accepts a mark (gate rule 4), the janitor's at a low
+// rate while a cluster is marked (a provider that answers again has returned). Liqo's APIServerStatus is
+// evidence Liqo keeps current only while its controller runs, only on a transition, and only for the
+// ForeignCluster its lookup finds (foreigncluster-controller/apiserverchecker.go checkAndUpdateCallback
+// writes the condition only when the status changes, Liqo v1.0.3 to v1.2.0). So we ask the provider
+// ourselves: a TLS handshake and an unauthenticated GET of /readyz at every https URL Liqo wrote into the
+// status (status.apiServerUrl, status.foreignProxyUrl). Any HTTP answer — 200, 401 or 403 alike — is an
+// answer (it vetoes a mark, it shows a return); no answer within the timeout changes nothing. The probe
+// sends no credentials (no client certificate, no token, no proxy), follows no redirect, reads nothing of
+// the answer beyond "it answered", and cannot verify the provider's certificate (we hold no CA of it): an
+// answer can only ever refuse a mark or stop a clean-up, never allow one.
 
-// prober probes providers' API servers.
-type prober struct {
+// Prober probes providers' API servers.
+type Prober struct {
 	client *http.Client
 }
 
@@ -32,7 +33,8 @@ type prober struct {
 // anonymous auth is on, and answered with 401/403 where it is off — an answer either way.
 const probePath = "/readyz"
 
-func newProber(timeout time.Duration) *prober {
+// NewProber returns a Prober whose every probe is bounded by timeout.
+func NewProber(timeout time.Duration) *Prober {
 	transport := &http.Transport{
 		Proxy:             nil, // straight to the address Liqo wrote, never through an environment proxy
 		DialContext:       (&net.Dialer{Timeout: timeout}).DialContext,
@@ -41,15 +43,15 @@ func newProber(timeout time.Duration) *prober {
 		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout: timeout,
 	}
-	return &prober{client: &http.Client{
+	return &Prober{client: &http.Client{
 		Transport:     transport,
 		Timeout:       timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }
 
-// probeURLs are the https URLs of the provider's API server that fc's status names.
-func probeURLs(fc *liqov1beta1.ForeignCluster) []string {
+// ProbeURLs are the https URLs of the provider's API server that fc's status names.
+func ProbeURLs(fc *liqov1beta1.ForeignCluster) []string {
 	var out []string
 	for _, raw := range []string{fc.Status.APIServerURL, fc.Status.ForeignProxyURL} {
 		if u, err := url.Parse(raw); err == nil && u.Scheme == "https" && u.Host != "" && u.User == nil {
@@ -59,11 +61,11 @@ func probeURLs(fc *liqov1beta1.ForeignCluster) []string {
 	return out
 }
 
-// probe asks, concurrently, every URL fc's status names; it returns the first that answered.
-func (p *prober) probe(ctx context.Context, fc *liqov1beta1.ForeignCluster) probeResult {
-	urls := probeURLs(fc)
+// Probe asks, concurrently, every URL fc's status names; it returns the first that answered, or "".
+func (p *Prober) Probe(ctx context.Context, fc *liqov1beta1.ForeignCluster) string {
+	urls := ProbeURLs(fc)
 	if len(urls) == 0 {
-		return probeResult{}
+		return ""
 	}
 	answered := make(chan string, len(urls))
 	for _, u := range urls {
@@ -77,14 +79,14 @@ func (p *prober) probe(ctx context.Context, fc *liqov1beta1.ForeignCluster) prob
 	}
 	for range urls {
 		if u := <-answered; u != "" {
-			return probeResult{Answered: u}
+			return u
 		}
 	}
-	return probeResult{}
+	return ""
 }
 
 // answers reports whether the API server at base gives any HTTP answer to an unauthenticated GET.
-func (p *prober) answers(ctx context.Context, base string) bool {
+func (p *Prober) answers(ctx context.Context, base string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+probePath, http.NoBody)
 	if err != nil {
 		return false

@@ -1,0 +1,153 @@
+package janitor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// A provider that answers again after its mark has returned (janitor rule 10): it is not gone, and what
+// the consumer left running there — the copies of every pod the consumer force-deleted — may run twice.
+// The evidence, each only if it comes after the mark began (marked-at, or without one the janitor's first
+// sight of the mark):
+//   - Liqo's APIServerStatus turned Established: Liqo's API-server checker writes the condition on a
+//     transition only (foreigncluster-controller/apiserverchecker.go checkAndUpdateCallback, Liqo v1.0.3 to
+//     v1.2.0), so its lastTransitionTime is when Liqo saw the provider answer again. An Established
+//     status from before the mark is no return but a mark against a live provider (rule 1's veto: the gate
+//     refuses such a mark, rule 4);
+//   - the janitor's own probe (returnprobe.go) got an answer: Liqo's checker stops with its controller, and
+//     on Liqo ≥ v1.1 force-unpeer removes the condition;
+//   - the janitor's own record of a return (the cleanup annotation starting with ReturnedPrefix), which only
+//     its identity writes (gate rule 14): a return is never forgotten for this mark, even when the provider
+//     stops answering again. A record older than marked-at belongs to an earlier mark.
+
+// answer is the janitor's probe finding a provider's API server answering.
+type answer struct {
+	at  time.Time
+	url string
+}
+
+// providerReturn is when and how a marked cluster's provider was seen answering again.
+type providerReturn struct {
+	at time.Time
+	// how says what showed it, for a person ("Liqo's APIServerStatus turned Established").
+	how string
+	// recorded says the janitor's record on the ForeignCluster already shows the return.
+	recorded bool
+}
+
+// returnOf finds the evidence, if any, that fc's provider answered again after its mark.
+func returnOf(fc *liqov1beta1.ForeignCluster, seen observed) (providerReturn, bool) {
+	if r, ok := recordedReturn(fc); ok {
+		return r, true
+	}
+	start, ok := liqojanitor.MarkedAt(fc)
+	if !ok {
+		start = recordedFirstSight(fc, seen.firstSeen)
+	}
+	if c := liqojanitor.APIServerStatus(fc); liqojanitor.Reachable(fc) && !c.LastTransitionTime.Time.Before(start) {
+		return providerReturn{at: c.LastTransitionTime.Time, how: "Liqo's APIServerStatus turned Established"}, true
+	}
+	if a := seen.answer; !a.at.IsZero() && !a.at.Before(start) {
+		return providerReturn{at: a.at, how: "its API server at " + a.url + " answered the janitor's probe"}, true
+	}
+	return providerReturn{}, false
+}
+
+// recordedReturn reads the janitor's record of a return of fc's current mark.
+func recordedReturn(fc *liqov1beta1.ForeignCluster) (providerReturn, bool) {
+	rest, ok := strings.CutPrefix(fc.Annotations[liqojanitor.CleanupAnnotation], liqojanitor.ReturnedPrefix)
+	if !ok {
+		return providerReturn{}, false
+	}
+	ts, rest, _ := strings.Cut(rest, " ")
+	at, err := time.Parse(time.RFC3339, ts)
+	if err != nil {
+		return providerReturn{}, false
+	}
+	if markedAt, ok := liqojanitor.MarkedAt(fc); ok && at.Before(markedAt.Truncate(time.Second)) {
+		return providerReturn{}, false
+	}
+	how, _, _ := strings.Cut(strings.TrimPrefix(rest, "("), ")")
+	return providerReturn{at: at, how: how, recorded: true}, true
+}
+
+// fenced reads the operator's fence record (FencedAnnotation) of a return: the rest of it ("by <user>:
+// <counts>"), when it was written at or after the return.
+func fenced(fc *liqov1beta1.ForeignCluster, r providerReturn) (string, bool) {
+	at, rest, ok := liqojanitor.ParseFenced(fc.Annotations[liqojanitor.FencedAnnotation])
+	if !ok || at.Before(r.at.Truncate(time.Second)) {
+		return "", false
+	}
+	return rest, true
+}
+
+// The parts of the return's record after its first ("provider returned at <time> (<how>)").
+const (
+	returnNextPart   = "; next: "
+	returnFencedPart = "; fenced "
+	returnBeforePart = "; before: "
+)
+
+// returnSummary is the cleanup annotation of a returned cluster: the return first, then who marked it and
+// when, how many pods the janitor had force-deleted, the clean-up's record as it was, and last what comes
+// next — the fence command, or the operator's fence record once it is there. A recorded return keeps its
+// first parts as written.
+func returnSummary(fc *liqov1beta1.ForeignCluster, r providerReturn) string {
+	head := fc.Annotations[liqojanitor.CleanupAnnotation]
+	if r.recorded {
+		head, _ = cutLast(head, returnNextPart, returnFencedPart)
+	} else {
+		head = fmt.Sprintf("%s%s (%s); marked dead by %s at %s; pods force-deleted by the janitor: %d",
+			liqojanitor.ReturnedPrefix, recordTime(r.at), r.how, markedBy(fc), fc.Annotations[liqojanitor.MarkedAtAnnotation],
+			podsForceDeleted(fc))
+		if before := recordOf(fc, allKinds); before.started() {
+			head += returnBeforePart + before.summary(allKinds, 0, nil, false)
+		}
+	}
+	if f, ok := fenced(fc, r); ok {
+		return head + returnFencedPart + f
+	}
+	return head + returnNextPart + fenceCommand(fc)
+}
+
+// cutLast cuts s before the first of seps it contains.
+func cutLast(s string, seps ...string) (string, bool) {
+	for _, sep := range seps {
+		if i := strings.Index(s, sep); i >= 0 {
+			return s[:i], true
+		}
+	}
+	return s, false
+}
+
+// podsForceDeleted is how many pods the janitor's record of the current mark says it force-deleted.
+func podsForceDeleted(fc *liqov1beta1.ForeignCluster) int {
+	return recordOf(fc, allKinds).done[podKind]
+}
+
+func markedBy(fc *liqov1beta1.ForeignCluster) string {
+	if by := fc.Annotations[liqojanitor.MarkedByAnnotation]; by != "" {
+		return by
+	}
+	return "an unknown user (no marked-by stamp)"
+}
+
+// fenceCommand is the operator's next step for a returned cluster.
+func fenceCommand(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>", fc.Spec.ClusterID)
+}
+
+// returnedMessage is the ProviderReturned event's text.
+func returnedMessage(fc *liqov1beta1.ForeignCluster, r providerReturn) string {
+	return fmt.Sprintf("The provider of cluster %s answered again after it was marked dead: %s at %s. It was marked dead by %s at %s; "+
+		"the janitor force-deleted %d of its pods (Liqo ≥ v1.1 also force-deletes them on the mark itself), and their copies on the "+
+		"provider may still run: each may now run twice. Nothing more is released for this mark. Stop the copies: %s; then unmark "+
+		"and re-peer, or delete the ForeignCluster",
+		fc.Spec.ClusterID, r.how, r.at.UTC().Format(time.RFC3339), markedBy(fc), fc.Annotations[liqojanitor.MarkedAtAnnotation],
+		podsForceDeleted(fc), fenceCommand(fc))
+}
