@@ -56,7 +56,7 @@ func TestAReturnIsEvidenceFromAfterTheMark(t *testing.T) {
 				seen.firstSeen = markedAt
 			}
 			got := assess(tc.fc, seen, now, 30*time.Second)
-			if got.Wait != tc.want || (tc.want == WaitReturned) == got.Dead() || !strings.Contains(got.Returned.how, tc.how) {
+			if got.Wait != tc.want || got.Dead() != (tc.want == NotWaiting) || !strings.Contains(got.Returned.how, tc.how) {
 				t.Fatalf("assess() = %+v, want wait %q (how %q)", got, tc.want, tc.how)
 			}
 		})
