@@ -49,7 +49,8 @@ func returnOf(fc *liqov1beta1.ForeignCluster, seen observed) (providerReturn, bo
 	if !ok {
 		start = recordedFirstSight(fc, seen.firstSeen)
 	}
-	if c := liqojanitor.APIServerStatus(fc); liqojanitor.Reachable(fc) && !c.LastTransitionTime.Time.Before(start) {
+	// Liqo's condition times have whole seconds (metav1.Time), and so has marked-at.
+	if c := liqojanitor.APIServerStatus(fc); liqojanitor.Reachable(fc) && !c.LastTransitionTime.Time.Before(start.Truncate(time.Second)) {
 		return providerReturn{at: c.LastTransitionTime.Time, how: "Liqo's APIServerStatus turned Established"}, true
 	}
 	if a := seen.answer; !a.at.IsZero() && !a.at.Before(start) {

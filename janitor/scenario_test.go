@@ -161,7 +161,7 @@ func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
 	g.Eventually(func() int { return podsLeft(t, p) }).WithPolling(10*time.Millisecond).WithTimeout(30*time.Second).
 		Should(BeNumerically("<=", 290), "releasing has begun")
 
-	reachable := map[string]string{"reason": string(janitor.WaitReachable)}
+	reachable := map[string]string{"reason": string(janitor.WaitReturned)}
 	seen := counter("liqo_janitor_waits_total", reachable)
 	g.Expect(fixture.Revive(ctx, env.Client, p)).To(Succeed())
 	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", reachable) }).Should(BeNumerically(">", seen),
@@ -173,7 +173,8 @@ func TestProviderComingBackMidCleanupStopsTheJanitor(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{"example.com/poke": ptr.To("1")})).To(Succeed())
 	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", reachable) }).Should(BeNumerically(">", seen))
 	g.Expect(podsLeft(t, p)).To(Equal(left), "nothing more is written while the provider answers")
-	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElement("CleanupStopped"))
+	g.Expect(eventReasons(t, "ForeignCluster", p.ForeignCluster.Name)).To(ContainElements("CleanupStopped", "ProviderReturned"))
+	g.Expect(cleanupAnnotation(t, p)()).To(HavePrefix(liqojanitor.ReturnedPrefix))
 }
 
 func TestMarkRemovedDuringTheGracePeriodWritesNothing(t *testing.T) {

@@ -79,6 +79,7 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	o = o.Default()
 	dryRunGauge.Set(0)
+	returnedClusters.Set(0) // this janitor's memory starts empty
 	if o.DryRun {
 		dryRunGauge.Set(1)
 	}
