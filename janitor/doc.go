@@ -54,6 +54,18 @@
 //     annotation so a removed or forged plan is written again, and never over the record of a clean-up
 //     that has begun. With the plan go the janitor's first-seen-at and grace-ends-at records. It is the
 //     one exception to rule 2; nothing of the cluster's objects is written.
+//  10. A provider that answers again after its mark has returned: it is not gone, and the copies of the
+//     pods the consumer force-deleted may still run there. The evidence is Liqo's APIServerStatus turning
+//     Established after the mark, or an answer to the janitor's own probe of the status' API-server URLs
+//     (every --return-probe-interval, marked clusters only: returnprobe.go), for every marked
+//     ForeignCluster — in its grace period, during and after a clean-up, paused or not (returned.go). It
+//     stops every release for that mark at the next re-check, for good (the record below keeps it
+//     returned when the provider goes away again); the janitor writes the return first into the cleanup
+//     annotation (the second exception to rule 2), sends one Warning ProviderReturned event on that
+//     record's transition (who marked it and when, how many pods it force-deleted, the fence command),
+//     and counts it in liqo_janitor_returned_clusters until the operator's `kubectl liqo-janitor fence`
+//     records its fence (liqo-janitor.io/fenced), which it quotes in the record and a Fenced event. An
+//     Established status from before the mark is no return but rule 1's veto (the gate refuses that mark).
 //
 // # Reading order
 //
@@ -63,6 +75,6 @@
 // knows, and the one place a pass stops), releaser.go (the target table and the worker pool that runs
 // it), pods.go, replicated.go, offloading.go and identity.go (the targets, on their sources), release.go
 // (the writes), tally.go, record.go, report.go and memory.go (what a pass did, the clean-up's record, the
-// reports and what they remember), podwatch.go (the pods of dead nodes), plan.go (PlanCluster, for the
-// plugin).
+// reports and what they remember), podwatch.go (the pods of dead nodes), returned.go and returnprobe.go (a provider
+// that answers again), plan.go (PlanCluster, for the plugin).
 package janitor

@@ -12,8 +12,8 @@ import (
 
 // A provider that answers again after its mark has returned (janitor rule 10): it is not gone, and what
 // the consumer left running there — the copies of every pod the consumer force-deleted — may run twice.
-// The evidence, each only if it comes after the mark began (marked-at, or without one the janitor's first
-// sight of the mark):
+// The evidence, each only if it comes after the mark began (the earlier of marked-at and the janitor's
+// first sight of the mark):
 //   - Liqo's APIServerStatus turned Established: Liqo's API-server checker writes the condition on a
 //     transition only (foreigncluster-controller/apiserverchecker.go checkAndUpdateCallback, Liqo v1.0.3 to
 //     v1.2.0), so its lastTransitionTime is when Liqo saw the provider answer again. An Established
@@ -45,9 +45,11 @@ func returnOf(fc *liqov1beta1.ForeignCluster, seen observed) (providerReturn, bo
 	if r, ok := recordedReturn(fc); ok {
 		return r, true
 	}
-	start, ok := liqojanitor.MarkedAt(fc)
-	if !ok {
-		start = recordedFirstSight(fc, seen.firstSeen)
+	// The mark began no later than marked-at and the janitor's first sight of it: the earlier of the two is
+	// the cautious one here (more evidence counts), as the later one is for the grace period.
+	start := recordedFirstSight(fc, seen.firstSeen)
+	if at, ok := liqojanitor.MarkedAt(fc); ok && at.Before(start) {
+		start = at
 	}
 	// Liqo's condition times have whole seconds (metav1.Time), and so has marked-at.
 	if c := liqojanitor.APIServerStatus(fc); liqojanitor.Reachable(fc) && !c.LastTransitionTime.Time.Before(start.Truncate(time.Second)) {
@@ -151,4 +153,24 @@ func returnedMessage(fc *liqov1beta1.ForeignCluster, r providerReturn) string {
 		"and re-peer, or delete the ForeignCluster",
 		fc.Spec.ClusterID, r.how, r.at.UTC().Format(time.RFC3339), markedBy(fc), fc.Annotations[liqojanitor.MarkedAtAnnotation],
 		podsForceDeleted(fc), fenceCommand(fc))
+}
+
+// Return is the janitor's record of a provider that answered again after the mark, as the plugin shows it.
+type Return struct {
+	// At is when the janitor saw the provider answer; How what showed it.
+	At  time.Time
+	How string
+	// Fenced is the operator's fence record of this return ("by <user>: <counts>"), empty until then.
+	Fenced string
+}
+
+// RecordedReturn reads the janitor's record of a return of fc's current mark (its cleanup annotation,
+// which only the janitor's identity writes: gate rule 14).
+func RecordedReturn(fc *liqov1beta1.ForeignCluster) (Return, bool) {
+	r, ok := recordedReturn(fc)
+	if !ok || !liqojanitor.IsMarked(fc.Annotations) {
+		return Return{}, false
+	}
+	f, _ := fenced(fc, r)
+	return Return{At: r.at, How: r.how, Fenced: f}, true
 }

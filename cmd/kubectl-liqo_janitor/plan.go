@@ -209,6 +209,9 @@ func describeWait(p *janitor.Plan) string {
 		return "marked, in the janitor's grace period: the janitor will do this once it ends"
 	case janitor.NotWaiting:
 		return "marked and dead, the grace period over: the janitor does this now"
+	case janitor.WaitReturned:
+		return "marked, but its provider answered again after the mark: the janitor releases nothing more for this mark " +
+			"(see kubectl liqo-janitor status; fence with kubectl liqo-janitor fence)"
 	}
 	return fmt.Sprintf("marked, but the janitor waits (%s): nothing is released while that holds", p.Wait)
 }

@@ -143,6 +143,9 @@ func janitorEvents(ctx context.Context, c client.Client, fc *liqov1beta1.Foreign
 
 func printOne(out io.Writer, fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, now time.Time) {
 	a := fc.Annotations
+	if r, ok := janitor.RecordedReturn(fc); ok {
+		fmt.Fprintln(out, returnedLine(fc, r))
+	}
 	fmt.Fprintf(out, "%s (cluster ID %s): %s\n", printable(fc.Name), printable(string(fc.Spec.ClusterID)), markState(fc))
 	if by := a[liqojanitor.MarkedByAnnotation]; by != "" {
 		at, _ := liqojanitor.MarkedAt(fc)
@@ -160,6 +163,19 @@ func printOne(out io.Writer, fc *liqov1beta1.ForeignCluster, events []eventsv1.E
 	for _, ev := range events {
 		fmt.Fprintf(out, "  %s  %s: %s\n", eventTime(ev).UTC().Format(time.TimeOnly), printable(ev.Reason), printable(ev.Note))
 	}
+}
+
+// returnedLine is status's first line for a cluster whose provider answered again after the mark (the
+// janitor's record): what happened, and the operator's next step.
+func returnedLine(fc *liqov1beta1.ForeignCluster, r janitor.Return) string {
+	head := fmt.Sprintf("PROVIDER RETURNED: %s (cluster ID %s) answered again at %s (%s)", printable(fc.Name),
+		printable(string(fc.Spec.ClusterID)), r.At.UTC().Format(time.RFC3339), printable(r.How))
+	if r.Fenced != "" {
+		return fmt.Sprintf("%s; fenced %s. Next: kubectl liqo-janitor unmark %s and re-peer, or delete the ForeignCluster",
+			head, printable(r.Fenced), printable(fc.Name))
+	}
+	return fmt.Sprintf("%s: the copies of the pods the consumer force-deleted may run there twice; nothing more is released. "+
+		"Fence them: kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>", head, printable(string(fc.Spec.ClusterID)))
 }
 
 func markState(fc *liqov1beta1.ForeignCluster) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,34 @@ func TestStatusShowsTheGraceWindowTheRunningJanitorRecords(t *testing.T) {
 		out, _, _ := kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
 		return out
 	}).WithTimeout(30 * time.Second).Should(MatchRegexp(`  grace period: (59m\d+s|1h0m0s) left \(the janitor's ends at `))
+}
+
+// TestStatusSaysFirstThatTheProviderReturned: once the janitor records a return, its line comes before
+// everything else about that cluster, with the next step; after the fence, the fence and the step after.
+func TestStatusSaysFirstThatTheProviderReturned(t *testing.T) {
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	dead, _ := deadAndLive(t)
+	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = stop() })
+	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fixture.Revive(t.Context(), testEnv.Client, dead)).To(Succeed()) // Liqo sees it answer after the mark
+	firstLine := func() string {
+		out, _, _ := kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
+		line, _, _ := strings.Cut(out, "\n")
+		return line
+	}
+	g.Eventually(firstLine).WithTimeout(30 * time.Second).Should(And(
+		HavePrefix("PROVIDER RETURNED: "+dead.ForeignCluster.Name+" (cluster ID "+dead.ID+") answered again at "),
+		ContainSubstring("(Liqo's APIServerStatus turned Established)"),
+		HaveSuffix("Fence them: kubectl liqo-janitor fence "+dead.ID+" --provider-kubeconfig <provider kubeconfig>")))
+
+	fence := liqojanitor.FencedRecord(time.Now(), "alice", "shadowpods 3, pods 3")
+	g.Expect(fixture.Annotate(t.Context(), testEnv.Client, dead.ForeignCluster, map[string]*string{liqojanitor.FencedAnnotation: &fence})).To(Succeed())
+	g.Eventually(firstLine).Should(HaveSuffix("; fenced by alice: shadowpods 3, pods 3. Next: kubectl liqo-janitor unmark " +
+		dead.ForeignCluster.Name + " and re-peer, or delete the ForeignCluster"))
 }
 
 // event is an events.k8s.io/v1 Event about the object regarding, reported by controller, in the

@@ -48,6 +48,7 @@ type options struct {
 	minUnreachable      time.Duration
 	probeTimeout        time.Duration
 	gracePeriod         time.Duration
+	returnProbe         time.Duration
 	dryRun              bool
 	releaseSecrets      bool
 	workers             int
@@ -92,6 +93,8 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"How long the gate's own probe of a provider's API server (an unauthenticated GET /readyz at the https URLs Liqo wrote in the ForeignCluster's status) may take before a mark is accepted; an answer vetoes the mark. 0 turns the probe off. At most 3s (the webhook's timeout is 5s)")
 	fs.DurationVar(&o.gracePeriod, "grace-period", janitor.DefaultGracePeriod,
 		"How long after a cluster is marked dead the janitor waits before releasing anything (the window to undo a mistake).")
+	fs.DurationVar(&o.returnProbe, "return-probe-interval", janitor.DefaultReturnProbeInterval,
+		"How often the janitor probes the providers of marked ForeignClusters (the same unauthenticated GET /readyz as the gate's, bounded by --probe-timeout or 2s), to report one that answers again (ProviderReturned) and stop releasing for it; marked clusters only. 0 turns the probe off (Liqo's APIServerStatus turning Established still counts); at least 1s otherwise.")
 	fs.BoolVar(&o.dryRun, "dry-run", false,
 		"Report what the janitor would release through events and logs, and write nothing else.")
 	fs.BoolVar(&o.releaseSecrets, "release-identity-secrets", false,
@@ -143,6 +146,9 @@ func (o *options) validateDurations() []error {
 	}
 	if o.gracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--grace-period must not be negative, got %s", o.gracePeriod))
+	}
+	if o.returnProbe != 0 && o.returnProbe < time.Second {
+		errs = append(errs, fmt.Errorf("--return-probe-interval must be 0 (off) or at least 1s (it probes every marked cluster's provider), got %s", o.returnProbe))
 	}
 	return errs
 }
@@ -258,7 +264,7 @@ func gateOptions(o *options) webhook.Options {
 func janitorOptions(o *options) janitor.Options {
 	return janitor.Options{
 		GracePeriod: o.gracePeriod, DryRun: o.dryRun, ReleaseIdentitySecrets: o.releaseSecrets, Workers: o.workers,
-		ObjectEvents: o.objectEvents,
+		ObjectEvents: o.objectEvents, ReturnProbeInterval: o.returnProbe, ProbeTimeout: o.probeTimeout,
 	}
 }
 

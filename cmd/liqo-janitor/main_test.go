@@ -81,11 +81,12 @@ func TestFlagValidation(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"defaults are valid":                    {},
-		"a negative grace period is refused":    {args: []string{"--grace-period=-1s"}, wantErr: "--grace-period must not be negative"},
-		"a negative min-unreachable is refused": {args: []string{"--min-unreachable=-1s"}, wantErr: "--min-unreachable"},
-		"zero QPS is refused":                   {args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
-		"running nothing is refused":            {args: []string{"--enable-webhook=false", "--enable-janitor=false"}, wantErr: "nothing to run"},
+		"defaults are valid":                      {},
+		"a negative grace period is refused":      {args: []string{"--grace-period=-1s"}, wantErr: "--grace-period must not be negative"},
+		"a return probe in a hot loop is refused": {args: []string{"--return-probe-interval=100ms"}, wantErr: "--return-probe-interval must be 0 (off) or at least 1s"},
+		"a negative min-unreachable is refused":   {args: []string{"--min-unreachable=-1s"}, wantErr: "--min-unreachable"},
+		"zero QPS is refused":                     {args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
+		"running nothing is refused":              {args: []string{"--enable-webhook=false", "--enable-janitor=false"}, wantErr: "nothing to run"},
 		"leader election out of a cluster needs the Lease's namespace": {args: []string{"--leader-elect"},
 			wantErr: "--leader-elect needs --leader-election-namespace out of a cluster"},
 		"leader election with the Lease's namespace is valid": {args: []string{"--leader-elect", "--leader-election-namespace=ns"}},
