@@ -3,9 +3,13 @@ package monitoring_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/common/model"
@@ -16,6 +20,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
 // ruleFile renders the chart's PrometheusRule with values and parses it as Prometheus loads a rule file
@@ -42,7 +47,7 @@ func alertNames(groups *rulefmt.RuleGroups) []string {
 
 func TestTheChartShipsTheseAlerts(t *testing.T) {
 	g := NewWithT(t)
-	all := []string{"LiqoJanitorDown", "LiqoJanitorNoLeader", "LiqoJanitorReleaseFailures", "LiqoJanitorObjectsBlocked",
+	all := []string{"LiqoJanitorDown", "LiqoJanitorProviderReturned", "LiqoJanitorNoLeader", "LiqoJanitorReleaseFailures", "LiqoJanitorObjectsBlocked",
 		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorDryRun"}
 	g.Expect(alertNames(ruleFile(t, nil))).To(Equal(all))
 	without := ruleFile(t, map[string]any{"replicaCount": 1, "leaderElection": map[string]any{"enabled": false}})
@@ -50,15 +55,69 @@ func TestTheChartShipsTheseAlerts(t *testing.T) {
 		"no leader alert without leader election: the series never exists")
 }
 
+// readmeURL is the repository's README as GitHub shows it; a runbook is a section of it
+// (readmeURL#<anchor>), as the chart's NOTES.txt links "Marking a provider dead".
+const readmeURL = "https://github.com/liqo-janitor/liqo-janitor"
+
+// TestAlertRunbooksAreREADMESections: every runbook_url names a section the README has (GitHub's anchor
+// of one of its headings), and the returned-provider alert, the one that asks for a fence, has one.
+func TestAlertRunbooksAreREADMESections(t *testing.T) {
+	g := NewWithT(t)
+	root, err := harness.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	anchors := map[string]bool{}
+	inCode := false // a "# comment" in a shell block is no heading
+	for line := range strings.SplitSeq(string(readme), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && !inCode && strings.HasPrefix(line, "#") {
+			anchors[githubAnchor(heading)] = true
+		}
+	}
+	runbooks := map[string]string{}
+	for _, group := range ruleFile(t, nil).Groups {
+		for _, r := range group.Rules {
+			if url, ok := r.Annotations["runbook_url"]; ok {
+				runbooks[r.Alert] = url
+			}
+		}
+	}
+	g.Expect(runbooks).To(HaveKeyWithValue("LiqoJanitorProviderReturned", readmeURL+"#when-a-dead-provider-comes-back"))
+	for alert, url := range runbooks {
+		anchor, ok := strings.CutPrefix(url, readmeURL+"#")
+		g.Expect(ok).To(BeTrue(), "%s: runbook %s is not a section of the README", alert, url)
+		g.Expect(anchors).To(HaveKey(anchor), "%s: the README has no section #%s", alert, anchor)
+	}
+}
+
+// githubAnchor is the anchor GitHub gives a Markdown heading: lower case, spaces as hyphens, punctuation
+// other than hyphens and underscores dropped.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // alertCase is a Prometheus rule unit test: series loaded at one-minute steps (promqltest's load syntax),
 // the rules evaluated every minute from 0 to at, and whether the alert fires then.
 type alertCase struct {
-	alert  string
-	values map[string]any // chart values, nil for the defaults
-	series string
-	at     time.Duration
-	fires  bool
-	labels map[string]string // labels the firing alert has
+	alert       string
+	values      map[string]any // chart values, nil for the defaults
+	series      string
+	at          time.Duration
+	fires       bool
+	labels      map[string]string // labels the firing alert has
+	annotations map[string]string // annotations the firing alert has
 }
 
 // job selects the series scraped through the install's metrics Service: the Prometheus Operator names the
@@ -76,6 +135,27 @@ up{` + job + `, pod="b"} 0x15`},
 up{` + job + `, pod="b"} 1x15`},
 	"not down yet: for 5m": {alert: "LiqoJanitorDown", at: 4 * time.Minute,
 		series: `up{` + job + `, pod="a"} 0x15`},
+
+	// The gauge counts marked ForeignClusters whose provider answered after the mark and that were not
+	// fenced yet; it is set on the leader only (the other replica exports 0).
+	"a dead provider answers again": {alert: "LiqoJanitorProviderReturned", at: 5 * time.Minute, fires: true,
+		labels:      map[string]string{"severity": "critical"},
+		annotations: map[string]string{"runbook_url": readmeURL + "#when-a-dead-provider-comes-back"},
+		series: `liqo_janitor_returned_clusters{` + job + `, pod="a"} 1x10
+liqo_janitor_returned_clusters{` + job + `, pod="b"} 0x10`},
+	"a returned provider pages one minute after the gauge rises": {alert: "LiqoJanitorProviderReturned", at: 3 * time.Minute, fires: true,
+		series: `liqo_janitor_returned_clusters{` + job + `, pod="a"} 0 0 1x10`},
+	"not a minute yet": {alert: "LiqoJanitorProviderReturned", at: 2 * time.Minute,
+		series: `liqo_janitor_returned_clusters{` + job + `, pod="a"} 0 0 1x10`},
+	"two returned providers, one alert": {alert: "LiqoJanitorProviderReturned", at: 5 * time.Minute, fires: true,
+		series: `liqo_janitor_returned_clusters{` + job + `, pod="a"} 2x10`},
+	"no provider returned": {alert: "LiqoJanitorProviderReturned", at: 10 * time.Minute,
+		series: `liqo_janitor_returned_clusters{` + job + `, pod="a"} 0x15
+liqo_janitor_returned_clusters{` + job + `, pod="b"} 0x15`},
+	"the returned provider was fenced": {alert: "LiqoJanitorProviderReturned", at: 10 * time.Minute,
+		series: `liqo_janitor_returned_clusters{` + job + `, pod="a"} 1x4 0x10`},
+	"another job's gauge": {alert: "LiqoJanitorProviderReturned", at: 10 * time.Minute,
+		series: `liqo_janitor_returned_clusters{job="something-else"} 1x15`},
 
 	"no leader: replicas up, none leads": {alert: "LiqoJanitorNoLeader", at: 10 * time.Minute, fires: true,
 		series: `up{` + job + `, pod="a"} 1x15
@@ -141,6 +221,9 @@ func TestAlerts(t *testing.T) {
 			g.Expect(firing).To(HaveLen(1), "%s fires once", tc.alert)
 			for k, v := range tc.labels {
 				g.Expect(firing[0].Labels.Get(k)).To(Equal(v), "label %s", k)
+			}
+			for k, v := range tc.annotations {
+				g.Expect(firing[0].Annotations.Get(k)).To(Equal(v), "annotation %s", k)
 			}
 			g.Expect(firing[0].Annotations.Get("summary")).NotTo(BeEmpty())
 			g.Expect(firing[0].Annotations.Get("summary")).NotTo(ContainSubstring("MINUTES"), "placeholders filled in")

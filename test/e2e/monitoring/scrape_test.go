@@ -58,7 +58,7 @@ func TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes(t *testing.T) {
 	exposed := scrapedNames(t, r)
 	exprs, err := monitoring.Expressions(t.Context(), env.Root)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(len(exprs)).To(BeNumerically(">", 7), "the seven alerts and the dashboard's queries")
+	g.Expect(len(exprs)).To(BeNumerically(">", 8), "the eight alerts and the dashboard's queries")
 	for where, expr := range exprs {
 		names, err := monitoring.MetricNames(expr)
 		g.Expect(err).NotTo(HaveOccurred(), "%s: %s", where, expr)
