@@ -256,7 +256,7 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	}
 	for flag, want := range map[string]time.Duration{
 		"--grace-period": janitor.DefaultGracePeriod, "--min-unreachable": webhook.DefaultMinUnreachable,
-		"--probe-timeout": webhook.DefaultProbeTimeout,
+		"--probe-timeout": webhook.DefaultProbeTimeout, "--return-probe-interval": janitor.DefaultReturnProbeInterval,
 		// controller-runtime's leader-election defaults, which the binary's flags keep
 		"--leader-election-lease-duration": 15 * time.Second, "--leader-election-renew-deadline": 10 * time.Second,
 		"--leader-election-retry-period": 2 * time.Second,
