@@ -75,7 +75,7 @@ func TestAProviderThatAnswersAgainIsReportedOncePerReturnAndGetsNothingMore(t *t
 	g.Expect(returned()).To(BeZero())
 
 	// The partition heals: Liqo's status still says Error, the janitor's own probe hears the provider.
-	link.Up()
+	g.Expect(link.Up()).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(10 * time.Second).Should(HavePrefix(liqojanitor.ReturnedPrefix))
 	summary := cleanupAnnotation(t, p)()
 	for _, want := range []string{"answered the janitor's probe", "marked dead by alice", "pods force-deleted by the janitor: 3",
@@ -94,7 +94,7 @@ func TestAProviderThatAnswersAgainIsReportedOncePerReturnAndGetsNothingMore(t *t
 	g.Expect(gone(t, late)()).To(BeFalse(), "nothing is released once the provider has returned")
 
 	// The provider goes and comes back, and Liqo's status flips: still one return, one event.
-	link.Up()
+	g.Expect(link.Up()).To(Succeed())
 	g.Expect(fixture.Revive(ctx, env.Client, p)).To(Succeed())
 	poke(t, p, janitor.WaitReturned, "2")
 	g.Expect(countReason(t, p, "ProviderReturned")).To(Equal(1))

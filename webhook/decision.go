@@ -134,11 +134,18 @@ func unpauses(old, fc *liqov1beta1.ForeignCluster) bool {
 		old.Annotations[liqojanitor.PausedAnnotation] == "true" && fc.Annotations[liqojanitor.PausedAnnotation] != "true"
 }
 
+// fences reports whether the request sets or changes the operator's fence record on a cluster that stays
+// marked (rule 15): the record ends the janitor's count of a returned provider, and its critical alert.
+func fences(old, fc *liqov1beta1.ForeignCluster) bool {
+	_, set := fc.Annotations[liqojanitor.FencedAnnotation]
+	return transitionOf(old, fc) == staysMarked && set && differs(old.Annotations, fc.Annotations, liqojanitor.FencedAnnotation)
+}
+
 // needsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
-// removes the mark (rule 5), or unpauses a marked cluster (rule 10).
+// removes the mark (rule 5), unpauses a marked cluster (rule 10) or records a fence on one (rule 15).
 func needsPermission(old, fc *liqov1beta1.ForeignCluster) bool {
 	t := transitionOf(old, fc)
-	return t == marking || t == unmarking || unpauses(old, fc)
+	return t == marking || t == unmarking || unpauses(old, fc) || fences(old, fc)
 }
 
 // needsClusterContext reports whether the decision needs the local cluster ID and the other
@@ -178,6 +185,8 @@ const (
 	ReasonMarked          = "Marked"
 	ReasonUnmarked        = "Unmarked"
 	ReasonUnpaused        = "Unpaused"
+	ReasonFenceRecord     = "FenceRecord"
+	ReasonFenced          = "Fenced"
 	ReasonOther           = "Other"
 )
 
@@ -239,6 +248,11 @@ func decide(r *inputs, opts Options) verdict {
 		if unpauses(r.Old, r.New) {
 			v.checkPermission(r, t)
 			allowed = ReasonUnpaused
+		}
+		if fences(r.Old, r.New) {
+			v.deny(ReasonFenceRecord, checkFenceRecord(r))
+			v.checkPermission(r, t)
+			allowed = ReasonFenced
 		}
 	case notMarked:
 		v.deny(ReasonConfirmation, checkConfirmation(r, false))
@@ -412,6 +426,28 @@ func checkStamped(r *inputs) field.ErrorList {
 	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.MarkedByAnnotation), msgNotStamped(r.New))}
 }
 
+// fenceRecord is the operator's fence record as the mutating webhook writes it: now, by the requester,
+// with the counts the request carried ("<time> by <user>: <counts>"; the whole value if it is not one).
+func fenceRecord(value, user string, now time.Time) string {
+	counts := value
+	if _, rest, ok := liqojanitor.ParseFenced(value); ok {
+		if _, c, found := strings.Cut(rest, ": "); found {
+			counts = c
+		}
+	}
+	return liqojanitor.FencedRecord(now, user, counts)
+}
+
+// checkFenceRecord: a fence record names the requester and is fresh, as the mutating webhook writes it
+// (rule 15): nobody records a fence in another's name, or backdated.
+func checkFenceRecord(r *inputs) field.ErrorList {
+	at, rest, ok := liqojanitor.ParseFenced(r.New.Annotations[liqojanitor.FencedAnnotation])
+	if ok && strings.HasPrefix(rest, "by "+r.User.Username+": ") && !at.After(r.Now.Add(clockSkew)) && r.Now.Sub(at) <= stampWindow {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.FencedAnnotation), msgFenceRecord(r.New))}
+}
+
 // immutableWhileMarked are the keys no request changes while the mark is set: the confirmation and the
 // stamps (rule 6), and the operator's reason the clean-up's events quote (rule 14).
 var immutableWhileMarked = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation,
@@ -446,7 +482,7 @@ func (v *verdict) checkPermission(r *inputs, t transition) {
 	case r.permission.Err != nil:
 		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionUnknown(r.New, r.permission.Err))})
 	case !r.permission.Allowed:
-		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionDenied(r.New, r.User.Username, t, r.permission.Reason))})
+		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionDenied(r.Old, r.New, r.User.Username, t, r.permission.Reason))})
 	default:
 		return
 	}
@@ -489,7 +525,7 @@ func stampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) b
 
 // Stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
-// grace period, rule 6); on unmarking it removes the stamps, the confirmation, the no-evidence key, the
+// grace period, rule 6); on a fence record, its time and user (rule 15); on unmarking it removes the stamps, the confirmation, the no-evidence key, the
 // janitor's record of its grace window and its plan of a clean-up that will not happen (a cleanup
 // annotation of a clean-up that did happen stays). It returns
 // the annotations to set and the keys to remove.
@@ -500,6 +536,11 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set
 			liqojanitor.MarkedByAnnotation: user,
 			liqojanitor.MarkedAtAnnotation: now.UTC().Format(time.RFC3339),
 		}, nil
+	case staysMarked:
+		if !fences(old, fc) {
+			return nil, nil
+		}
+		return map[string]string{liqojanitor.FencedAnnotation: fenceRecord(fc.Annotations[liqojanitor.FencedAnnotation], user, now)}, nil
 	case unmarking:
 		for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
 			liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation} {

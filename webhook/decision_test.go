@@ -314,6 +314,35 @@ func TestDecide(t *testing.T) {
 			review:      inputs{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), permission: permitted},
 			wantAllowed: true,
 		},
+		"recording a fence on a marked cluster without permission is forbidden (it ends a critical alert)": {
+			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
+				liqojanitor.FencedRecord(now, "alice", "shadowpods 3")), down)},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{"may not record a fence (liqo-janitor.io/fenced)", "kubectl create clusterrolebinding mark-unreachable-alice"},
+		},
+		"a fence record naming another user is refused": {
+			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
+				liqojanitor.FencedRecord(now, "mallory", "shadowpods 3")), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
+			wantInMsg: []string{"one naming another user or another time is refused", "kubectl liqo-janitor fence provider-a"},
+		},
+		"a backdated fence record is refused": {
+			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
+				liqojanitor.FencedRecord(now.Add(-time.Hour), "alice", "shadowpods 3")), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
+		},
+		"a fresh fence record of the requester, with permission, is allowed": {
+			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
+				liqojanitor.FencedRecord(now, "alice", "shadowpods 3")), down), permission: permitted},
+			wantAllowed: true,
+		},
+		"a fence record on an unmarked cluster is nobody's business": {
+			review:      inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.FencedAnnotation, "anything"))},
+			wantAllowed: true,
+		},
 		"unpausing an unmarked cluster needs nothing": {
 			review:      inputs{Old: fc(id, with(nil, liqojanitor.PausedAnnotation, "true")), New: fc(id, nil)},
 			wantAllowed: true,
@@ -422,6 +451,13 @@ func TestStamp(t *testing.T) {
 			old: fc(id, confirmed), new: fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true")),
 			wantSet: stamped,
 		},
+		"a fence record on a marked cluster gets the requester and the time, keeping its counts": {
+			old: fc(id, marked), new: fc(id, with(marked, liqojanitor.FencedAnnotation, "2020-01-01T00:00:00Z by mallory: shadowpods 3, pods 3")),
+			wantSet: map[string]string{liqojanitor.FencedAnnotation: now.Format(time.RFC3339) + " by alice: shadowpods 3, pods 3"},
+		},
+		"an unchanged fence record is left alone": {
+			old: fc(id, with(marked, liqojanitor.FencedAnnotation, "x")), new: fc(id, with(marked, liqojanitor.FencedAnnotation, "x")),
+		},
 		"forged stamps are replaced": {
 			old:     fc(id, confirmed),
 			new:     fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true", liqojanitor.MarkedByAnnotation, "mallory", liqojanitor.MarkedAtAnnotation, "2020-01-01T00:00:00Z")),
@@ -516,6 +552,8 @@ func TestDecisionReasons(t *testing.T) {
 		"an allowed unmarking":    {inputs{Old: fc(id, marked, down), New: fc(id, nil, down), permission: permitted}, ReasonUnmarked},
 		"an allowed unpausing":    {inputs{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), permission: permitted}, ReasonUnpaused},
 		"an unrelated change":     {inputs{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))}, ReasonOther},
+		"a fence":                 {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation, liqojanitor.FencedRecord(now, "alice", "x")), down), permission: permitted}, ReasonFenced},
+		"a forged fence":          {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation, "x"), down), permission: permitted}, ReasonFenceRecord},
 		"the first refusing rule": {inputs{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down)}, ReasonConfirmation},
 		"a duplicate":             {inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted, Duplicates: []duplicate{{Name: "x"}}}, ReasonDuplicate},
 		"no evidence":             {inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted}, ReasonNoEvidence},

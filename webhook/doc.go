@@ -51,7 +51,12 @@
 //  14. Only the janitor's own identity (learnt at start with a SelfSubjectReview) sets, changes or removes
 //     the janitor's keys (liqo-janitor.io/cleanup, first-seen-at, grace-ends-at), but for rule 7's
 //     removal; liqo-janitor.io/reason is immutable while marked.
+//  15. The fence record (liqo-janitor.io/fenced, written by kubectl liqo-janitor fence once the consumer's
+//     workloads on a returned provider are stopped) ends the janitor's count of that returned provider and
+//     its critical alert: setting or changing it on a marked ForeignCluster needs rule 5's permission, and
+//     the mutating webhook writes its time and user (the request's), as it stamps a mark; the validating
+//     webhook accepts only a record naming the requester, a few seconds old.
 //
 // The ValidatingAdmissionPolicy in manifests/policy enforces, with the gate absent, what CEL can: rules 1,
-// 2, 5 and 10 through the authorizer, 6's immutability, 11, 13 and 14.
+// 2, 5, 10 and 15 through the authorizer, 6's immutability, 11, 13, 14 and 15's requester.
 package webhook

@@ -484,3 +484,30 @@ func TestUnpausingAMarkedClusterIsBreakGlass(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqojanitor.PausedAnnotation: s("true")})).To(Succeed())
 	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqojanitor.PausedAnnotation: nil})).To(Succeed())
 }
+
+// TestAFenceRecordIsBreakGlassAndStampedWithTheRequester (rule 15): the record ends the janitor's count of
+// a returned provider and its critical alert, so only the break-glass holder writes it, and the gate
+// writes its time and user whatever the request said.
+func TestAFenceRecordIsBreakGlassAndStampedWithTheRequester(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
+	forged := "2020-01-01T00:00:00Z by alice: shadowpods 3, pods 3"
+
+	err := fixture.Annotate(ctx, bob, fc, map[string]*string{liqojanitor.FencedAnnotation: &forged})
+	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
+		`user "bob" may not record a fence`)
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.FencedAnnotation))
+
+	before := time.Now().Truncate(time.Second)
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: &forged})).To(Succeed())
+	at, rest, ok := liqojanitor.ParseFenced(get(t, fc).Annotations[liqojanitor.FencedAnnotation])
+	g.Expect(ok).To(BeTrue())
+	g.Expect(rest).To(Equal("by alice: shadowpods 3, pods 3"), "the requester, the counts kept")
+	g.Expect(at).To(BeTemporally(">=", before), "the gate's time, not the request's")
+
+	// on a cluster that is not marked, the key is nobody's business
+	other := newProvider(t, "", 0)
+	g.Expect(fixture.Annotate(ctx, bob, other, map[string]*string{liqojanitor.FencedAnnotation: &forged})).To(Succeed())
+}

@@ -175,13 +175,15 @@ func msgPermissionUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
 		describe(fc), MarkVerb, err)
 }
 
-func msgPermissionDenied(fc *liqov1beta1.ForeignCluster, user string, t transition, reason string) string {
+func msgPermissionDenied(old, fc *liqov1beta1.ForeignCluster, user string, t transition, reason string) string {
 	action := "mark it permanently unreachable"
-	switch t {
-	case unmarking:
+	switch {
+	case t == unmarking:
 		action = "remove its permanently-unreachable mark"
-	case staysMarked:
+	case t == staysMarked && unpauses(old, fc):
 		action = fmt.Sprintf("unpause it (remove %s), which resumes irreversible releases", liqojanitor.PausedAnnotation)
+	case t == staysMarked:
+		action = fmt.Sprintf("record a fence (%s), which ends the count of its returned provider and its alert", liqojanitor.FencedAnnotation)
 	}
 	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+
 		"a cluster admin can grant it with: kubectl create clusterrolebinding %s --clusterrole=%s --user=%s",
@@ -211,4 +213,11 @@ func bindingName(user string) string {
 func warnUnmarked(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s is no longer marked permanently unreachable: pods already force-deleted and finalizers already "+
 		"removed are not restored, and workloads on the provider may still be running", describe(fc))
+}
+
+func msgFenceRecord(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: %s is the operator's record of a fence, written by kubectl liqo-janitor fence and stamped by "+
+		"the gate with the time and the requesting user (\"<RFC 3339> by <user>: <counts>\"); one naming another user or "+
+		"another time is refused: run kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>",
+		describe(fc), liqojanitor.FencedAnnotation, fc.Spec.ClusterID)
 }

@@ -282,6 +282,9 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 		{"bob may pause the janitor", bob, map[string]*string{liqojanitor.PausedAnnotation: s("true")}, ""},
 		{"bob may not unpause it", bob, map[string]*string{liqojanitor.PausedAnnotation: nil}, `user "bob" may not unpause it`},
 		{"alice may", alice, map[string]*string{liqojanitor.PausedAnnotation: nil}, ""},
+		{"bob may not record a fence", bob, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "bob", "shadowpods 1"))},
+			`user "bob" may not record a fence (liqo-janitor.io/fenced)`},
+		{"alice may, in her own name", alice, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "alice", "shadowpods 1"))}, ""},
 		{"bob may not remove the mark", bob, map[string]*string{liqojanitor.MarkAnnotation: nil}, `user "bob" may not remove its permanently-unreachable mark`},
 		{"alice may", alice, map[string]*string{liqojanitor.MarkAnnotation: nil}, ""},
 		{"on an unmarked cluster bob may pause and unpause", bob, map[string]*string{liqojanitor.PausedAnnotation: s("true")}, ""},
@@ -295,6 +298,11 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 		}
 		expectPolicyForbidden(g, err, step.refused, "--clusterrole="+webhook.MarkRoleName+" --user=bob")
 	}
+	// alice marks again; a fence record in another's name is refused, even to her
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: s("true"), liqojanitor.FencedAnnotation: nil})).To(Succeed())
+	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "bob", "shadowpods 1"))})
+	expectPolicyDenied(g, err, `one naming another user is refused`)
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	got := &liqov1beta1.ForeignCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
 	g.Expect(got.Annotations).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: id}))
