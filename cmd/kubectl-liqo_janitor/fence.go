@@ -293,23 +293,23 @@ func (e *env) fenceTenant(ctx context.Context, w io.Writer, s *fenceScope, t *te
 // fenceStep is one thing fence deleted and then waits for: e.g. the ShadowPods of a namespace, and their
 // pods.
 type fenceStep struct {
-	Where        string   `json:"where"`
-	DeletedKind  string   `json:"deletedKind,omitempty"`
-	Deleted      int      `json:"deleted"`
-	Kind         string   `json:"kind"`
-	Before       int      `json:"before"`
-	Left         int      `json:"left"`
-	LeftAlone    []string `json:"leftAlone,omitempty"`
-	left         func(ctx context.Context) ([]client.Object, error)
-	last         []client.Object
-	printed      bool
+	Where       string   `json:"where"`
+	DeletedKind string   `json:"deletedKind,omitempty"`
+	Deleted     int      `json:"deleted"`
+	Kind        string   `json:"kind"`
+	Before      int      `json:"before"`
+	Left        int      `json:"left"`
+	LeftAlone   []string `json:"leftAlone,omitempty"`
+	left        func(ctx context.Context) ([]client.Object, error)
+	last        []client.Object
+	printed     bool
 }
 
 func (st *fenceStep) line() string {
-	switch {
-	case st.DeletedKind == "":
+	switch st.DeletedKind {
+	case "":
 		return fmt.Sprintf("%s: %s %d → %d left", st.Where, st.Kind, st.Before, st.Left)
-	case st.DeletedKind == st.Kind:
+	case st.Kind:
 		return fmt.Sprintf("%s: %s %d deleted, %d → %d left", st.Where, st.Kind, st.Deleted, st.Before, st.Left)
 	}
 	return fmt.Sprintf("%s: %s %d deleted, %s %d → %d left", st.Where, st.DeletedKind, st.Deleted, st.Kind, st.Before, st.Left)

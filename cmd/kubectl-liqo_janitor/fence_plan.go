@@ -315,26 +315,8 @@ func printTenants(out io.Writer, ts []plannedTenant) {
 	}
 }
 
-// counts is what the plan's fence stops, in the words of the fenced record ("shadowpods 12, pods 12").
-func (p *fencePlan) counts() string {
-	var sps, pods int
-	for _, ns := range p.Namespaces {
-		sps += ns.ShadowPods
-		pods += ns.Pods
-	}
-	parts := []string{fmt.Sprintf("shadowpods %d", sps), fmt.Sprintf("pods %d", pods)}
-	if !p.All {
-		return strings.Join(parts, ", ")
-	}
-	var rs, nm, rn, nss int
-	for _, t := range p.TenantNamespaces {
-		rs, nm, rn, nss = rs+t.ResourceSlices, nm+t.NamespaceMaps, rn+t.Renews, nss+len(t.RemoteNamespaces)
-	}
-	parts = append(parts, fmt.Sprintf("resourceslices %d", rs), fmt.Sprintf("namespacemaps %d", nm),
-		fmt.Sprintf("renews %d", rn), fmt.Sprintf("namespaces %d", nss))
-	return strings.Join(parts, ", ")
-}
-
 // foreignClusterTenant is the consumer's tenant namespace for fc (Liqo writes it in the ForeignCluster's
 // status).
-func foreignClusterTenant(fc *liqov1beta1.ForeignCluster) string { return fc.Status.TenantNamespace.Local }
+func foreignClusterTenant(fc *liqov1beta1.ForeignCluster) string {
+	return fc.Status.TenantNamespace.Local
+}
