@@ -332,7 +332,7 @@ func deleteShadowPods(ctx context.Context, s *fenceScope, plan *fencePlan) ([]*f
 				return steps, err
 			}
 			st.count(sp, deleted)
-			if deleted {
+			if deleted || sp.GetResourceVersion() == "" { // deleted, or already gone: its pods are still this consumer's
 				owners = append(owners, sp.UID)
 			}
 		}

@@ -161,10 +161,10 @@ func sortedNamespaces(m map[string][]types.UID) []string {
 }
 
 // ownedPods are the pods of namespace ns whose controller is one of the ShadowPods owners: Liqo's shadowpod
-// controller creates each pod with a controller reference to its ShadowPod (Reconciler.Reconcile,
-// pkg/liqo-controller-manager/offloading/shadowpod-controller/shadowpod_controller.go,
-// ctrl.SetControllerReference, which also sets blockOwnerDeletion), so the garbage collector deletes it
-// once the ShadowPod is gone.
+// controller creates each pod, of the ShadowPod's name and labels, with a controller reference to its
+// ShadowPod (Reconciler.Reconcile, pkg/liqo-controller-manager/offloading/shadowpod-controller/shadowpod_controller.go:
+// ctrl.SetControllerReference, which also sets blockOwnerDeletion; v1.0.3, v1.1.0 and v1.2.0), so the
+// garbage collector deletes it once the ShadowPod is gone. fence deletes no pod itself.
 func ownedPods(ctx context.Context, c client.Client, ns string, owners []types.UID) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
@@ -270,7 +270,7 @@ func (t *tenantFootprint) planned() plannedTenant {
 func (p *fencePlan) escaped() *fencePlan {
 	out := *p
 	out.ForeignCluster, out.ProviderClusterID, out.LocalClusterID = printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.LocalClusterID)
-	out.ProviderLiqoClusterID, out.Via = printable(p.ProviderLiqoClusterID), printable(p.Via)
+	out.ProviderLiqoClusterID, out.Via, out.Provider = printable(p.ProviderLiqoClusterID), printable(p.Via), printable(p.Provider)
 	return &out
 }
 

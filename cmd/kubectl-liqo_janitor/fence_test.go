@@ -352,6 +352,12 @@ func TestFenceAllRemovesThisConsumersTenantCopiesInLiqosOrder(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("--all, tenant namespace " + tenant + " (kept), in Liqo's order:"))
 	g.Expect(out).To(MatchRegexp(`(?m)^ResourceSlice\s+1$`))
 	g.Expect(out).NotTo(ContainSubstring(theirTenant))
+	out, _, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run", "-o", "yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report fenceReport
+	g.Expect(yaml.Unmarshal([]byte(strings.TrimPrefix(out, "---\n")), &report)).To(Succeed())
+	g.Expect(report.Plan.TenantNamespaces).To(ConsistOf(plannedTenant{Namespace: tenant, ResourceSlices: 1, NamespaceMaps: 1, Renews: 1,
+		RemoteNamespaces: []string{remoteA, remoteB}}))
 
 	out, _, err = fence(t, consumerID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--timeout", "2m")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -466,4 +472,27 @@ func TestFenceWithoutAKubeconfigShowsWhatTheControlPlaneIdentityMayDo(t *testing
 	g.Expect(stderr).To(ContainSubstring("ShadowPods are deletable by the ResourceSlice identities only"))
 	g.Expect(stderr).To(ContainSubstring("Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider."))
 	g.Expect(providerRVs(t, prov, append(w.mine, w.kept...))).To(Equal(before), "nothing was deleted")
+}
+
+func TestFenceStepLinesAndCounts(t *testing.T) {
+	steps := []*fenceStep{
+		{Where: "namespace app", DeletedKind: "shadowpods", Deleted: 3, Kind: "pods", Before: 3, Left: 1},
+		{Where: "tenant namespace t", DeletedKind: "resourceslices", Deleted: 1, Kind: "resourceslices", Before: 1},
+		{Where: "remote namespaces", Kind: "namespaces", Before: 2},
+	}
+	for i, want := range []string{
+		"namespace app: shadowpods 3 deleted, pods 3 → 1 left",
+		"tenant namespace t: resourceslices 1 deleted, 1 → 0 left",
+		"remote namespaces: namespaces 2 → 0 left",
+	} {
+		if got := steps[i].line(); got != want {
+			t.Errorf("line %d: got %q, want %q", i, got, want)
+		}
+	}
+	if got, want := countsOf(steps[:1], false), "shadowpods 3, pods 2"; got != want {
+		t.Errorf("counts: got %q, want %q", got, want)
+	}
+	if got, want := countsOf(steps, true), "shadowpods 3, pods 2, resourceslices 1, namespacemaps 0, renews 0, namespaces 2"; got != want {
+		t.Errorf("counts --all: got %q, want %q", got, want)
+	}
 }
