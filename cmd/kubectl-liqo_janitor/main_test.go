@@ -30,7 +30,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
+	code := harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
 		ctx := context.Background()
 		if err := e.InstallLocalClusterID(ctx, webhook.DefaultLiqoNamespace, "consumer"); err != nil {
 			return err
@@ -42,7 +42,9 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		return e.StartGate(webhook.Options{MinUnreachable: time.Minute})
-	}))
+	})
+	stopProvider() // the fence tests' second API server, if one of them started it
+	os.Exit(code)
 }
 
 // kubectl runs the plugin as user with stdin, the way kubectl runs it (--kubeconfig, --as).

@@ -44,7 +44,9 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
 
   kubectl liqo-janitor plan <cluster-id>        what a mark would release, and whether the gate would take it
   kubectl liqo-janitor mark <cluster-id> --reason "…"
-  kubectl liqo-janitor status [<cluster-id>] [--watch]`,
+  kubectl liqo-janitor status [<cluster-id>] [--watch]
+  kubectl liqo-janitor fence <cluster-id> --provider-kubeconfig <file>   stop, on a marked provider that answers
+                                                 again, what this consumer left running there`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -53,7 +55,7 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.AddCommand(e.planCommand(), e.markCommand(), e.statusCommand(), e.pauseCommand(true), e.pauseCommand(false),
-		e.unmarkCommand(), e.canICommand(), versionCommand())
+		e.unmarkCommand(), e.canICommand(), e.fenceCommand(), versionCommand())
 	return root
 }
 

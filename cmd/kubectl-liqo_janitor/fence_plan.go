@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	"github.com/liqotech/liqo/pkg/consts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// What fence selects on the provider: Liqo's own labels and annotations, the same strings in Liqo v1.0.3,
+// v1.1.0 and v1.2.0.
+const (
+	// shadowPodOriginLabel and shadowPodDestinationLabel are forge.LiqoOriginClusterIDKey and
+	// forge.LiqoDestinationClusterIDKey (pkg/virtualKubelet/forge/meta.go, ReflectionLabels: origin = the
+	// consumer's cluster ID, destination = the provider's), which the consumer's virtual kubelet puts on
+	// every ShadowPod it reflects (forge.RemoteShadowPod, pkg/virtualKubelet/forge/pods.go, through
+	// RemoteObjectMeta). They are not in Liqo's consts package, and the forge package would bring the
+	// virtual kubelet's dependencies: spelled here.
+	shadowPodOriginLabel      = "offloading.liqo.io/origin"
+	shadowPodDestinationLabel = "offloading.liqo.io/destination"
+
+	// replicatedLabel and originLabel are what the consumer's crdReplicator puts on the copies of its
+	// ResourceSlices, NamespaceMaps and Renews it creates in its tenant namespace on the provider
+	// (Reflector.mutateLabelsForRemote, internal/crdReplicator/reflection/handler.go): liqo.io/replicated=true,
+	// liqo.io/originID=<consumer>; its own reflector selects them the same way (remoteResourcesLabelSelector,
+	// reflection/reflector.go).
+	replicatedLabel = consts.ReplicationStatusLabel
+	originLabel     = consts.ReplicationOriginLabel
+
+	// tenantNamespaceLabel (value "true") and liqo.io/remote-cluster-id=<consumer> label the tenant
+	// namespace of a consumer on the provider (tenantNamespaceManager.ForgeNamespace and GetNamespace,
+	// pkg/tenantNamespace/namespaceManager.go).
+	tenantNamespaceLabel = consts.TenantNamespaceLabel
+
+	// managedByNamespaceMapAnnotation ("<tenant namespace>/<NamespaceMap>") is on every remote namespace
+	// Liqo's namespacemap controller creates for a NamespaceMap copy (createNamespace,
+	// pkg/liqo-controller-manager/offloading/namespacemap-controller/enforcement.go); on the copy's deletion
+	// the same controller deletes exactly those namespaces (NamespaceMapDeletionProcess →
+	// ensureNamespacesDeletion → deleteNamespace, which skips a namespace without this annotation) and then
+	// removes its finalizer namespaceMapFinalizer (finalizer.go, RemoveNamespaceMapControllerFinalizer).
+	// fence therefore deletes only the NamespaceMap copy and waits for Liqo to delete the namespaces:
+	// deleting them itself would race that controller, which re-creates a missing one while the map lives
+	// (ensureNamespacesExistence).
+	managedByNamespaceMapAnnotation = consts.RemoteNamespaceManagedByAnnotationKey
+	namespaceMapFinalizer           = "namespacemap-controller.liqo.io/finalizer"
+)
+
+// fencePlan is what fence would remove on the provider: the consumer's ShadowPods and the pods Liqo's
+// shadowpod controller made from them, per namespace, and with --all its tenant namespace's copies.
+type fencePlan struct {
+	ForeignCluster    string `json:"foreignCluster"`
+	ProviderClusterID string `json:"providerClusterID"`
+	LocalClusterID    string `json:"localClusterID"`
+	// Provider is the provider's API server, and Via how fence reaches it.
+	Provider string `json:"provider"`
+	Via      string `json:"via"`
+	// ProviderLiqoClusterID is what the provider's own cluster-ID ConfigMap says, or why it was not read.
+	ProviderLiqoClusterID string             `json:"providerLiqoClusterID"`
+	Namespaces            []plannedNamespace `json:"namespaces"`
+	All                   bool               `json:"all"`
+	TenantNamespaces      []plannedTenant    `json:"tenantNamespaces,omitempty"`
+
+	shadowPods []offloadingv1beta1.ShadowPod
+	tenants    []*tenantFootprint
+}
+
+// plannedNamespace is one namespace of the provider where the consumer's ShadowPods are.
+type plannedNamespace struct {
+	Namespace  string `json:"namespace"`
+	ShadowPods int    `json:"shadowPods"`
+	Pods       int    `json:"pods"`
+}
+
+// plannedTenant is the consumer's tenant namespace on the provider: the copies fence --all deletes, in
+// Liqo's order, and the remote namespaces Liqo then deletes.
+type plannedTenant struct {
+	Namespace        string   `json:"namespace"`
+	ResourceSlices   int      `json:"resourceSlices"`
+	NamespaceMaps    int      `json:"namespaceMaps"`
+	Renews           int      `json:"renews"`
+	RemoteNamespaces []string `json:"remoteNamespaces"`
+}
+
+// tenantFootprint is what fence --all found in one tenant namespace.
+type tenantFootprint struct {
+	namespace        string
+	resourceSlices   []client.Object
+	namespaceMaps    []client.Object
+	renews           []client.Object
+	remoteNamespaces []client.Object
+}
+
+// shadowPodSelector selects the ShadowPods the consumer localID reflected to the provider providerID.
+func shadowPodSelector(localID, providerID string) client.MatchingLabels {
+	return client.MatchingLabels{shadowPodOriginLabel: localID, shadowPodDestinationLabel: providerID}
+}
+
+// ownsShadowPod re-checks, on the object itself, what the selector asked the API server for.
+func (s *fenceScope) ownsShadowPod(obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[shadowPodOriginLabel] == s.localID && l[shadowPodDestinationLabel] == s.providerID
+}
+
+// ownsCopy re-checks that obj is a copy the consumer's crdReplicator made.
+func (s *fenceScope) ownsCopy(obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[replicatedLabel] == "true" && l[originLabel] == s.localID
+}
+
+// computePlan lists, on the provider, what fence removes.
+func computePlan(ctx context.Context, s *fenceScope) (*fencePlan, error) {
+	p := &fencePlan{ForeignCluster: s.fc.Name, ProviderClusterID: s.providerID, LocalClusterID: s.localID,
+		Provider: s.provider.host, Via: s.provider.via, ProviderLiqoClusterID: s.providerLiqoID, All: s.all}
+	if err := p.listShadowPods(ctx, s); err != nil {
+		return nil, err
+	}
+	if !s.all {
+		return p, nil
+	}
+	return p, p.listTenants(ctx, s)
+}
+
+func (p *fencePlan) listShadowPods(ctx context.Context, s *fenceScope) error {
+	var list offloadingv1beta1.ShadowPodList
+	if err := s.provider.c.List(ctx, &list, shadowPodSelector(s.localID, s.providerID)); err != nil {
+		return providerErr("listing ShadowPods in every namespace", err)
+	}
+	p.shadowPods = slices.DeleteFunc(list.Items, func(sp offloadingv1beta1.ShadowPod) bool { return !s.ownsShadowPod(&sp) })
+	byNS := map[string][]types.UID{}
+	for _, sp := range p.shadowPods {
+		byNS[sp.Namespace] = append(byNS[sp.Namespace], sp.UID)
+	}
+	for _, ns := range sortedNamespaces(byNS) {
+		pods, err := ownedPods(ctx, s.provider.c, ns, byNS[ns])
+		if err != nil {
+			return err
+		}
+		p.Namespaces = append(p.Namespaces, plannedNamespace{Namespace: ns, ShadowPods: len(byNS[ns]), Pods: len(pods)})
+	}
+	return nil
+}
+
+func sortedNamespaces(m map[string][]types.UID) []string {
+	out := make([]string, 0, len(m))
+	for ns := range m {
+		out = append(out, ns)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ownedPods are the pods of namespace ns whose controller is one of the ShadowPods owners: Liqo's shadowpod
+// controller creates each pod, of the ShadowPod's name and labels, with a controller reference to its
+// ShadowPod (Reconciler.Reconcile, pkg/liqo-controller-manager/offloading/shadowpod-controller/shadowpod_controller.go:
+// ctrl.SetControllerReference, which also sets blockOwnerDeletion; v1.0.3, v1.1.0 and v1.2.0), so the
+// garbage collector deletes it once the ShadowPod is gone. fence deletes no pod itself.
+func ownedPods(ctx context.Context, c client.Client, ns string, owners []types.UID) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return nil, providerErr("listing pods in namespace "+ns, err)
+	}
+	return slices.DeleteFunc(pods.Items, func(pod corev1.Pod) bool {
+		ref := metav1.GetControllerOf(&pod)
+		return ref == nil || ref.Kind != "ShadowPod" || !slices.Contains(owners, ref.UID)
+	}), nil
+}
+
+// listTenants finds the consumer's tenant namespaces on the provider and the copies in them.
+func (p *fencePlan) listTenants(ctx context.Context, s *fenceScope) error {
+	var nss corev1.NamespaceList
+	if err := s.provider.c.List(ctx, &nss, client.MatchingLabels{tenantNamespaceLabel: "true", consts.RemoteClusterID: s.localID}); err != nil {
+		return providerErr("listing the tenant namespaces of this consumer", err)
+	}
+	for _, ns := range nss.Items {
+		t, err := listTenant(ctx, s, ns.Name)
+		if err != nil {
+			return err
+		}
+		p.tenants = append(p.tenants, t)
+		p.TenantNamespaces = append(p.TenantNamespaces, t.planned())
+	}
+	return nil
+}
+
+func listTenant(ctx context.Context, s *fenceScope, ns string) (*tenantFootprint, error) {
+	t := &tenantFootprint{namespace: ns}
+	var err error
+	sel := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{replicatedLabel: "true", originLabel: s.localID}}
+	if t.resourceSlices, err = listCopies(ctx, s, &authv1beta1.ResourceSliceList{}, sel); err != nil {
+		return nil, err
+	}
+	if t.namespaceMaps, err = listCopies(ctx, s, &offloadingv1beta1.NamespaceMapList{}, sel); err != nil {
+		return nil, err
+	}
+	if t.renews, err = listCopies(ctx, s, &authv1beta1.RenewList{}, sel); err != nil {
+		return nil, err
+	}
+	t.remoteNamespaces, err = remoteNamespaces(ctx, s.provider.c, t.namespaceMaps)
+	return t, err
+}
+
+// listCopies lists the crdReplicator's copies of one kind, each re-checked.
+func listCopies(ctx context.Context, s *fenceScope, list client.ObjectList, opts []client.ListOption) ([]client.Object, error) {
+	if err := s.provider.c.List(ctx, list, opts...); err != nil {
+		return nil, providerErr(fmt.Sprintf("listing %T", list), err)
+	}
+	var out []client.Object
+	switch l := list.(type) {
+	case *authv1beta1.ResourceSliceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *offloadingv1beta1.NamespaceMapList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *authv1beta1.RenewList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return slices.DeleteFunc(out, func(o client.Object) bool { return !s.ownsCopy(o) }), nil
+}
+
+// remoteNamespaces are the namespaces Liqo's namespacemap controller created for the NamespaceMap copies
+// maps (and deletes when they are deleted): annotated managed-by-namespace-map=<namespace>/<name>.
+func remoteNamespaces(ctx context.Context, c client.Client, maps []client.Object) ([]client.Object, error) {
+	if len(maps) == 0 {
+		return nil, nil
+	}
+	keys := map[string]bool{}
+	for _, nm := range maps {
+		keys[nm.GetNamespace()+"/"+nm.GetName()] = true
+	}
+	var nss corev1.NamespaceList
+	if err := c.List(ctx, &nss); err != nil {
+		return nil, providerErr("listing namespaces", err)
+	}
+	var out []client.Object
+	for i := range nss.Items {
+		ns := &nss.Items[i]
+		if keys[ns.Annotations[managedByNamespaceMapAnnotation]] && ns.Labels[tenantNamespaceLabel] == "" {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
+func (t *tenantFootprint) planned() plannedTenant {
+	p := plannedTenant{Namespace: t.namespace, ResourceSlices: len(t.resourceSlices), NamespaceMaps: len(t.namespaceMaps),
+		Renews: len(t.renews), RemoteNamespaces: []string{}}
+	for _, ns := range t.remoteNamespaces {
+		p.RemoteNamespaces = append(p.RemoteNamespaces, ns.GetName())
+	}
+	return p
+}
+
+// escaped is p with the text that comes from the clusters passed through printable.
+func (p *fencePlan) escaped() *fencePlan {
+	out := *p
+	out.ForeignCluster, out.ProviderClusterID, out.LocalClusterID = printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.LocalClusterID)
+	out.ProviderLiqoClusterID, out.Via, out.Provider = printable(p.ProviderLiqoClusterID), printable(p.Via), printable(p.Provider)
+	return &out
+}
+
+// printFencePlan prints the plan: counts per kind and namespace.
+func printFencePlan(out io.Writer, p *fencePlan) {
+	fmt.Fprintf(out, "Fence: ForeignCluster %s (cluster ID %s) answers again at %s (%s).\n",
+		printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.Provider), printable(p.Via))
+	fmt.Fprintf(out, "Its Liqo cluster ID there: %s. This consumer: cluster ID %s.\n\n", printable(p.ProviderLiqoClusterID), printable(p.LocalClusterID))
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tSHADOWPODS\tPODS (deleted by the garbage collector)")
+	for _, ns := range p.Namespaces {
+		fmt.Fprintf(w, "%s\t%d\t%d\n", ns.Namespace, ns.ShadowPods, ns.Pods)
+	}
+	if len(p.Namespaces) == 0 {
+		fmt.Fprintln(w, "(no ShadowPod of this consumer)\t\t")
+	}
+	_ = w.Flush()
+	if !p.All {
+		fmt.Fprintln(out, "\nWith --all, also this consumer's replicated copies in its tenant namespace there.")
+		return
+	}
+	printTenants(out, p.TenantNamespaces)
+}
+
+func printTenants(out io.Writer, ts []plannedTenant) {
+	if len(ts) == 0 {
+		fmt.Fprintln(out, "\n--all: no tenant namespace of this consumer on the provider.")
+		return
+	}
+	for _, t := range ts {
+		fmt.Fprintf(out, "\n--all, tenant namespace %s (kept), in Liqo's order:\n", t.Namespace)
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "KIND\tCOUNT")
+		fmt.Fprintf(w, "ResourceSlice\t%d\n", t.ResourceSlices)
+		fmt.Fprintf(w, "NamespaceMap\t%d\n", t.NamespaceMaps)
+		fmt.Fprintf(w, "Renew\t%d\n", t.Renews)
+		_ = w.Flush()
+		if len(t.RemoteNamespaces) > 0 {
+			fmt.Fprintf(out, "Liqo's namespacemap controller then deletes the NamespaceMap's remote namespaces: %s\n",
+				strings.Join(t.RemoteNamespaces, ", "))
+		}
+	}
+}
+
+// foreignClusterTenant is the consumer's tenant namespace for fc (Liqo writes it in the ForeignCluster's
+// status).
+func foreignClusterTenant(fc *liqov1beta1.ForeignCluster) string {
+	return fc.Status.TenantNamespace.Local
+}

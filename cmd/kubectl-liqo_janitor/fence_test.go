@@ -1,0 +1,498 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	"github.com/liqotech/liqo/pkg/consts"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/webhook"
+)
+
+// consumerID is the consumer's Liqo cluster ID (TestMain's cluster-ID ConfigMap); otherConsumer is a
+// second consumer of the same provider, whose objects fence must never touch.
+const (
+	consumerID    = "consumer"
+	otherConsumer = "other-consumer"
+)
+
+// providerLane is the second API server of the package, the provider, with kube-controller-manager so
+// that the garbage collector deletes the pods of deleted ShadowPods and namespaces really go. Started by
+// the first fence test, stopped by TestMain.
+var providerLane struct {
+	once sync.Once
+	env  *harness.Env
+	err  error
+}
+
+func providerEnv(t *testing.T) *harness.Env {
+	t.Helper()
+	harness.Require(t) // skips in the unit lane; the consumer first
+	providerLane.once.Do(func() {
+		providerLane.env, providerLane.err = harness.Start(harness.Options{ControllerManager: true})
+		if providerLane.err == nil {
+			providerLane.err = providerLane.env.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "unset")
+		}
+	})
+	if providerLane.err != nil {
+		t.Fatalf("starting the provider: %v", providerLane.err)
+	}
+	return providerLane.env
+}
+
+func stopProvider() {
+	if providerLane.env != nil {
+		if err := providerLane.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the provider:", err)
+		}
+	}
+}
+
+// setProviderID makes the provider's Liqo cluster-ID ConfigMap say id.
+func setProviderID(t *testing.T, prov *harness.Env, id string) {
+	t.Helper()
+	cm := harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, id)
+	patch, err := json.Marshal(map[string]any{"data": cm.Data})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(prov.Client.Patch(t.Context(), cm, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// fence runs `kubectl liqo-janitor fence` as the consumer's admin with stdin.
+func fence(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	testEnv := harness.Require(t)
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand(genericiooptions.IOStreams{In: bytes.NewBufferString(stdin), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append([]string{"--kubeconfig", testEnv.KubeconfigPath, "fence"}, args...))
+	err = run(t.Context(), cmd)
+	return out.String(), errOut.String(), err
+}
+
+// returned lays out a consumer whose marked provider answers again: a marked ForeignCluster on the
+// consumer, and the provider's cluster-ID ConfigMap naming it.
+func returned(t *testing.T) (dead, live *fixture.Provider, prov *harness.Env) {
+	t.Helper()
+	prov = providerEnv(t)
+	dead, live = deadAndLive(t)
+	_, _, err := kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "data centre flooded", "--yes")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	setProviderID(t, prov, dead.ID)
+	return dead, live, prov
+}
+
+// world is what a test lays out on the provider: mine is what fence must remove, kept what it must not
+// touch.
+type world struct {
+	mine []client.Object
+	kept []client.Object
+}
+
+func (w *world) create(t *testing.T, c client.Client, obj client.Object, mine bool) {
+	t.Helper()
+	NewWithT(t).Expect(c.Create(t.Context(), obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
+	if mine {
+		w.mine = append(w.mine, obj)
+	} else {
+		w.kept = append(w.kept, obj)
+	}
+}
+
+func namespace(name string, annotations map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
+}
+
+// shadowPod creates a ShadowPod reflected from origin to destination and the pod Liqo's shadowpod
+// controller would make of it: same name and labels, a controller reference to the ShadowPod
+// (ctrl.SetControllerReference: controller and blockOwnerDeletion). The pod is not bound to a node, so
+// that its deletion completes without a kubelet.
+func (w *world) shadowPod(t *testing.T, c client.Client, ns, name, origin, destination string, mine bool) {
+	t.Helper()
+	labels := map[string]string{shadowPodOriginLabel: origin, shadowPodDestinationLabel: destination,
+		consts.ManagedByLabelKey: consts.ManagedByShadowPodValue}
+	spec := corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false),
+		Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}
+	sp := &offloadingv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: offloadingv1beta1.ShadowPodSpec{Pod: spec}}
+	w.create(t, c, sp, mine)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: offloadingv1beta1.SchemeGroupVersion.String(), Kind: "ShadowPod",
+			Name: sp.Name, UID: sp.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}, Spec: spec}
+	w.create(t, c, pod, mine)
+}
+
+// sameNamespaces lays out, in two namespaces: this consumer's ShadowPods (2 and 1) with their pods, the
+// other consumer's in both, one of this consumer's for another provider, and a pod of nobody's.
+func sameNamespaces(t *testing.T, prov *harness.Env, providerID string) (w *world, nsA, nsB string) {
+	t.Helper()
+	w = &world{}
+	c := prov.Client
+	nsA, nsB = prov.Namespace(t), prov.Namespace(t)
+	w.shadowPod(t, c, nsA, "web-0", consumerID, providerID, true)
+	w.shadowPod(t, c, nsA, "web-1", consumerID, providerID, true)
+	w.shadowPod(t, c, nsB, "db-0", consumerID, providerID, true)
+	w.shadowPod(t, c, nsA, "theirs", otherConsumer, providerID, false)
+	w.shadowPod(t, c, nsB, "theirs", otherConsumer, providerID, false)
+	w.shadowPod(t, c, nsA, "elsewhere", consumerID, "another-provider", false)
+	w.create(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: nsA},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}, false)
+	return w, nsA, nsB
+}
+
+func providerRVs(t *testing.T, prov *harness.Env, objs []client.Object) map[string]string {
+	t.Helper()
+	m, err := fixture.ResourceVersions(t.Context(), prov.Client, objs...)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return m
+}
+
+func allGone(t *testing.T, prov *harness.Env, objs []client.Object) func() []string {
+	t.Helper()
+	return func() []string {
+		var left []string
+		for k, v := range providerRVs(t, prov, objs) {
+			if v != "<gone>" {
+				left = append(left, k)
+			}
+		}
+		return left
+	}
+}
+
+func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
+	g := NewWithT(t)
+	dead, live, prov := returned(t)
+	w, nsA, nsB := sameNamespaces(t, prov, dead.ID)
+	id := dead.ForeignCluster.Name
+	consumerBefore, providerBefore := rvs(t, dead, live), providerRVs(t, prov, append(w.mine, w.kept...))
+	kubeconfig := []string{"--provider-kubeconfig", prov.KubeconfigPath}
+
+	out, _, err := fence(t, "", append([]string{id, "--dry-run"}, kubeconfig...)...)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Log("fence --dry-run:\n" + out)
+	g.Expect(out).To(MatchRegexp(`(?m)^%s\s+2\s+2$`, nsA))
+	g.Expect(out).To(MatchRegexp(`(?m)^%s\s+1\s+1$`, nsB))
+	g.Expect(out).To(ContainSubstring("Its Liqo cluster ID there: " + dead.ID + " (Liqo's cluster-ID ConfigMap there)"))
+	g.Expect(out).To(ContainSubstring("Dry run: nothing was deleted"))
+
+	out, _, err = fence(t, "", append([]string{id, "--dry-run", "-o", "json"}, kubeconfig...)...)
+	g.Expect(err).NotTo(HaveOccurred())
+	var report fenceReport
+	g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
+	g.Expect(report.Plan.Namespaces).To(ConsistOf(plannedNamespace{Namespace: nsA, ShadowPods: 2, Pods: 2},
+		plannedNamespace{Namespace: nsB, ShadowPods: 1, Pods: 1}))
+	g.Expect(report.Plan.LocalClusterID).To(Equal(consumerID))
+
+	_, stderr, err := fence(t, dead.ID+"\n", append([]string{id}, kubeconfig...)...)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("that is the provider's: type this consumer's own"))
+	g.Expect(stderr).To(ContainSubstring("nothing was deleted or written"))
+	g.Expect(providerRVs(t, prov, append(w.mine, w.kept...))).To(Equal(providerBefore), "a dry run and a wrong ID write nothing on the provider")
+	g.Expect(rvs(t, dead, live)).To(Equal(consumerBefore), "nor on the consumer")
+
+	out, _, err = fence(t, consumerID+"\n", append([]string{id, "--timeout", "2m"}, kubeconfig...)...)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Log("fence:\n" + out)
+	g.Expect(out).To(ContainSubstring("Type THIS cluster's ID (" + consumerID + ", the consumer"))
+	g.Expect(out).To(ContainSubstring(fmt.Sprintf("namespace %s: shadowpods 2 deleted, pods 2 → 0 left", nsA)))
+	g.Expect(out).To(ContainSubstring(fmt.Sprintf("namespace %s: shadowpods 1 deleted, pods 1 → 0 left", nsB)))
+	g.Expect(allGone(t, prov, w.mine)()).To(BeEmpty(), "this consumer's ShadowPods and their pods are gone")
+	for _, obj := range w.kept {
+		key := fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))
+		g.Expect(providerRVs(t, prov, []client.Object{obj})).To(HaveKeyWithValue(key, providerBefore[key]), "untouched")
+	}
+	record := annotations(t, dead)[liqojanitor.FencedAnnotation]
+	at, rest, ok := liqojanitor.ParseFenced(record)
+	g.Expect(ok).To(BeTrue(), "the fenced record %q", record)
+	g.Expect(at).To(BeTemporally("~", time.Now(), time.Minute))
+	g.Expect(rest).To(MatchRegexp(`^by \S+: shadowpods 3, pods 3$`))
+	for k, v := range rvs(t, live) {
+		g.Expect(consumerBefore).To(HaveKeyWithValue(k, v), "nothing of the live provider")
+	}
+}
+
+func TestFenceRefusesAClusterThatIsNotTheMarkedProvider(t *testing.T) {
+	g := NewWithT(t)
+	testEnv := harness.Require(t)
+	dead, live, prov := returned(t)
+	w, _, _ := sameNamespaces(t, prov, dead.ID)
+	before := providerRVs(t, prov, append(w.mine, w.kept...))
+
+	_, stderr, err := fence(t, "", live.ForeignCluster.Name, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("is not marked permanently unreachable"))
+	g.Expect(stderr).To(ContainSubstring("kubectl liqo-janitor mark " + live.ForeignCluster.Name))
+
+	_, stderr, err = fence(t, "", dead.ID, "--provider-kubeconfig", testEnv.KubeconfigPath, "--yes")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("reaches this cluster itself, not the provider: namespace kube-system has the same UID"))
+
+	setProviderID(t, prov, "somebody-else")
+	_, stderr, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("wrong provider: --provider-kubeconfig " + prov.KubeconfigPath + " reaches the Liqo cluster somebody-else, not " + dead.ID))
+
+	setProviderID(t, prov, consumerID)
+	_, stderr, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("this consumer's own"))
+
+	g.Expect(providerRVs(t, prov, append(w.mine, w.kept...))).To(Equal(before), "nothing was deleted")
+	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.FencedAnnotation))
+}
+
+// copyOf is a copy the crdReplicator of origin made in a tenant namespace of the provider
+// (mutateLabelsForRemote).
+func copyOf(origin string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Labels: map[string]string{consts.ReplicationRequestedLabel: "false", replicatedLabel: "true",
+		originLabel: origin, consts.RemoteClusterID: origin}}
+}
+
+func tenantNamespace(name, consumer string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{tenantNamespaceLabel: "true", consts.RemoteClusterID: consumer}}}
+}
+
+// fakeNamespaceMapController does on the provider what Liqo's namespacemap controller does when a
+// NamespaceMap copy is deleted (NamespaceMapDeletionProcess): it deletes the namespaces annotated as
+// managed by it and, once they are gone, removes its finalizer.
+func fakeNamespaceMapController(t *testing.T, c client.Client, nm *offloadingv1beta1.NamespaceMap) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	key := nm.Namespace + "/" + nm.Name
+	go func() {
+		defer close(done)
+		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			fresh := &offloadingv1beta1.NamespaceMap{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(nm), fresh); err != nil || fresh.DeletionTimestamp == nil {
+				return apierrors.IsNotFound(err), nil
+			}
+			var nss corev1.NamespaceList
+			if err := c.List(ctx, &nss); err != nil {
+				return false, nil //nolint:nilerr // poll again, as a controller would retry
+			}
+			left := 0
+			for i := range nss.Items {
+				if nss.Items[i].Annotations[managedByNamespaceMapAnnotation] == key {
+					left++
+					_ = c.Delete(ctx, &nss.Items[i])
+				}
+			}
+			if left == 0 {
+				patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/0","value":%q},{"op":"remove","path":"/metadata/finalizers/0"}]`,
+					namespaceMapFinalizer)
+				_ = c.Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, []byte(patch)))
+			}
+			return false, nil
+		})
+	}()
+}
+
+func TestFenceAllRemovesThisConsumersTenantCopiesInLiqosOrder(t *testing.T) {
+	g := NewWithT(t)
+	dead, _, prov := returned(t)
+	c := prov.Client
+	w := &world{}
+	prefix := strings.ToLower(dead.ID)
+	tenant, theirTenant := prefix+"-tenant-"+consumerID, prefix+"-tenant-"+otherConsumer
+	w.create(t, c, tenantNamespace(tenant, consumerID), false)
+	w.create(t, c, tenantNamespace(theirTenant, otherConsumer), false)
+	meta := func(ns, name, origin string, fin ...string) metav1.ObjectMeta {
+		m := copyOf(origin)
+		m.Namespace, m.Name, m.Finalizers = ns, name, fin
+		return m
+	}
+	nm := &offloadingv1beta1.NamespaceMap{ObjectMeta: meta(tenant, dead.ID, consumerID, namespaceMapFinalizer)}
+	w.create(t, c, &authv1beta1.ResourceSlice{ObjectMeta: meta(tenant, dead.ID, consumerID)}, true)
+	w.create(t, c, nm, true)
+	w.create(t, c, &authv1beta1.Renew{ObjectMeta: meta(tenant, dead.ID, consumerID)}, true)
+	w.create(t, c, &authv1beta1.Renew{ObjectMeta: meta(tenant, "theirs", otherConsumer)}, false)
+	w.create(t, c, &authv1beta1.ResourceSlice{ObjectMeta: meta(theirTenant, dead.ID, otherConsumer)}, false)
+	w.create(t, c, &offloadingv1beta1.NamespaceMap{ObjectMeta: meta(theirTenant, dead.ID, otherConsumer)}, false)
+	managed := map[string]string{managedByNamespaceMapAnnotation: tenant + "/" + nm.Name}
+	remoteA, remoteB, theirs := prefix+"-app-"+consumerID, prefix+"-db-"+consumerID, prefix+"-app-"+otherConsumer
+	w.create(t, c, namespace(remoteA, managed), true)
+	w.create(t, c, namespace(remoteB, managed), true)
+	w.create(t, c, namespace(theirs, map[string]string{managedByNamespaceMapAnnotation: theirTenant + "/" + dead.ID}), false)
+	w.shadowPod(t, c, remoteA, "web-0", consumerID, dead.ID, true)
+	w.shadowPod(t, c, remoteB, "db-0", consumerID, dead.ID, true)
+	w.shadowPod(t, c, theirs, "web-0", otherConsumer, dead.ID, false)
+	fakeNamespaceMapController(t, c, nm)
+	before := providerRVs(t, prov, w.kept)
+
+	out, _, err := fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("--all, tenant namespace " + tenant + " (kept), in Liqo's order:"))
+	g.Expect(out).To(MatchRegexp(`(?m)^ResourceSlice\s+1$`))
+	g.Expect(out).NotTo(ContainSubstring(theirTenant))
+	out, _, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run", "-o", "yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report fenceReport
+	g.Expect(yaml.Unmarshal([]byte(strings.TrimPrefix(out, "---\n")), &report)).To(Succeed())
+	g.Expect(report.Plan.TenantNamespaces).To(ConsistOf(plannedTenant{Namespace: tenant, ResourceSlices: 1, NamespaceMaps: 1, Renews: 1,
+		RemoteNamespaces: []string{remoteA, remoteB}}))
+
+	out, _, err = fence(t, consumerID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--timeout", "2m")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Log("fence --all:\n" + out)
+	iRS := strings.Index(out, "tenant namespace "+tenant+": resourceslices 1 deleted, 1 → 0 left")
+	iNM := strings.Index(out, "tenant namespace "+tenant+": namespacemaps 1 deleted, 1 → 0 left")
+	iNS := strings.Index(out, "(Liqo's namespacemap controller deletes them): namespaces 2 → 0 left")
+	iRN := strings.Index(out, "tenant namespace "+tenant+": renews 1 deleted, 1 → 0 left")
+	g.Expect([]int{iRS, iNM, iNS, iRN}).To(HaveEach(BeNumerically(">", 0)))
+	g.Expect(iRS < iNM && iNS < iRN).To(BeTrue(), "ResourceSlices, then NamespaceMaps and their namespaces, then Renews")
+	g.Expect(allGone(t, prov, w.mine)()).To(BeEmpty())
+	g.Expect(providerRVs(t, prov, w.kept)).To(Equal(before), "the tenant namespaces, the other consumer's copies and namespaces")
+	_, rest, _ := liqojanitor.ParseFenced(annotations(t, dead)[liqojanitor.FencedAnnotation])
+	g.Expect(rest).To(HaveSuffix(": shadowpods 2, pods 2, resourceslices 1, namespacemaps 1, renews 1, namespaces 2"))
+}
+
+func TestFenceTimesOutSayingWhatIsLeftAndWhy(t *testing.T) {
+	g := NewWithT(t)
+	dead, _, prov := returned(t)
+	w := &world{}
+	ns := prov.Namespace(t)
+	w.shadowPod(t, prov.Client, ns, "web-0", consumerID, dead.ID, true)
+	pod := w.mine[1]
+	patch := []byte(`{"metadata":{"finalizers":["` + fixture.ForeignFinalizer + `"]}}`)
+	g.Expect(prov.Client.Patch(t.Context(), pod, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	t.Cleanup(func() {
+		_ = prov.Client.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+
+	_, stderr, err := fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes", "--timeout", "3s")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("--timeout 3s expired; still on the provider:"))
+	g.Expect(stderr).To(MatchRegexp(`pod %s/web-0: terminating since \S+, waiting for the finalizers %s`, ns, fixture.ForeignFinalizer))
+	g.Expect(stderr).To(ContainSubstring("fence removes no finalizers"))
+	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.FencedAnnotation))
+	fresh := &corev1.Pod{}
+	g.Expect(prov.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), fresh)).To(Succeed())
+	g.Expect(fresh.Finalizers).To(ConsistOf(fixture.ForeignFinalizer), "someone else's finalizer stays")
+}
+
+// controlPlaneIdentity makes the consumer's control-plane identity Secret for dead a kubeconfig of the
+// provider acting as user, bound in the provider's tenant namespace to Liqo's own remote-controlplane
+// ClusterRole, as Liqo's tenant controller binds it.
+func controlPlaneIdentity(t *testing.T, dead *fixture.Provider, prov *harness.Env, user, remoteTenant string) {
+	t.Helper()
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	crds, err := harness.LiqoCRDDir(testEnv.Root)
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(crds, "..", "..", "..", "files", "liqo-remote-controlplane-ClusterRole.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	g.Expect(yaml.Unmarshal(data, role)).To(Succeed())
+	role.Name = "liqo-remote-controlplane-" + strings.ToLower(dead.ID)
+	g.Expect(prov.Client.Create(t.Context(), role)).To(Succeed())
+	g.Expect(prov.Client.Create(t.Context(), tenantNamespace(remoteTenant, consumerID))).To(Succeed())
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "remote-controlplane", Namespace: remoteTenant},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	g.Expect(prov.Client.Create(t.Context(), binding)).To(Succeed())
+
+	cfg, err := clientcmd.LoadFromFile(prov.KubeconfigPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = user
+	}
+	kubeconfig, err := clientcmd.Write(*cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	secret := dead.IdentitySecret.DeepCopy()
+	g.Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	secret.Data = map[string][]byte{consts.KubeconfigSecretField: kubeconfig}
+	secret.Annotations = map[string]string{consts.RemoteTenantNamespaceAnnotKey: remoteTenant}
+	g.Expect(testEnv.Client.Update(t.Context(), secret)).To(Succeed())
+}
+
+func setLocalTenant(t *testing.T, p *fixture.Provider, ns string) {
+	t.Helper()
+	testEnv := harness.Require(t)
+	fc := &liqov1beta1.ForeignCluster{}
+	NewWithT(t).Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(p.ForeignCluster), fc)).To(Succeed())
+	fc.Status.TenantNamespace.Local = ns
+	NewWithT(t).Expect(testEnv.Client.Status().Update(t.Context(), fc)).To(Succeed())
+}
+
+func TestFenceWithoutAKubeconfigShowsWhatTheControlPlaneIdentityMayDo(t *testing.T) {
+	g := NewWithT(t)
+	dead, _, prov := returned(t)
+	w, _, _ := sameNamespaces(t, prov, dead.ID)
+	before := providerRVs(t, prov, append(w.mine, w.kept...))
+
+	_, stderr, err := fence(t, "", dead.ID, "--yes")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("names no tenant namespace (status.tenantNamespace.local)"))
+	g.Expect(stderr).To(ContainSubstring("pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider " + dead.ID))
+
+	setLocalTenant(t, dead, metav1.NamespaceDefault)
+	_, stderr, err = fence(t, "", dead.ID, "--yes")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring(fmt.Sprintf("no Secret labelled liqo.io/remote-cluster-id=%s,liqo.io/identity-type=ControlPlane in namespace default", dead.ID)))
+
+	remoteTenant := "liqo-tenant-" + consumerID + "-" + strings.ToLower(dead.ID)
+	controlPlaneIdentity(t, dead, prov, "liqo-controlplane-"+consumerID, remoteTenant)
+	setLocalTenant(t, dead, dead.TenantNS)
+	out, stderr, err := fence(t, "", dead.ID, "--yes", "--all")
+	g.Expect(err).To(HaveOccurred())
+	t.Log("fence without --provider-kubeconfig:\n" + out + stderr)
+	g.Expect(out).To(ContainSubstring(fmt.Sprintf("No --provider-kubeconfig: using the control-plane identity of Secret %s/%s.",
+		dead.TenantNS, dead.IdentitySecret.Name)))
+	g.Expect(out).To(ContainSubstring("may NOT delete shadowpods in every namespace"))
+	g.Expect(out).To(ContainSubstring("may delete resourceslices in namespace " + remoteTenant))
+	g.Expect(out).To(ContainSubstring("may delete renews in namespace " + remoteTenant))
+	g.Expect(stderr).To(ContainSubstring("ShadowPods are deletable by the ResourceSlice identities only"))
+	g.Expect(stderr).To(ContainSubstring("Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider."))
+	g.Expect(providerRVs(t, prov, append(w.mine, w.kept...))).To(Equal(before), "nothing was deleted")
+}
+
+func TestFenceStepLinesAndCounts(t *testing.T) {
+	steps := []*fenceStep{
+		{Where: "namespace app", DeletedKind: "shadowpods", Deleted: 3, Kind: "pods", Before: 3, Left: 1},
+		{Where: "tenant namespace t", DeletedKind: "resourceslices", Deleted: 1, Kind: "resourceslices", Before: 1},
+		{Where: "remote namespaces", Kind: "namespaces", Before: 2},
+	}
+	for i, want := range []string{
+		"namespace app: shadowpods 3 deleted, pods 3 → 1 left",
+		"tenant namespace t: resourceslices 1 deleted, 1 → 0 left",
+		"remote namespaces: namespaces 2 → 0 left",
+	} {
+		if got := steps[i].line(); got != want {
+			t.Errorf("line %d: got %q, want %q", i, got, want)
+		}
+	}
+	if got, want := countsOf(steps[:1], false), "shadowpods 3, pods 2"; got != want {
+		t.Errorf("counts: got %q, want %q", got, want)
+	}
+	if got, want := countsOf(steps, true), "shadowpods 3, pods 2, resourceslices 1, namespacemaps 0, renews 0, namespaces 2"; got != want {
+		t.Errorf("counts --all: got %q, want %q", got, want)
+	}
+}
