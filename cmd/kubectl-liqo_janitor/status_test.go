@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -124,8 +125,10 @@ func TestStatusSaysFirstThatTheProviderReturned(t *testing.T) {
 		ContainSubstring("(Liqo's APIServerStatus turned Established)"),
 		HaveSuffix("Fence them: kubectl liqo-janitor fence "+dead.ID+" --provider-kubeconfig <provider kubeconfig>")))
 
-	fence := liqojanitor.FencedRecord(time.Now(), "alice", "shadowpods 3, pods 3")
-	g.Expect(fixture.Annotate(t.Context(), testEnv.Client, dead.ForeignCluster, map[string]*string{liqojanitor.FencedAnnotation: &fence})).To(Succeed())
+	asAlice, err := testEnv.NewClient(func(c *rest.Config) { c.Impersonate.UserName = alice })
+	g.Expect(err).NotTo(HaveOccurred())
+	fence := liqojanitor.FencedRecord(time.Now(), alice, "shadowpods 3, pods 3")
+	g.Expect(fixture.Annotate(t.Context(), asAlice, dead.ForeignCluster, map[string]*string{liqojanitor.FencedAnnotation: &fence})).To(Succeed())
 	g.Eventually(firstLine).Should(HaveSuffix("; fenced by alice: shadowpods 3, pods 3. Next: kubectl liqo-janitor unmark " +
 		dead.ForeignCluster.Name + " and re-peer, or delete the ForeignCluster"))
 }
