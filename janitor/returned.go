@@ -16,9 +16,10 @@ import (
 // first sight of the mark):
 //   - Liqo's APIServerStatus turned Established: Liqo's API-server checker writes the condition on a
 //     transition only (foreigncluster-controller/apiserverchecker.go checkAndUpdateCallback, Liqo v1.0.3 to
-//     v1.2.0), so its lastTransitionTime is when Liqo saw the provider answer again. An Established
-//     status from before the mark is no return but a mark against a live provider (rule 1's veto: the gate
-//     refuses such a mark, rule 4);
+//     v1.2.0), setting lastTransitionTime to now (EnsureGenericCondition in
+//     pkg/utils/foreigncluster/conditions.go), so that time is when Liqo saw the provider answer again. An
+//     Established status from before the mark is no return but a mark against a live provider (rule 1's
+//     veto: the gate refuses such a mark, rule 4);
 //   - the janitor's own probe (returnprobe.go) got an answer: Liqo's checker stops with its controller, and
 //     on Liqo ≥ v1.1 force-unpeer removes the condition;
 //   - the janitor's own record of a return (the cleanup annotation starting with ReturnedPrefix), which only
