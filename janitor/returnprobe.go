@@ -60,7 +60,9 @@ func (p *returnProbe) Start(ctx context.Context) error {
 func (p *returnProbe) round(ctx context.Context) {
 	var fcs liqov1beta1.ForeignClusterList
 	if err := p.cache.List(ctx, &fcs); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing ForeignClusters to probe the marked ones failed")
+		if ctx.Err() == nil { // not the janitor stopping
+			ctrl.LoggerFrom(ctx).Error(err, "Listing ForeignClusters to probe the marked ones failed")
+		}
 		return
 	}
 	marked := map[types.UID]bool{}

@@ -74,6 +74,21 @@ func deadAndLive(t *testing.T) (dead, live *fixture.Provider) {
 	return dead, live
 }
 
+// markedByAlice lays out a dead and a live provider, starts a janitor with an hour's grace period and has
+// alice mark the dead one with the plugin, giving reason.
+func markedByAlice(t *testing.T, reason string) *fixture.Provider {
+	t.Helper()
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	dead, _ := deadAndLive(t)
+	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = stop() })
+	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", reason, "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	return dead
+}
+
 func rvs(t *testing.T, ps ...*fixture.Provider) map[string]string {
 	t.Helper()
 	testEnv := harness.Require(t)
@@ -193,14 +208,8 @@ func TestARefusedMarkShowsTheGatesMessage(t *testing.T) {
 }
 
 func TestStatusShowsThePlanInTheGraceWindow(t *testing.T) {
-	testEnv := harness.Require(t)
 	g := NewWithT(t)
-	dead, _ := deadAndLive(t)
-	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = stop() })
-	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone for good", "--yes")
-	g.Expect(err).NotTo(HaveOccurred())
+	dead := markedByAlice(t, "gone for good")
 
 	g.Eventually(func() string {
 		out, _, _ := kubectl(t, alice, "", "status", dead.ForeignCluster.Name)

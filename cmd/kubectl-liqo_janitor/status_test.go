@@ -89,14 +89,8 @@ func TestPlanAndStatusShowTheGraceWindowTheJanitorRecorded(t *testing.T) {
 // TestStatusShowsTheGraceWindowTheRunningJanitorRecords: the janitor (grace period 1h) records its window
 // and status shows it.
 func TestStatusShowsTheGraceWindowTheRunningJanitorRecords(t *testing.T) {
-	testEnv := harness.Require(t)
 	g := NewWithT(t)
-	dead, _ := deadAndLive(t)
-	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = stop() })
-	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone", "--yes")
-	g.Expect(err).NotTo(HaveOccurred())
+	dead := markedByAlice(t, "gone")
 	g.Eventually(func() string {
 		out, _, _ := kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
 		return out
@@ -108,12 +102,7 @@ func TestStatusShowsTheGraceWindowTheRunningJanitorRecords(t *testing.T) {
 func TestStatusSaysFirstThatTheProviderReturned(t *testing.T) {
 	testEnv := harness.Require(t)
 	g := NewWithT(t)
-	dead, _ := deadAndLive(t)
-	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = stop() })
-	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone", "--yes")
-	g.Expect(err).NotTo(HaveOccurred())
+	dead := markedByAlice(t, "gone")
 	g.Expect(fixture.Revive(t.Context(), testEnv.Client, dead)).To(Succeed()) // Liqo sees it answer after the mark
 	firstLine := func() string {
 		out, _, _ := kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
