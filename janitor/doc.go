@@ -66,6 +66,13 @@
 //     and counts it in liqo_janitor_returned_clusters until the operator's `kubectl liqo-janitor fence`
 //     records its fence (liqo-janitor.io/fenced), which it quotes in the record and a Fenced event. An
 //     Established status from before the mark is no return but rule 1's veto (the gate refuses that mark).
+//  11. Another admission webhook may refuse the janitor's writes (Liqo's own use failurePolicy Fail: while
+//     Liqo's webhook pod is down, ResourceSlice finalizer patches and every ForeignCluster metadata patch
+//     fail): the janitor tells that from other failures (admission.go), counts the objects as
+//     refused_by_webhook, names the webhooks in one BlockedByWebhook event (WebhookAnswering when they
+//     let writes through again), writes no more of that kind in the pass and only one at first in the
+//     next, and comes back after a short capped backoff (1 s doubling to 8 s), so the rest goes within
+//     seconds of the webhook answering; what it released meanwhile joins the record once it can be written.
 //
 // # Reading order
 //
@@ -76,5 +83,6 @@
 // it), pods.go, replicated.go, offloading.go and identity.go (the targets, on their sources), release.go
 // (the writes), tally.go, record.go, report.go and memory.go (what a pass did, the clean-up's record, the
 // reports and what they remember), podwatch.go (the pods of dead nodes), returned.go and returnprobe.go (a provider
-// that answers again), plan.go (PlanCluster, for the plugin).
+// that answers again), admission.go (writes another admission webhook refuses), plan.go (PlanCluster,
+// for the plugin).
 package janitor

@@ -1,7 +1,9 @@
 package janitor
 
 import (
+	"slices"
 	"sync"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +37,15 @@ type clusterMemory struct {
 	unfenced bool
 	// reportedReturn and reportedFence are what a dry run reported of a return (it writes no record).
 	reportedReturn, reportedFence bool
+	// webhooks are the admission webhooks that refused the last pass's writes; webhookBackoff is how long
+	// the next pass waits while they do.
+	webhooks       []string
+	webhookBackoff time.Duration
+	// refusedKinds are the kinds whose writes they refused.
+	refusedKinds []string
+	// unwritten is the record the last pass could not write on the ForeignCluster because another admission
+	// webhook refused it (nil when it wrote).
+	unwritten *record
 }
 
 func newMemory() *memory {
@@ -176,4 +187,72 @@ func (m *memory) returnReported(fc *liqov1beta1.ForeignCluster, fenced bool) (ne
 	newReturn, newFence = !c.reportedReturn, fenced && !c.reportedFence
 	c.reportedReturn, c.reportedFence = true, c.reportedFence || fenced
 	return newReturn, newFence
+}
+
+// Backoff of the passes over a cluster whose writes other admission webhooks refuse: short, so that the rest
+// goes within seconds of them answering again, and capped, so that a long outage costs a write every few
+// seconds rather than a storm (admission.go).
+const (
+	firstWebhookBackoff = time.Second
+	maxWebhookBackoff   = 8 * time.Second
+)
+
+// refusedBy records which admission webhooks refused fc's last pass (sorted), returns the ones of the
+// pass before and whether that changed, and sets the next pass's backoff: doubled while they refuse,
+// none once they do not.
+func (m *memory) refusedBy(fc *liqov1beta1.ForeignCluster, webhooks, kinds []string) (before []string, changed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(fc)
+	before, c.webhooks, c.refusedKinds = c.webhooks, webhooks, kinds
+	switch {
+	case len(webhooks) == 0:
+		c.webhookBackoff = 0
+	case c.webhookBackoff == 0:
+		c.webhookBackoff = firstWebhookBackoff
+	default:
+		c.webhookBackoff = min(2*c.webhookBackoff, maxWebhookBackoff)
+	}
+	return before, !slices.Equal(before, webhooks)
+}
+
+// refusedKinds are the kinds whose writes admission webhooks refused in fc's last pass.
+func (m *memory) refusedKinds(fc *liqov1beta1.ForeignCluster) map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kinds := map[string]bool{}
+	for _, k := range m.cluster(fc).refusedKinds {
+		kinds[k] = true
+	}
+	return kinds
+}
+
+// webhookBackoff is how long the next pass over fc waits because other admission webhooks refused the last
+// one's writes (0 when none did).
+func (m *memory) webhookBackoff(fc *liqov1beta1.ForeignCluster) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cluster(fc).webhookBackoff
+}
+
+// keepUnwritten remembers next as fc's record the pass could not write (unwritten), or forgets it.
+func (m *memory) keepUnwritten(fc *liqov1beta1.ForeignCluster, next record, unwritten bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.cluster(fc)
+	c.unwritten = nil
+	if unwritten {
+		c.unwritten = &next
+	}
+}
+
+// unwrittenRecord is fc's record a pass could not write, when the one on the ForeignCluster, onWritten, is
+// behind it (it has not started); else nil.
+func (m *memory) unwrittenRecord(fc *liqov1beta1.ForeignCluster, onWritten record) *record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u := m.cluster(fc).unwritten; u != nil && !onWritten.started() {
+		return u
+	}
+	return nil
 }

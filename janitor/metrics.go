@@ -10,7 +10,7 @@ import (
 var (
 	objectsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "liqo_janitor_objects_total",
-		Help: "Objects of dead clusters the janitor acted on, by kind and result (released, blocked, dry_run, failed).",
+		Help: "Objects of dead clusters the janitor acted on, by kind and result (released, blocked, dry_run, failed, refused_by_webhook: another admission webhook refused the write).",
 	}, []string{"kind", "result"})
 	blockedObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "liqo_janitor_blocked_objects",
@@ -45,6 +45,9 @@ const (
 	resultBlocked  = "blocked"
 	resultDryRun   = "dry_run"
 	resultFailed   = "failed"
+	// resultRefused: another admission webhook refused the write (or one of its kind in the same pass), as
+	// Liqo's own do while their pod is down (admission.go).
+	resultRefused = "refused_by_webhook"
 )
 
 func init() {
@@ -52,7 +55,7 @@ func init() {
 	// Every series exists from the start, at zero, so that rate() and the alerts see a janitor that has
 	// not acted yet (not an absent series) and dashboards show every kind.
 	for _, kind := range allKinds {
-		for _, result := range []string{resultReleased, resultBlocked, resultDryRun, resultFailed} {
+		for _, result := range []string{resultReleased, resultBlocked, resultDryRun, resultFailed, resultRefused} {
 			objectsTotal.WithLabelValues(kind, result)
 		}
 		blockedObjects.WithLabelValues(kind)

@@ -75,7 +75,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := r.newScope(live, fcs)
 	end := r.releaser.release(ctx, s)
 	reportErr := r.reporter.report(ctx, s, l, end)
-	return ctrl.Result{}, errors.Join(end.err, end.tally.failure(), reportErr)
+	if err := errors.Join(end.err, end.tally.failure(), reportErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Writes other admission webhooks refused come back soon, not on the controller's long backoff.
+	return ctrl.Result{RequeueAfter: r.memory.webhookBackoff(live)}, nil
 }
 
 // read gets the ForeignCluster from the cache; it returns nil, and forgets it, when it is gone or not
@@ -116,6 +120,7 @@ func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 // ForeignClusters the pass was decided on, and the live re-check its batches run (recheck).
 func (r *reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
 	s := newScope(fc, deadClusterIDs(fcs, r.observe, r.clock.Now(), r.options.GracePeriod), r.options.DryRun)
+	s.retry = r.memory.refusedKinds(fc)
 	s.recheck = func(ctx context.Context) (bool, error) { return r.recheck(ctx, s) }
 	return s
 }

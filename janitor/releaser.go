@@ -193,14 +193,33 @@ func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tal
 		if s.stopped.Load() {
 			return nil
 		}
+		if s.firstRetry(w.tg.kind) { // refused in the last pass: one write alone, then the rest or none
+			r.releaseOne(ctx, s, w, t)
+			<-sem
+			continue
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			o, err := w.tg.release(ctx, s, w.obj)
-			t.addObject(w.tg.kind, w.obj.GetUID(), w.obj, o, err)
-			r.recordObject(ctx, s, w.tg.kind, w.obj, o, err)
+			r.releaseOne(ctx, s, w, t)
 		})
 	}
 	return nil
+}
+
+// releaseOne releases one object, unless an admission webhook refused a write of its kind earlier in the
+// pass: then it is left for the next pass, untried (admission.go).
+func (r *releaser) releaseOne(ctx context.Context, s *scope, w work, t *tally) {
+	if webhook := s.refusal(w.tg.kind); webhook != "" {
+		t.addRefused(w.tg.kind, w.obj.GetUID(), webhook)
+		objectsTotal.WithLabelValues(w.tg.kind, resultRefused).Inc()
+		return
+	}
+	o, err := w.tg.release(ctx, s, w.obj)
+	if webhook, ok := refusingWebhook(err); ok {
+		s.refuse(w.tg.kind, webhook)
+	}
+	t.addObject(w.tg.kind, w.obj.GetUID(), w.obj, o, err)
+	r.recordObject(ctx, s, w.tg.kind, w.obj, o, err)
 }
 
 // recordObject makes one object's outcome visible: a log line, a metric, and with --object-events an
@@ -210,7 +229,11 @@ func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj 
 		return // a plan is reported as a whole, on the ForeignCluster
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(kind, klog.KObj(obj))
+	webhook, refused := refusingWebhook(err)
 	switch {
+	case refused:
+		objectsTotal.WithLabelValues(kind, resultRefused).Inc()
+		log.V(1).Info("An admission webhook refused the release, will retry", "webhook", webhook, "err", err.Error())
 	case err != nil:
 		objectsTotal.WithLabelValues(kind, resultFailed).Inc()
 		log.V(1).Info("Releasing failed, will retry", "err", err.Error())

@@ -1,9 +1,11 @@
 package janitor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,19 +124,16 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	}
 	waiting := s.waitingNamespaces()
 	blocked := t.sum(func(c *counts) int { return c.blocked })
-	var prev, next record
-	if p.options.DryRun { // nothing goes in a dry run: each pass counts alone, and memory holds the last one
-		next = record{}.after(t)
-		prev = p.memory.dryRunPassed(s.fc, next)
-	} else {
-		prev = recordOf(s.fc, t.kinds)
-		next = prev.after(t)
-	}
+	prev, next := p.records(s, t)
+	refused := t.refusedBy()
 	summary := next.summary(t.kinds, blocked, waiting, p.options.DryRun)
+	if len(refused.webhooks) > 0 {
+		summary += ", waiting for admission webhook " + listSome(refused.webhooks, 2)
+	}
 	p.releasedPerKind(s, t) // what was released is said whether or not the record can be written now
 	blockedChanged := p.memory.passed(s.fc, t)
 	p.publishBlocked()
-	if _, err := p.writeRecord(ctx, s.fc, summary, l); err != nil { // a no-op in a dry run
+	if written, err := p.writeRefusable(ctx, s, summary, l, next, refused); !written {
 		return err // the record was not written: its events wait for the pass that writes it
 	}
 	if !prev.started() && next.started() {
@@ -158,6 +157,38 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 			"%d objects stay because of finalizers liqo-janitor does not own (it never removes those), or are pods on a deleted VirtualNode that Liqo's drain does not delete: %s", blocked, summary)
 	}
 	return nil
+}
+
+// records are the record before a pass over a dead cluster and the one after it (record.go): before is
+// the record on the ForeignCluster; the pass adds to it, or to the record this process could not write
+// there (another admission webhook refused it), so that what it released meanwhile counts. A dry run
+// writes no record: each pass counts alone, and memory holds the last one.
+func (p *reporter) records(s *scope, t *tally) (prev, next record) {
+	if p.options.DryRun {
+		next = record{}.after(t)
+		return p.memory.dryRunPassed(s.fc, next), next
+	}
+	prev = recordOf(s.fc, t.kinds)
+	from := prev
+	if u := p.memory.unwrittenRecord(s.fc, prev); u != nil {
+		from = *u
+	}
+	return prev, from.after(t)
+}
+
+// writeRefusable writes the pass's record (a no-op in a dry run, which counts as written) and reports
+// whether it did. A refusal by another admission webhook is no error but one of the pass's refusals, and
+// the record is kept to be written by a later pass (refusals, keepUnwritten).
+func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string, l liveness, next record, refused refusal) (bool, error) {
+	_, err := p.writeRecord(ctx, s.fc, summary, l)
+	webhook, recordRefused := refusingWebhook(err)
+	if recordRefused {
+		refused.webhooks, refused.left = append(refused.webhooks, webhook), append(refused.left, "the cleanup record")
+		refused.first, err = cmp.Or(refused.first, err), nil
+	}
+	p.memory.keepUnwritten(s.fc, next, recordRefused && !p.options.DryRun)
+	p.refusals(s.fc, refused)
+	return err == nil && !recordRefused, err
 }
 
 // returned reports a provider that answered again after its mark (janitor rule 10): its return first
@@ -202,6 +233,26 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 // returned and that are not fenced yet.
 func (p *reporter) publishReturned() {
 	returnedClusters.Set(float64(p.memory.returnedUnfenced()))
+}
+
+// refusals says when other admission webhooks begin or stop refusing the janitor's writes for fc (one
+// BlockedByWebhook event naming them and what they hold up, one WebhookAnswering event when none refuses
+// any more), and keeps the backoff of the next pass (memory.refusedBy).
+func (p *reporter) refusals(fc *liqov1beta1.ForeignCluster, r refusal) {
+	webhooks := slices.Compact(slices.Sorted(slices.Values(r.webhooks)))
+	before, changed := p.memory.refusedBy(fc, webhooks, r.kinds)
+	switch {
+	case !changed:
+	case len(webhooks) > 0:
+		p.recorder.Eventf(fc, nil, "Warning", "BlockedByWebhook", "Release",
+			"The admission webhook %s refuses the janitor's writes (%s left: %s): %v. Liqo's own webhooks use failurePolicy Fail, so "+
+				"while Liqo's webhook pod is down nothing passes them; the janitor retries every few seconds and finishes within "+
+				"seconds of them answering again (check Liqo's webhook: kubectl -n liqo get pods)",
+			strings.Join(webhooks, ", "), fc.Spec.ClusterID, strings.Join(r.left, ", "), r.first)
+	case len(before) > 0:
+		p.recorder.Eventf(fc, nil, "Normal", "WebhookAnswering", "Release",
+			"The admission webhook %s no longer refuses the janitor's writes", strings.Join(before, ", "))
+	}
 }
 
 // releasedPerKind sends the pass's one event per kind on the ForeignCluster: how many objects of that kind

@@ -46,6 +46,12 @@ type scope struct {
 	dead map[string]bool
 	// waits says, for each NamespaceOffloading that waits for Liqo, what it waits for.
 	waits map[types.UID]offloadingWait
+	// refused names, per kind, the admission webhook that refused a write of that kind in this pass: the
+	// pass writes no more of that kind (admission.go).
+	refused map[string]string
+	// retry are the kinds an admission webhook refused in the last pass: the first write of each goes
+	// alone, and only if it passes do the others follow.
+	retry map[string]bool
 }
 
 // offloadingWait is what one NamespaceOffloading waits for.
@@ -64,7 +70,33 @@ func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool)
 	return &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: dryRun, dead: dead,
 		recheck: func(context.Context) (bool, error) { return true, nil },
 		drain:   map[types.UID]bool{}, undrained: map[types.UID]string{}, listed: map[types.UID]podAt{},
-		waits: map[types.UID]offloadingWait{}}
+		waits: map[types.UID]offloadingWait{}, refused: map[string]string{}}
+}
+
+// refuse records that webhook refused a write of kind: the pass writes no more of it.
+func (s *scope) refuse(kind, webhook string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.refused[kind]; !ok {
+		s.refused[kind] = webhook
+	}
+}
+
+// firstRetry reports whether obj of kind is the first write of a kind refused in the last pass, once per
+// kind.
+func (s *scope) firstRetry(kind string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := s.retry[kind]
+	delete(s.retry, kind)
+	return first
+}
+
+// refusal names the admission webhook that refused a write of kind in this pass, "" if none did.
+func (s *scope) refusal(kind string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused[kind]
 }
 
 // stillDead runs the pass's live re-check (janitor rule 1). The first time it finds the cluster no longer

@@ -2,6 +2,7 @@ package janitor
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +13,8 @@ import (
 
 // counts is what one pass did with one kind.
 type counts struct {
-	released, blocked, waiting, failed int
+	// refused counts the writes an admission webhook stopped, or that were not tried after one did.
+	released, blocked, waiting, failed, refused int
 	// acted and outstanding are the objects the janitor released in this pass, and those still there
 	// (blocked, waiting or failed), by UID.
 	acted, outstanding []types.UID
@@ -21,7 +23,7 @@ type counts struct {
 	first, last client.Object
 }
 
-func (c *counts) pending() int { return c.blocked + c.waiting + c.failed }
+func (c *counts) pending() int { return c.blocked + c.waiting + c.failed + c.refused }
 
 // tally is what one pass did, kind by kind in table order.
 type tally struct {
@@ -30,10 +32,13 @@ type tally struct {
 	byKind map[string]*counts
 	// firstErr is the first per-object error of the pass (counts.failed has how many there were).
 	firstErr error
+	// webhooks are the admission webhooks that refused the pass's writes, and the first such refusal.
+	webhooks     map[string]bool
+	firstRefusal error
 }
 
 func newTally(ts []target) *tally {
-	t := &tally{byKind: map[string]*counts{}}
+	t := &tally{byKind: map[string]*counts{}, webhooks: map[string]bool{}}
 	for _, tg := range ts {
 		t.kinds = append(t.kinds, tg.kind)
 		t.byKind[tg.kind] = &counts{}
@@ -60,7 +65,14 @@ func (t *tally) addObject(kind string, uid types.UID, obj client.Object, o outco
 			c.last = obj
 		}
 	}
+	webhook, refused := refusingWebhook(err)
 	switch {
+	case refused:
+		c.refused++
+		t.webhooks[webhook] = true
+		if t.firstRefusal == nil {
+			t.firstRefusal = err
+		}
 	case err != nil:
 		c.failed++
 		if t.firstErr == nil {
@@ -123,6 +135,39 @@ func (t *tally) failure() error {
 		return nil
 	}
 	return fmt.Errorf("%d of %d objects failed, first: %w", failed, t.sum(func(c *counts) int { return c.released + c.pending() }), t.firstErr)
+}
+
+// addRefused counts an object of kind left untried because webhook refused an earlier write of its kind
+// in this pass.
+func (t *tally) addRefused(kind string, uid types.UID, webhook string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.byKind[kind]
+	c.refused++
+	c.outstanding = append(c.outstanding, uid)
+	t.webhooks[webhook] = true
+}
+
+// refusal is what other admission webhooks refused in a pass.
+type refusal struct {
+	// webhooks name them (sorted); kinds are the kinds whose writes they refused, and left what each kind
+	// left to them ("resourceslices 3"); first is the first refusal.
+	webhooks, kinds, left []string
+	first                 error
+}
+
+// refusedBy is what other admission webhooks refused in the pass.
+func (t *tally) refusedBy() refusal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := refusal{webhooks: slices.Sorted(maps.Keys(t.webhooks)), first: t.firstRefusal}
+	for _, kind := range t.kinds {
+		if n := t.byKind[kind].refused; n > 0 {
+			r.kinds = append(r.kinds, kind)
+			r.left = append(r.left, fmt.Sprintf("%ss %d", strings.ToLower(kind), n))
+		}
+	}
+	return r
 }
 
 // listSome joins the first n of names (sorted) and says how many more there are: the summary stays short.
