@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -43,7 +44,7 @@ func main() {
 	d.out.line("")
 	d.out.line(fmt.Sprintf("Demo finished in %s.", time.Since(start).Round(100*time.Millisecond)))
 	if d.keep {
-		d.out.kept(d.env.KubeconfigPath)
+		d.out.kept(d.env.KubeconfigPath, d.remote.env.KubeconfigPath)
 	}
 }
 
@@ -55,7 +56,9 @@ type demo struct {
 	grace time.Duration
 
 	env          *harness.Env
-	pluginBinary string // kubectl-liqo_janitor, built by the harness
+	janitor      *harness.Replica // the liqo-janitor binary
+	pluginBinary string           // kubectl-liqo_janitor, built by the harness
+	remote       remote           // the dead provider's own side
 	cons         *fixture.Consumer
 	before       map[string]string // resourceVersions of the live providers' objects
 	marked       time.Time
@@ -74,6 +77,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"Declaring it dead", d.declare},
 		{"The janitor at work", d.watchJanitor},
 		{"Result", d.result},
+		{"The dead provider comes back", d.comeBack},
 	}
 	for i, s := range steps {
 		d.out.step(i+1, len(steps), s.name)
@@ -86,18 +90,20 @@ func (d *demo) run(ctx context.Context) error {
 
 func (d *demo) startControlPlane(context.Context) error {
 	t0 := time.Now()
+	provider := d.startProvider()
 	var err error
 	d.env, err = harness.Start(harness.Options{
 		GeneratedWebhooks: true,
 		ControllerManager: true,
 		Detached:          d.keep,
 	})
-	if err != nil {
+	if err := errors.Join(err, <-provider); err != nil {
 		return err
 	}
 	d.out.done(fmt.Sprintf("etcd, kube-apiserver, kube-controller-manager v1.37.2 up in %s",
 		time.Since(t0).Round(100*time.Millisecond)))
 	d.out.done("Liqo v1.2.0 CRDs installed; liqo-janitor's webhooks registered")
+	d.out.done("and a second control plane: one provider's own API server, for the last chapter")
 	return nil
 }
 
@@ -111,24 +117,32 @@ func (d *demo) startJanitor(ctx context.Context) error {
 	if d.pluginBinary, err = d.env.Binary("kubectl-liqo_janitor"); err != nil {
 		return err
 	}
-	if err := d.env.StartBinary("--grace-period="+d.grace.String(), "--min-unreachable=60s", "--zap-log-level=info"); err != nil {
+	// the name gives the log StartBinary would (BinaryLog); the replica serves the metrics read at the end
+	if d.janitor, err = d.env.StartReplica("liqo-janitor", "--grace-period="+d.grace.String(), "--min-unreachable=60s",
+		"--return-probe-interval="+returnProbeInterval.String(), "--zap-log-level=info"); err != nil {
 		return err
 	}
-	d.out.done(fmt.Sprintf("liqo-janitor ready (--grace-period=%s, --min-unreachable=60s)", d.grace))
+	d.out.done(fmt.Sprintf("liqo-janitor ready (--grace-period=%s, --min-unreachable=60s, --return-probe-interval=%s)",
+		d.grace, returnProbeInterval))
 	d.out.done("local cluster ID \"" + localClusterID + "\"; user \"alice\" may mark clusters dead")
 	return nil
 }
 
 func (d *demo) logs() []string {
-	if d.env == nil {
-		return nil
+	var logs []string
+	if d.env != nil {
+		logs = append(logs, d.env.BinaryLog(), d.env.ControllerManagerLog())
 	}
-	return []string{d.env.BinaryLog(), d.env.ControllerManagerLog()}
+	if d.remote.env != nil {
+		logs = append(logs, d.remote.env.ControllerManagerLog())
+	}
+	return logs
 }
 
-// teardown stops liqo-janitor and the control plane and removes their temporary files. After a failure
-// it keeps the logs: it only stops the processes.
+// teardown stops liqo-janitor and both control planes and removes their temporary files. After a
+// failure it keeps the logs: it only stops the processes.
 func (d *demo) teardown() {
+	defer d.stopProvider()
 	if d.env == nil {
 		return
 	}

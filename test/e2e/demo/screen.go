@@ -87,10 +87,12 @@ func (s *screen) fail(err error, logs []string) {
 	}
 }
 
-func (s *screen) kept(kubeconfig string) {
-	s.line("The control plane and liqo-janitor are still running. Explore with:")
+func (s *screen) kept(kubeconfig, provider string) {
+	s.line("The control planes and liqo-janitor are still running. Explore with:")
 	s.line("  export KUBECONFIG=" + kubeconfig)
 	s.line("  kubectl get foreignclusters")
+	s.line("The provider's side (directly: the partition's proxy ended with the demo):")
+	s.line("  kubectl --kubeconfig " + provider + " get shadowpods -A")
 	s.line("Stop everything with: make demo-stop")
 }
 
@@ -145,6 +147,34 @@ func bar(k progress) string {
 		text += fmt.Sprintf(" %d blocked", k.blocked)
 	}
 	return text
+}
+
+// waiter shows how long a wait has lasted: one line redrawn in place on a terminal, a plain line a
+// second otherwise.
+type waiter struct {
+	s     *screen
+	what  string
+	start time.Time
+	next  time.Time
+	drawn bool
+}
+
+func (s *screen) waiter(what string) *waiter { return &waiter{s: s, what: what, start: time.Now()} }
+
+func (w *waiter) tick() {
+	text := fmt.Sprintf("  %5.1fs  %s", time.Since(w.start).Seconds(), w.what)
+	if !w.s.tty {
+		if time.Now().After(w.next) {
+			w.next = time.Now().Add(time.Second)
+			w.s.line(text)
+		}
+		return
+	}
+	if w.drawn {
+		fmt.Fprint(w.s.w, "\033[1A")
+	}
+	w.s.line("\033[2K" + text)
+	w.drawn = true
 }
 
 // table prints the final result.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,18 +26,41 @@ import (
 const (
 	localClusterID = "consumer"
 	operator       = "alice"
+	liqoNamespace  = "liqo"
+	// returnProbeInterval is the janitor's --return-probe-interval: short, so the last chapter is short.
+	returnProbeInterval = 2 * time.Second
 )
 
 // installLiqoBasics creates what the gate reads on a Liqo consumer: Liqo's cluster-ID ConfigMap, and the
-// shipped break-glass ClusterRole bound (with ForeignCluster editing) to the operator.
+// shipped break-glass ClusterRole bound (with ForeignCluster editing) to the operator, who may also read
+// what the plugin reads (fence: the cluster-ID ConfigMap too).
 func installLiqoBasics(ctx context.Context, env *harness.Env) error {
-	if err := env.InstallLocalClusterID(ctx, "liqo", localClusterID); err != nil {
+	if err := env.InstallLocalClusterID(ctx, liqoNamespace, localClusterID); err != nil {
 		return err
 	}
 	if err := env.InstallOperators(ctx, []string{operator}, nil); err != nil {
 		return err
 	}
-	return env.InstallPlanReaders(ctx, operator)
+	if err := env.InstallPlanReaders(ctx, operator); err != nil {
+		return err
+	}
+	return installClusterIDReader(ctx, env)
+}
+
+// installClusterIDReader lets the operator read the ConfigMaps in Liqo's namespace, as a namespace's view
+// role would: fence reads this cluster's ID there.
+func installClusterIDReader(ctx context.Context, env *harness.Env) error {
+	meta := metav1.ObjectMeta{Name: "liqo-configmap-reader", Namespace: liqoNamespace}
+	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operator}}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return nil
 }
 
 func (d *demo) layout(ctx context.Context) error {
@@ -53,6 +77,11 @@ func (d *demo) layout(ctx context.Context) error {
 			p.ID, len(p.Pods), 1+len(p.ExtraSlices)))
 	}
 	d.out.done(fmt.Sprintf("namespaces %s offloaded to all three (NamespaceOffloadings)", strings.Join(d.cons.Namespaces, ", ")))
+	if err := d.layoutProvider(ctx); err != nil {
+		return err
+	}
+	d.out.done(fmt.Sprintf("on %s's own API server (%s): the %d ShadowPods of this consumer and their pods, "+
+		"and %d of %s's", d.dead().ID, d.remote.url(), len(d.remote.mine)/2, len(d.remote.theirs)/2, otherConsumer))
 	d.out.done(fmt.Sprintf("laid out in %s", time.Since(t0).Round(100*time.Millisecond)))
 	return nil
 }
@@ -66,11 +95,13 @@ func (d *demo) killProvider(ctx context.Context) error {
 	if err := d.env.Client.Patch(ctx, p.Pods[0], client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
+	d.remote.partition.Down()
+	d.out.done(fmt.Sprintf("%s is cut off: its API server at %s refuses every connection", p.ID, d.remote.url()))
 	err := fixture.Kill(ctx, d.env.Client, p)
 	if err != nil {
 		return err
 	}
-	d.out.done(fmt.Sprintf("%s's data centre is gone: Liqo reports APIServerStatus Error", p.ID))
+	d.out.done("Liqo reports APIServerStatus Error; word comes that the data centre is gone")
 	if err := fixture.Terminate(ctx, d.env.Client, p); err != nil {
 		return err
 	}

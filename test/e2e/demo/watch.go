@@ -139,15 +139,10 @@ func (d *demo) result(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	changed := 0
-	for k, rv := range d.before {
-		if after[k] != rv {
-			changed++
-		}
-	}
-	d.out.table(pr, len(d.before)-changed, len(d.before))
-	if changed > 0 {
-		return fmt.Errorf("%d objects of the live providers were changed", changed)
+	n := changed(d.before, after)
+	d.out.table(pr, len(d.before)-n, len(d.before))
+	if n > 0 {
+		return fmt.Errorf("%d objects of the live providers were changed", n)
 	}
 	p := d.dead()
 	fc := p.ForeignCluster.DeepCopy()
@@ -175,6 +170,21 @@ func (d *demo) result(ctx context.Context) error {
 }
 
 func (d *demo) eventReasons(ctx context.Context, name string) ([]string, error) {
+	seen, err := d.seenReasons(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range []string{"Waiting", "CleanupStarted", "CleanupProgress", "CleanupBlocked", "CleanupDone"} {
+		if seen[r] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// seenReasons are the reasons of the events on the ForeignCluster called name.
+func (d *demo) seenReasons(ctx context.Context, name string) (map[string]bool, error) {
 	var list eventsv1.EventList
 	if err := d.env.Client.List(ctx, &list); err != nil {
 		return nil, err
@@ -185,11 +195,5 @@ func (d *demo) eventReasons(ctx context.Context, name string) ([]string, error) 
 			seen[e.Reason] = true
 		}
 	}
-	var out []string
-	for _, r := range []string{"Waiting", "CleanupStarted", "CleanupProgress", "CleanupBlocked", "CleanupDone"} {
-		if seen[r] {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return seen, nil
 }
