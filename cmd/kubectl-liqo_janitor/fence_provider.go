@@ -40,7 +40,17 @@ type providerConn struct {
 	remoteTenant string
 }
 
+// The client rate limits of fence's connection to the provider.
+const (
+	providerQPS   = 100
+	providerBurst = 200
+)
+
 func newProviderConn(cfg *rest.Config, via string) (*providerConn, error) {
+	cfg = rest.CopyConfig(cfg)
+	// One delete per object this consumer left there: at client-go's default 5 requests a second, 400
+	// ShadowPods took 80 s; the provider's API server is the limit to respect, not the plugin's.
+	cfg.QPS, cfg.Burst = providerQPS, providerBurst
 	c, err := client.New(cfg, client.Options{Scheme: liqojanitor.NewScheme()})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the provider (%s): %w", via, err)
