@@ -99,7 +99,7 @@ func (d *demo) showGauge(want float64) error {
 // break-glass, gate rule 15), typing this cluster's ID when asked.
 func (d *demo) fence(ctx context.Context) error {
 	d.out.note(fmt.Sprintf("The operator fences the provider with its admin's kubeconfig, typing THIS cluster's ID when "+
-		"asked (fence deletes the %d ShadowPods one by one, then waits for the garbage collector to delete their pods):",
+		"asked (fence deletes the %d ShadowPods, then waits for the provider's garbage collector to delete their pods):",
 		len(d.remote.mine)/2))
 	t0 := time.Now()
 	out, err := d.plugin(ctx, localClusterID+"\n", "fence", d.dead().ID, "--provider-kubeconfig", d.remote.partition.Kubeconfig)
