@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -32,11 +31,14 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 
 // options holds every command-line setting; main parses them and the wiring below only reads them.
 type options struct {
-	metricsAddr   string
-	pprofAddr     string
-	probeAddr     string
-	leaderElect   bool
-	leaderElectNS string
+	metricsAddr string
+	// metricsSecure serves /metrics over HTTPS behind authentication; metricsCertDir holds its certificate.
+	metricsSecure  bool
+	metricsCertDir string
+	pprofAddr      string
+	probeAddr      string
+	leaderElect    bool
+	leaderElectNS  string
 	// lease, renew, retry are the leader election's timings.
 	lease, renew, retry time.Duration
 	webhookPort         int
@@ -61,6 +63,10 @@ type options struct {
 func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
 		"Address the Prometheus metrics endpoint binds to; \"0\" turns it off.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve /metrics over HTTPS, only to scrapers whose token the API server authenticates and who may get the non-resource URL /metrics (ClusterRole liqo-janitor:metrics-reader); false serves plain HTTP to anyone who reaches it.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+		"Directory holding the metrics endpoint's certificate as tls.crt and tls.key; empty: the webhook's (--webhook-cert-dir), or a self-signed one when the webhook is off.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0",
 		"Address Go's pprof endpoints (/debug/pprof/) bind to, for profiling; \"0\" (the default) turns them off.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
@@ -218,7 +224,7 @@ func managerOptions(o *options) ctrl.Options {
 	}
 	return ctrl.Options{
 		Scheme:                  liqojanitor.NewScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr, TLSOpts: tlsOpts},
+		Metrics:                 metricsOptions(o, tlsOpts),
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,

@@ -83,7 +83,8 @@ func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 	}
 	r.cmd = exec.Command(binary, append([]string{"--kubeconfig=" + e.KubeconfigPath,
 		"--webhook-port=" + strconv.Itoa(wo.Port), "--webhook-cert-dir=" + wo.CertDir,
-		"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics}, args...)...)
+		"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics,
+		"--metrics-secure=false"}, args...)...) // tests scrape plain HTTP; the secure endpoint has its own tests
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	if !e.detached {
 		r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive this process
@@ -183,9 +184,9 @@ func (r *Replica) Metric(name string, labels map[string]string) (float64, error)
 // Review sends an AdmissionReview straight to the replica's webhook server at path (over TLS, trusting
 // the harness's webhook CA), as the API server would, and returns its response.
 func (e *Env) Review(r *Replica, path string, review *admissionv1.AdmissionReview) (*admissionv1.AdmissionResponse, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(e.env.WebhookInstallOptions.LocalServingCAData) {
-		return nil, errors.New("the harness's webhook CA is not PEM")
+	pool, err := e.WebhookCA()
+	if err != nil {
+		return nil, err
 	}
 	body, err := json.Marshal(review)
 	if err != nil {
@@ -206,6 +207,16 @@ func (e *Env) Review(r *Replica, path string, review *admissionv1.AdmissionRevie
 		return nil, fmt.Errorf("replica %s answered no response", r.Name)
 	}
 	return out.Response, nil
+}
+
+// WebhookCA is the certificate authority of the webhook serving certificate the harness gives the binary
+// (--webhook-cert-dir).
+func (e *Env) WebhookCA() (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(e.env.WebhookInstallOptions.LocalServingCAData) {
+		return nil, errors.New("the harness's webhook CA is not PEM")
+	}
+	return pool, nil
 }
 
 // FreeLocalAddr returns a loopback address with a port nothing listens on at the moment.
