@@ -90,11 +90,12 @@ TEST_UNIT_OUTPUT := ^(=== (RUN|PAUSE|CONT|NAME)|\s*--- (PASS|SKIP)|\s+\S+\.go:[0
 .PHONY: build
 build: ## Build bin/liqo-janitor and the kubectl plugin bin/kubectl-liqo_janitor
 	@echo ">> building bin/liqo-janitor, bin/kubectl-liqo_janitor"
-	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
+	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
 	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(BIN)/kubectl-liqo_janitor ./cmd/kubectl-liqo_janitor
 
 IMAGE   ?= ghcr.io/liqo-janitor/liqo-janitor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 ARCH    ?= $(shell go env GOARCH)
 # One builder for CI and the release (manifests/image: ko's library on a base built from code): the image
 # `make image` builds and tests is the one `make image PUSH=1` pushes, digest for digest.
