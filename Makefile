@@ -90,11 +90,12 @@ TEST_UNIT_OUTPUT := ^(=== (RUN|PAUSE|CONT|NAME)|\s*--- (PASS|SKIP)|\s+\S+\.go:[0
 .PHONY: build
 build: ## Build bin/liqo-janitor and the kubectl plugin bin/kubectl-liqo_janitor
 	@echo ">> building bin/liqo-janitor, bin/kubectl-liqo_janitor"
-	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
+	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
 	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(BIN)/kubectl-liqo_janitor ./cmd/kubectl-liqo_janitor
 
 IMAGE   ?= ghcr.io/liqo-janitor/liqo-janitor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 ARCH    ?= $(shell go env GOARCH)
 # One builder for CI and the release (manifests/image: ko's library on a base built from code): the image
 # `make image` builds and tests is the one `make image PUSH=1` pushes, digest for digest.
@@ -164,7 +165,7 @@ lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint in every module
 	@for m in $(MODULES); do echo ">> lint $$m"; (cd $$m && go vet ./... && $(GOLANGCI_LINT) run ./...) || exit 1; done
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, and render the chart into manifests/
+manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, render the chart into manifests/ and its values table into README.md
 	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor/... paths=./webhook/... output:rbac:dir=$(CHART)/files
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=$(CHART)/files
 	@mv $(CHART)/files/manifests.yaml $(CHART)/files/webhooks.yaml
@@ -173,7 +174,7 @@ manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers int
 .PHONY: verify
 verify: manifests ## Fail if regenerating manifests or tidying any module's go.mod changes a tracked file
 	@for m in $(MODULES); do (cd $$m && go mod tidy) || exit 1; done
-	@files="manifests $(foreach m,$(MODULES),$(m)/go.mod $(m)/go.sum)"; if [ -n "$$(git status --porcelain -- $$files)" ]; then \
+	@files="manifests README.md $(foreach m,$(MODULES),$(m)/go.mod $(m)/go.sum)"; if [ -n "$$(git status --porcelain -- $$files)" ]; then \
 	  git status --porcelain -- $$files; git diff -- $$files | head -50; \
 	  echo "generated files are out of date: run 'make manifests' and 'go mod tidy', then commit"; exit 1; fi
 

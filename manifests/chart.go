@@ -87,6 +87,13 @@ func Render(ctx context.Context, namespace string, values map[string]any) (*Rend
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart: %w", err)
 	}
+	return RenderChart(ctx, ch, namespace, values)
+}
+
+// RenderChart renders ch as Render renders this chart: the tests render a parent chart that has this one
+// as a dependency with it.
+func RenderChart(ctx context.Context, ch *chart.Chart, namespace string, values map[string]any) (*Rendered, error) {
+	var err error
 	install := action.NewInstall(action.NewConfiguration())
 	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName = ReleaseName

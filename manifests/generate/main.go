@@ -1,7 +1,7 @@
 // Command generate writes the install files that are renderings of the chart (`make manifests`): the
 // whole install for `kubectl apply -f` and `kubectl apply -k manifests/default`, the policy fallback for
 // `kubectl apply -k manifests/policy`, and the RBAC and ValidatingAdmissionPolicy of the identity-secrets kustomize
-// component.
+// component; and the README's values table, from the `# --` comments of the chart's values.yaml.
 package main
 
 import (
@@ -41,6 +41,10 @@ func main() {
 			fmt.Fprintf(os.Stderr, "generate: %s: %v\n", o.path, err)
 			os.Exit(1)
 		}
+	}
+	if err := writeValuesTable(root); err != nil {
+		fmt.Fprintf(os.Stderr, "generate: the README's values table: %v\n", err)
+		os.Exit(1)
 	}
 }
 

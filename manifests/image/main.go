@@ -130,7 +130,9 @@ func Build(ctx context.Context, o options) (v1.ImageIndex, error) {
 		// .git) or on GOFLAGS; the commit is in the revision label. CGO off: a static binary for a base
 		// without a libc.
 		build.WithDefaultFlags([]string{"-buildvcs=false"}),
-		build.WithDefaultLdflags([]string{"-s", "-w"}),
+		// The version and the commit the binary reports (liqo_janitor_build_info): -buildvcs=false leaves
+		// the toolchain nothing to record.
+		build.WithDefaultLdflags([]string{"-s", "-w", "-X", "main.version=" + o.version, "-X", "main.revision=" + o.revision}),
 		build.WithDefaultEnv([]string{"CGO_ENABLED=0"}),
 		build.WithSPDX(koVersion),
 	}

@@ -77,6 +77,17 @@ var valueMatrix = map[string]map[string]any{
 		"prometheusRule": map[string]any{"enabled": true, "cleanupStuckMinutes": 5, "blockedMinutes": 30},
 		"dashboards":     map[string]any{"enabled": true},
 	},
+	"chart conventions: labels, annotations, extra args, OpenShift's UIDs, numeric quantities, scrape settings": {
+		"global":             map[string]any{"imageRegistry": "registry.example"},
+		"commonLabels":       map[string]any{"example.com/team": "platform"},
+		"commonAnnotations":  map[string]any{"example.com/owner": "platform@example.com"},
+		"extraArgs":          []any{"--zap-log-level=debug"},
+		"podSecurityContext": map[string]any{"runAsUser": nil, "runAsGroup": nil},
+		"resources":          map[string]any{"limits": map[string]any{"cpu": int64(1), "memory": "256Mi"}},
+		"serviceMonitor": map[string]any{"enabled": true, "scrapeTimeout": "10s", "relabelings": []any{
+			map[string]any{"targetLabel": "cluster", "replacement": "consumer-a"}}},
+		"prometheusRule": map[string]any{"enabled": true, "groupBy": []any{"cluster", "namespace"}},
+	},
 	"the gate's own probe off":  {"gate": map[string]any{"probe": map[string]any{"enabled": false}}},
 	"the gate's probe, shorter": {"gate": map[string]any{"probe": map[string]any{"timeout": "500ms"}}},
 	"network policy": {"networkPolicy": map[string]any{"enabled": true, "metricsFrom": []any{

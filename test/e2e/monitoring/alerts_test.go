@@ -3,6 +3,7 @@ package monitoring_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,7 @@ func TestAlertRunbooksAreREADMESections(t *testing.T) {
 		}
 	}
 	g.Expect(runbooks).To(HaveKeyWithValue("LiqoJanitorProviderReturned", readmeURL+"#when-a-dead-provider-comes-back"))
+	g.Expect(slices.Sorted(maps.Keys(runbooks))).To(Equal(slices.Sorted(slices.Values(alertNames(ruleFile(t, nil))))), "every alert has a runbook")
 	for alert, url := range runbooks {
 		anchor, ok := strings.CutPrefix(url, readmeURL+"#")
 		g.Expect(ok).To(BeTrue(), "%s: runbook %s is not a section of the README", alert, url)
@@ -200,6 +202,51 @@ liqo_janitor_blocked_objects{` + job + `, kind="Pod"} 0x30`},
 		series: `controller_runtime_webhook_requests_total{` + job + `, code="500", webhook="/validate-liqo-io-v1beta1-foreigncluster"} 0+3x30`},
 	"webhook answers, denials included, are 200": {alert: "LiqoJanitorWebhookErrors", at: 20 * time.Minute,
 		series: `controller_runtime_webhook_requests_total{` + job + `, code="200", webhook="/validate-liqo-io-v1beta1-foreigncluster"} 0+30x30`},
+
+	// A Prometheus shared by many clusters (an external label or a relabeling adds cluster to every
+	// series): one cluster's outage fires for that cluster, the others' replicas do not hide it.
+	"down: one of two clusters": {alert: "LiqoJanitorDown", at: 10 * time.Minute, fires: true,
+		labels: map[string]string{"cluster": "a", "namespace": "liqo-janitor-system", "job": liqojanitor.Name + "-metrics"},
+		series: `up{` + job + `, cluster="a", namespace="liqo-janitor-system", pod="a1"} 0x15
+up{` + job + `, cluster="a", namespace="liqo-janitor-system", pod="a2"} 0x15
+up{` + job + `, cluster="b", namespace="liqo-janitor-system", pod="b1"} 1x15
+up{` + job + `, cluster="b", namespace="liqo-janitor-system", pod="b2"} 1x15`},
+	"not down: both clusters answer": {alert: "LiqoJanitorDown", at: 10 * time.Minute,
+		series: `up{` + job + `, cluster="a", pod="a1"} 0x15
+up{` + job + `, cluster="a", pod="a2"} 1x15
+up{` + job + `, cluster="b", pod="b1"} 1x15`},
+	"down: one of two installs on one cluster": {alert: "LiqoJanitorDown", at: 10 * time.Minute, fires: true,
+		labels: map[string]string{"namespace": "team-b"},
+		series: `up{` + job + `, namespace="team-a"} 1x15
+up{` + job + `, namespace="team-b"} 0x15`},
+	"down: a cluster label of another name, configured": {alert: "LiqoJanitorDown", at: 10 * time.Minute, fires: true,
+		values: map[string]any{"prometheusRule": map[string]any{"groupBy": []any{"k8s_cluster", "job"}}},
+		labels: map[string]string{"k8s_cluster": "a"},
+		series: `up{` + job + `, k8s_cluster="a"} 0x15
+up{` + job + `, k8s_cluster="b"} 1x15`},
+	"summed across clusters when groupBy leaves the cluster out": {alert: "LiqoJanitorDown", at: 10 * time.Minute,
+		values: map[string]any{"prometheusRule": map[string]any{"groupBy": []any{"namespace", "job"}}},
+		series: `up{` + job + `, cluster="a"} 0x15
+up{` + job + `, cluster="b"} 1x15`},
+	"no leader in one of two clusters": {alert: "LiqoJanitorNoLeader", at: 10 * time.Minute, fires: true,
+		labels: map[string]string{"cluster": "a"},
+		series: `up{` + job + `, cluster="a", pod="a1"} 1x15
+leader_election_master_status{` + job + `, cluster="a", pod="a1", name="liqo-janitor.liqo-janitor.io"} 0x15
+up{` + job + `, cluster="b", pod="b1"} 1x15
+leader_election_master_status{` + job + `, cluster="b", pod="b1", name="liqo-janitor.liqo-janitor.io"} 1x15`},
+	"no leader ever in one of two clusters": {alert: "LiqoJanitorNoLeader", at: 10 * time.Minute, fires: true,
+		labels: map[string]string{"cluster": "a"},
+		series: `up{` + job + `, cluster="a", pod="a1"} 1x15
+up{` + job + `, cluster="b", pod="b1"} 1x15
+leader_election_master_status{` + job + `, cluster="b", pod="b1", name="liqo-janitor.liqo-janitor.io"} 1x15`},
+	"a returned provider seen by one of two consumers": {alert: "LiqoJanitorProviderReturned", at: 5 * time.Minute, fires: true,
+		labels: map[string]string{"cluster": "b"},
+		series: `liqo_janitor_returned_clusters{` + job + `, cluster="a", pod="a1"} 0x10
+liqo_janitor_returned_clusters{` + job + `, cluster="b", pod="b1"} 1x10`},
+	"blocked objects, per cluster and kind": {alert: "LiqoJanitorObjectsBlocked", at: 70 * time.Minute, fires: true,
+		labels: map[string]string{"cluster": "a", "kind": "Pod"},
+		series: `liqo_janitor_blocked_objects{` + job + `, cluster="a", kind="Pod"} 3x80
+liqo_janitor_blocked_objects{` + job + `, cluster="b", kind="Pod"} 0x80`},
 
 	"a dry run left on for an hour": {alert: "LiqoJanitorDryRun", at: 70 * time.Minute, fires: true,
 		labels: map[string]string{"severity": "info"},

@@ -50,13 +50,28 @@ func Rules(ctx context.Context, values map[string]any) ([]byte, *monitoringv1.Pr
 
 // Dashboard is the part of the Grafana dashboard the tests read.
 type Dashboard struct {
-	Title  string `json:"title"`
+	Title      string `json:"title"`
+	Templating struct {
+		List []struct {
+			Name       string     `json:"name"`
+			Type       string     `json:"type"`
+			Datasource Datasource `json:"datasource"`
+			Definition string     `json:"definition"`
+		} `json:"list"`
+	} `json:"templating"`
 	Panels []struct {
-		Title   string `json:"title"`
-		Targets []struct {
+		Title      string     `json:"title"`
+		Datasource Datasource `json:"datasource"`
+		Targets    []struct {
 			Expr string `json:"expr"`
 		} `json:"targets"`
 	} `json:"panels"`
+}
+
+// Datasource is a panel's or a variable's data source.
+type Datasource struct {
+	Type string `json:"type"`
+	UID  string `json:"uid"`
 }
 
 // ReadDashboard reads the chart's dashboard (files/dashboard.json) from the repository at root.

@@ -6,11 +6,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,6 +60,19 @@ func TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	exposed := scrapedNames(t, r)
+	// liqo_janitor_build_info: one series, 1, naming what runs (the harness builds the binary from this
+	// checkout with the test's own Go toolchain, unstamped: the version is Go's record of the module)
+	info := buildInfo(t, r)
+	g.Expect(info).To(HaveLen(1), "one liqo_janitor_build_info series")
+	g.Expect(info[0].GetGauge().GetValue()).To(Equal(1.0))
+	got := map[string]string{}
+	for _, l := range info[0].GetLabel() {
+		got[l.GetName()] = l.GetValue()
+	}
+	g.Expect(got).To(HaveKeyWithValue("go_version", runtime.Version()))
+	g.Expect(got).To(HaveKeyWithValue("version", Not(BeEmpty())))
+	g.Expect(got).To(HaveKeyWithValue("revision", Not(BeEmpty())))
+	g.Expect(got).To(HaveLen(3))
 	exprs, err := monitoring.Expressions(t.Context(), env.Root)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(len(exprs)).To(BeNumerically(">", 8), "the eight alerts and the dashboard's queries")
@@ -91,6 +108,21 @@ func scrapedNames(t *testing.T, r *harness.Replica) map[string]bool {
 		}
 	}
 	return names
+}
+
+// buildInfo returns the replica's liqo_janitor_build_info samples.
+func buildInfo(t *testing.T, r *harness.Replica) []*dto.Metric {
+	t.Helper()
+	g := NewWithT(t)
+	resp, err := http.Get("http://" + r.Metrics + "/metrics") //nolint:noctx // a scrape in a test
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(families).To(HaveKey("liqo_janitor_build_info"))
+	g.Expect(families["liqo_janitor_build_info"].GetType()).To(Equal(dto.MetricType_GAUGE))
+	return families["liqo_janitor_build_info"].GetMetric()
 }
 
 // leads reports whether the replica holds the Lease (controller-runtime's leader_election_master_status).

@@ -7,7 +7,7 @@
 app.kubernetes.io/component: gate-and-janitor
 {{- end }}
 
-{{/* The app.kubernetes.io label set but the component. */}}
+{{/* The app.kubernetes.io label set but the component, and commonLabels. */}}
 {{- define "liqo-janitor.commonLabels" -}}
 app.kubernetes.io/name: liqo-janitor
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -15,6 +15,18 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/part-of: liqo
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The annotations block of an object's metadata (commonAnnotations), or nothing: include it as
+  {{- include "liqo-janitor.annotations" . }} right under metadata (it brings its own newline and indent). */}}
+{{- define "liqo-janitor.annotations" -}}
+{{- with .Values.commonAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+{{- end }}
 {{- end }}
 
 {{/* What the Services, the PodDisruptionBudget and the Deployment select the pods by. */}}
