@@ -66,6 +66,7 @@ func TestSelfManagedCertificatesRotate(t *testing.T) {
 }
 
 func startRotation(t *testing.T) *rotationTest {
+	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
 	t.Setenv("KUBECONFIG", env.KubeconfigPath)

@@ -132,6 +132,7 @@ type helmRelease struct {
 }
 
 func newHelm(t *testing.T) *helmRelease {
+	t.Helper()
 	env := harness.Require(t)
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &env.KubeconfigPath, new(string)

@@ -61,11 +61,11 @@ func render(t *testing.T, namespace string, values map[string]any) (built, *mani
 
 // valueMatrix is every value the chart offers, each at least once away from its default.
 var valueMatrix = map[string]map[string]any{
-	"defaults":                       {},
-	"the namespace, as install.yaml": manifests.InstallValues(),
+	"defaults":                           {},
+	"the namespace, as install.yaml":     manifests.InstallValues(),
 	"certificates managed by the binary": {"certManager": map[string]any{"enabled": false, "certificateValidityDays": 30, "caValidityDays": 90}},
-	"the policy fallback": {"policy": map[string]any{"enabled": true}},
-	"identity secrets":    {"identitySecrets": map[string]any{"enabled": true}},
+	"the policy fallback":                {"policy": map[string]any{"enabled": true}},
+	"identity secrets":                   {"identitySecrets": map[string]any{"enabled": true}},
 	"one replica without leader election": {"replicaCount": 1, "leaderElection": map[string]any{"enabled": false},
 		"prometheusRule": map[string]any{"enabled": true}},
 	"monitoring": {
