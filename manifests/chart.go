@@ -140,3 +140,15 @@ const InstallFile = "manifests/default/install.yaml"
 func InstallValues() map[string]any {
 	return map[string]any{"namespace": map[string]any{"create": true}}
 }
+
+// InstallNoCertManagerFile is the rendered install for clusters without cert-manager: the chart with
+// InstallNoCertManagerValues, attached to every release as install-no-cert-manager.yaml.
+const InstallNoCertManagerFile = "manifests/default/install-no-cert-manager.yaml"
+
+// InstallNoCertManagerValues are InstallValues with certManager.enabled=false: the binary manages its
+// certificates (--cert-management=self).
+func InstallNoCertManagerValues() map[string]any {
+	v := InstallValues()
+	v["certManager"] = map[string]any{"enabled": false}
+	return v
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,7 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
+	"github.com/liqo-janitor/liqo-janitor/webhook/certs"
 )
 
 // leaderElectionID names the Lease the janitor replicas compete for.
@@ -57,6 +59,7 @@ type options struct {
 	objectEvents        bool
 	kubeAPIQPS          float64
 	kubeAPIBurst        int
+	certs               certOptions
 	zap                 zap.Options
 }
 
@@ -115,11 +118,15 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Client-side queries per second towards the API server (high by default: the API server should be the limit).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", janitor.DefaultClientBurst,
 		"Client-side burst towards the API server.")
+	o.certs.bindFlags(fs)
 	o.zap.BindFlags(fs)
 }
 
 func (o *options) validate() error {
 	errs := o.validateDurations()
+	if err := o.certs.resolve(o.enableWebhook); err != nil {
+		errs = append(errs, err)
+	}
 	if o.workers <= 0 {
 		errs = append(errs, fmt.Errorf("--janitor-workers must be positive, got %d", o.workers))
 	}
@@ -199,11 +206,15 @@ func run(ctx context.Context, o *options) error {
 	}
 	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
 
-	mgr, err := ctrl.NewManager(cfg, managerOptions(o))
+	cm := newCertManager(o)
+	mgr, err := ctrl.NewManager(cfg, managerOptions(o, servingTLS(cm)))
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := addProbes(mgr, o); err != nil {
+	if err := addCertManager(mgr, cm); err != nil {
+		return err
+	}
+	if err := addProbes(mgr, o, cm); err != nil {
 		return err
 	}
 	if err := setupGate(ctx, mgr, o); err != nil {
@@ -213,11 +224,12 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
-		"liqoNamespace", o.liqoNamespace, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
+		"certManagement", o.certs.mode, "liqoNamespace", o.liqoNamespace, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
 	return mgr.Start(ctx)
 }
 
-func managerOptions(o *options) ctrl.Options {
+// managerOptions are the manager's; webhookTLS are more TLS options for the webhook server alone.
+func managerOptions(o *options, webhookTLS []func(*tls.Config)) ctrl.Options {
 	var tlsOpts []func(*tls.Config)
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -236,7 +248,7 @@ func managerOptions(o *options) ctrl.Options {
 		// Only the janitor needs the lease; webhook-only replicas must serve admission right away.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
-			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
+			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: append(slices.Clone(tlsOpts), webhookTLS...),
 		}),
 		Cache: cache.Options{
 			// The gate reads exactly one ConfigMap (the local cluster ID) in the Liqo namespace; never cache
@@ -284,14 +296,15 @@ func setupJanitor(ctx context.Context, mgr ctrl.Manager, o *options) error {
 	return nil
 }
 
-func addProbes(mgr ctrl.Manager, o *options) error {
+func addProbes(mgr ctrl.Manager, o *options, cm *certs.Manager) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding healthz check: %w", err)
 	}
 	ready := healthz.Ping
 	if o.enableWebhook {
-		// Ready only once the webhook server is serving TLS, so no admission call hits a cold replica.
-		ready = mgr.GetWebhookServer().StartedChecker()
+		// Ready only once the webhook server is serving TLS, so no admission call hits a cold replica (and,
+		// with --cert-management=self, once what it serves verifies against the injected bundle).
+		ready = readyChecker(mgr.GetWebhookServer().StartedChecker(), cm)
 	}
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return fmt.Errorf("adding readyz check: %w", err)

@@ -2,9 +2,6 @@ package manifests_test
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"io"
 	"os"
@@ -17,7 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,11 +61,11 @@ func render(t *testing.T, namespace string, values map[string]any) (built, *mani
 
 // valueMatrix is every value the chart offers, each at least once away from its default.
 var valueMatrix = map[string]map[string]any{
-	"defaults":                       {},
-	"the namespace, as install.yaml": manifests.InstallValues(),
-	"a chart-generated certificate instead of cert-manager": {"certManager": map[string]any{"enabled": false}},
-	"the policy fallback": {"policy": map[string]any{"enabled": true}},
-	"identity secrets":    {"identitySecrets": map[string]any{"enabled": true}},
+	"defaults":                           {},
+	"the namespace, as install.yaml":     manifests.InstallValues(),
+	"certificates managed by the binary": {"certManager": map[string]any{"enabled": false, "certificateValidityDays": 30, "caValidityDays": 90}},
+	"the policy fallback":                {"policy": map[string]any{"enabled": true}},
+	"identity secrets":                   {"identitySecrets": map[string]any{"enabled": true}},
 	"one replica without leader election": {"replicaCount": 1, "leaderElection": map[string]any{"enabled": false},
 		"prometheusRule": map[string]any{"enabled": true}},
 	"monitoring": {
@@ -160,6 +156,9 @@ func TestChartValuesAreChecked(t *testing.T) {
 			"gate.probe.timeout is 1m30s: the probe must end within 3s"},
 		"a probe just longer than 3s": {map[string]any{"gate": map[string]any{"probe": map[string]any{"timeout": "3001ms"}}},
 			"the probe must end within 3s"},
+		"without cert-manager, a CA that does not outlive its certificates": {
+			map[string]any{"certManager": map[string]any{"enabled": false, "certificateValidityDays": 365, "caValidityDays": 730}},
+			"caValidityDays must be at least three times certificateValidityDays"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -231,6 +230,11 @@ func TestInstallYAMLIsTheChartRenderedAndTheKustomizeBaseAppliesIt(t *testing.T)
 	onDisk, err := os.ReadFile(filepath.Join(repoRoot(t), manifests.InstallFile))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(onDisk)).To(HaveSuffix(r.Manifest), "%s is stale: run make manifests", manifests.InstallFile)
+	r2, err := manifests.Render(t.Context(), manifests.ReleaseNamespace, manifests.InstallNoCertManagerValues())
+	g.Expect(err).NotTo(HaveOccurred())
+	onDisk, err = os.ReadFile(filepath.Join(repoRoot(t), manifests.InstallNoCertManagerFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(onDisk)).To(HaveSuffix(r2.Manifest), "%s is stale: run make manifests", manifests.InstallNoCertManagerFile)
 
 	rendered := fromYAML(t, "the chart", r.Manifest)
 	kustomized := kustomize(t, defaultDir)
@@ -279,37 +283,6 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	g.Expect(args).To(HaveKeyWithValue("--janitor-workers", strconv.Itoa(janitor.DefaultWorkers)))
 	g.Expect(args).To(HaveKeyWithValue("--kube-api-burst", strconv.Itoa(janitor.DefaultClientBurst)))
 	g.Expect(args).To(HaveKeyWithValue("--liqo-namespace", webhook.DefaultLiqoNamespace))
-}
-
-func TestChartGeneratedCertificateServesTheWebhookService(t *testing.T) {
-	g := NewWithT(t)
-	b, _ := render(t, installNS, map[string]any{"certManager": map[string]any{"enabled": false}})
-	for _, u := range b.raw {
-		g.Expect(u.GetAPIVersion()).NotTo(HavePrefix("cert-manager.io/"), "no cert-manager object without cert-manager")
-	}
-	secret := one[*corev1.Secret](t, b, installNS, servingCert)
-	block, _ := pem.Decode(secret.Data["tls.crt"])
-	g.Expect(block).NotTo(BeNil())
-	cert, err := x509.ParseCertificate(block.Bytes)
-	g.Expect(err).NotTo(HaveOccurred())
-
-	mut := one[*admissionregistrationv1.MutatingWebhookConfiguration](t, b, "", appName)
-	val := one[*admissionregistrationv1.ValidatingWebhookConfiguration](t, b, "", appName)
-	g.Expect(mut.Annotations).NotTo(HaveKey("cert-manager.io/inject-ca-from"))
-	bundles := [][]byte{secret.Data["ca.crt"]}
-	for _, wh := range mut.Webhooks {
-		bundles = append(bundles, wh.ClientConfig.CABundle)
-	}
-	for _, wh := range val.Webhooks {
-		bundles = append(bundles, wh.ClientConfig.CABundle)
-	}
-	for _, bundle := range bundles {
-		g.Expect(bytes.Equal(bundle, bundles[0])).To(BeTrue(), "one CA everywhere")
-		pool := x509.NewCertPool()
-		g.Expect(pool.AppendCertsFromPEM(bundle)).To(BeTrue())
-		_, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: webhookService + "." + installNS + ".svc"})
-		g.Expect(err).NotTo(HaveOccurred(), "the API server trusts the serving certificate for the Service's name")
-	}
 }
 
 func TestChartNotesTellTheNextStep(t *testing.T) {

@@ -125,7 +125,9 @@ func TestDeploymentIsHardened(t *testing.T) {
 	g.Expect(mount).NotTo(BeNil(), "a volume is mounted at %s", certDir)
 	g.Expect(mount.ReadOnly).To(BeTrue())
 	g.Expect(pod.Volumes).To(ContainElement(corev1.Volume{Name: mount.Name, VolumeSource: corev1.VolumeSource{
-		Secret: &corev1.SecretVolumeSource{SecretName: cert.Spec.SecretName}}}))
+		Secret: &corev1.SecretVolumeSource{SecretName: cert.Spec.SecretName, Items: []corev1.KeyToPath{
+			{Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}}}}}), "what is served, and nothing else of the Secret")
+	g.Expect(c.Args).To(ContainElement("--cert-management=cert-manager"))
 
 	pdb := one[*policyv1.PodDisruptionBudget](t, b, installNS, appName)
 	g.Expect(pdb.Spec.MinAvailable).To(Equal(ptr.To(intstr.FromInt32(1))))
@@ -164,17 +166,24 @@ func TestWebhookConfigurationsPointAtTheInstall(t *testing.T) {
 	b := kustomize(t, defaultDir)
 	svc := one[*corev1.Service](t, b, installNS, webhookService)
 	cert := one[*certmanagerv1.Certificate](t, b, installNS, servingCert)
-	issuer := one[*certmanagerv1.Issuer](t, b, installNS, cert.Spec.IssuerRef.Name)
-	g.Expect(cert.Spec.IssuerRef.Kind).To(Equal("Issuer"))
-	g.Expect(issuer.Spec.SelfSigned).NotTo(BeNil())
 	g.Expect(cert.Spec.DNSNames).To(ConsistOf(
 		svc.Name+"."+svc.Namespace+".svc", svc.Name+"."+svc.Namespace+".svc.cluster.local"))
+	// selfSigned Issuer → CA Certificate → CA Issuer → serving Certificate: a renewal of the serving
+	// certificate keeps the trust anchor, the CA the injector copies.
+	caIssuer := one[*certmanagerv1.Issuer](t, b, installNS, cert.Spec.IssuerRef.Name)
+	g.Expect(cert.Spec.IssuerRef.Kind).To(Equal("Issuer"))
+	g.Expect(caIssuer.Spec.CA).NotTo(BeNil(), "the serving certificate is signed by a CA Issuer")
+	ca := one[*certmanagerv1.Certificate](t, b, installNS, caCert)
+	g.Expect(ca.Spec.IsCA).To(BeTrue())
+	g.Expect(caIssuer.Spec.CA.SecretName).To(Equal(ca.Spec.SecretName))
+	g.Expect(ca.Spec.IssuerRef.Kind).To(Equal("Issuer"))
+	g.Expect(one[*certmanagerv1.Issuer](t, b, installNS, ca.Spec.IssuerRef.Name).Spec.SelfSigned).NotTo(BeNil())
 
 	generatedMut, generatedVal := generatedWebhooks(t)
 	mut := one[*admissionregistrationv1.MutatingWebhookConfiguration](t, b, "", appName)
 	val := one[*admissionregistrationv1.ValidatingWebhookConfiguration](t, b, "", appName)
 	for _, meta := range []metav1.Object{mut, val} {
-		g.Expect(meta.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", cert.Namespace+"/"+cert.Name))
+		g.Expect(meta.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", ca.Namespace+"/"+ca.Name), "the CA, not the serving certificate")
 		g.Expect(meta.GetLabels()).To(HaveKeyWithValue(nameLabel, appName), "the gate's messages select on this label")
 	}
 	// Everything but the Service reference is as generated from the markers (matchConditions,

@@ -39,6 +39,7 @@ const (
 	webhookService = appName + "-webhook"
 	metricsService = appName + "-metrics"
 	servingCert    = appName + "-serving-cert"
+	caCert         = appName + "-ca"
 	leaderElection = appName + "-leader-election"
 	fieldOwner     = appName + "-install-test"
 	certDirFlag    = "--webhook-cert-dir="
@@ -142,6 +143,8 @@ var defaultInstall = []string{
 	"Service " + installNS + "/" + webhookService,
 	"Service " + installNS + "/" + metricsService,
 	"Issuer " + installNS + "/" + appName + "-selfsigned",
+	"Certificate " + installNS + "/" + caCert,
+	"Issuer " + installNS + "/" + caCert,
 	"Certificate " + installNS + "/" + servingCert,
 	"ValidatingAdmissionPolicy " + eventsPolicy,
 	"ValidatingAdmissionPolicyBinding " + eventsPolicy,

@@ -55,6 +55,12 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "liqo-janitor.serviceA
 {{/* The DNS names the API server calls the webhook Service by. */}}
 {{- define "liqo-janitor.webhookService" -}}liqo-janitor-webhook{{- end }}
 
+{{/* The name of both webhook configurations (--webhook-configuration with self-managed certificates). */}}
+{{- define "liqo-janitor.webhookConfiguration" -}}liqo-janitor{{- end }}
+
+{{/* cert-manager's CA Certificate and its Secret, the trust anchor the CA injector copies. */}}
+{{- define "liqo-janitor.caCertificate" -}}liqo-janitor-ca{{- end }}
+
 {{/* The generated RBAC (files/role.yaml, `make manifests`), as a list of objects. */}}
 {{- define "liqo-janitor.generatedRBAC" -}}
 {{- $out := list }}
