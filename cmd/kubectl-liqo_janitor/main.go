@@ -9,6 +9,10 @@ import (
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	// The kubeconfig auth providers client-go still ships (oidc; azure and gcp, which only say to move to
+	// their exec plugins kubelogin and gke-gcloud-auth-plugin), as kubectl links them. exec credential
+	// plugins are built into client-go and need no import.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
 )
 
 // version is set at build time (-ldflags "-X main.version=v0.1.0").
