@@ -43,7 +43,10 @@ func (e *env) completeClusters(keep func(*liqov1beta1.ForeignCluster) bool) cobr
 			}
 			if strings.HasPrefix(name, toComplete) {
 				desc := "ForeignCluster"
-				if completable(id) {
+				switch {
+				case id == name:
+					desc += " and cluster ID" // as Liqo names them
+				case completable(id):
 					desc += ", cluster ID " + id
 				}
 				names = append(names, cobra.CompletionWithDesc(name, desc))

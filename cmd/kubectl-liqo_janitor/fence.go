@@ -29,8 +29,8 @@ const fencePollInterval = time.Second
 type fenceOptions struct {
 	providerKubeconfig, liqoNamespace string
 	output                            *outputFlag
-	all, dryRun, yes                          bool
-	timeout                                   time.Duration
+	all, dryRun, yes                  bool
+	timeout                           time.Duration
 }
 
 // fenceScope is what one fence knows: the consumer, the marked ForeignCluster, both cluster IDs and the

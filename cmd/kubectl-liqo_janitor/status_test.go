@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
@@ -114,6 +116,15 @@ func TestStatusSaysFirstThatTheProviderReturned(t *testing.T) {
 		ContainSubstring("(Liqo's APIServerStatus turned Established)"),
 		HaveSuffix("Fence them: kubectl liqo-janitor fence "+dead.ID+" --provider-kubeconfig <provider kubeconfig>")))
 
+	js, _, err := kubectl(t, alice, "", "status", dead.ForeignCluster.Name, "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report statusReport
+	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
+	g.Expect(report.Clusters).To(HaveLen(1))
+	g.Expect(report.Clusters[0].Returned).NotTo(BeNil())
+	g.Expect(report.Clusters[0].Returned.How).To(Equal("Liqo's APIServerStatus turned Established"))
+	g.Expect(report.Clusters[0].Returned.Fenced).To(BeEmpty())
+
 	asAlice, err := testEnv.NewClient(func(c *rest.Config) { c.Impersonate.UserName = alice })
 	g.Expect(err).NotTo(HaveOccurred())
 	fence := liqojanitor.FencedRecord(time.Now(), alice, "shadowpods 3, pods 3")
@@ -161,4 +172,60 @@ func TestStatusListsOnlyTheJanitorsEventsAboutThatForeignCluster(t *testing.T) {
 	for _, decoy := range []string{"FORGED", "EARLIER", "ANOTHER"} {
 		g.Expect(out).NotTo(ContainSubstring(decoy))
 	}
+
+	out, _, err = kubectl(t, alice, "", "status", fc.Name, "-o", "yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report statusReport
+	g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
+	g.Expect(report.Clusters).To(HaveLen(1))
+	g.Expect(report.Clusters[0].Events).To(ConsistOf(HaveField("Note", `released pods 3\x1b[2J\x1b]0;pwned\a\nerror: forged line`)),
+		"the document escapes the cluster's text as the tables do")
+}
+
+// TestStatusPrintsTheMarkedClustersAsADocument: status -o yaml|json is the StatusReport of the marked
+// clusters: the stamps, the janitor's grace window and summary, its events; --watch prints tables only.
+func TestStatusPrintsTheMarkedClustersAsADocument(t *testing.T) {
+	g := NewWithT(t)
+	dead := markedByAlice(t, "gone for good")
+	name := dead.ForeignCluster.Name
+	var out string
+	g.Eventually(func() string {
+		out, _, _ = kubectl(t, alice, "", "status", "-o", "yaml")
+		return out
+	}).WithTimeout(30 * time.Second).Should(ContainSubstring(fmt.Sprintf("grace: would release pods %d", len(dead.Pods))))
+	t.Log("status -o yaml:\n" + out)
+	g.Expect(out).To(HavePrefix("apiVersion: plugin.liqo-janitor.io/v1alpha1\nclusters:\n"))
+	var report statusReport
+	g.Expect(yaml.UnmarshalStrict([]byte(out), &report)).To(Succeed())
+	g.Expect(report.Kind).To(Equal("StatusReport"))
+	var cs *clusterStatus
+	for i := range report.Clusters {
+		if report.Clusters[i].ForeignCluster == name {
+			cs = &report.Clusters[i]
+		}
+	}
+	g.Expect(cs).NotTo(BeNil(), "every marked cluster is in it")
+	g.Expect(cs.ClusterID).To(Equal(dead.ID))
+	g.Expect(cs.Marked && cs.Confirmed && !cs.Paused).To(BeTrue())
+	g.Expect(cs.MarkedBy).To(Equal(alice))
+	g.Expect(cs.MarkedAt).NotTo(BeNil())
+	g.Expect(cs.MarkedAt.Time).To(BeTemporally("~", time.Now(), time.Minute))
+	g.Expect(cs.Reason).To(Equal("gone for good"))
+	g.Expect(cs.Grace).NotTo(BeNil())
+	g.Expect(cs.Grace.EndsAt).NotTo(BeNil(), "the janitor's record")
+	g.Expect(cs.Grace.EndsAt.Time).To(BeTemporally("~", cs.MarkedAt.Add(time.Hour), 5*time.Second))
+	g.Expect(cs.Cleanup).To(HavePrefix(fmt.Sprintf("grace: would release pods %d", len(dead.Pods))))
+	g.Expect(cs.Returned).To(BeNil())
+
+	js, _, err := kubectl(t, alice, "", "status", dead.ID, "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred())
+	var one statusReport
+	g.Expect(json.Unmarshal([]byte(js), &one)).To(Succeed())
+	g.Expect(one.APIVersion).To(Equal(reportAPIVersion))
+	g.Expect(one.Clusters).To(HaveLen(1))
+	g.Expect(one.Clusters[0].ForeignCluster).To(Equal(name))
+
+	_, stderr, err := kubectl(t, alice, "", "status", name, "--watch", "-o", "json")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(Equal("error: --watch prints tables: leave out -o, or --watch to print one document\n"))
 }
