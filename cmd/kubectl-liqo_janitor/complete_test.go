@@ -74,7 +74,7 @@ func TestTheCompletionHelperRunsThePlugin(t *testing.T) {
 	root, err := harness.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	dir, elsewhere := t.TempDir(), t.TempDir()
-	_, err = harness.Build(root, "kubectl-liqo_janitor", dir)
+	plugin, err := harness.Build(root, "kubectl-liqo_janitor", dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	helper, err := harness.Build(root, "kubectl_complete-liqo_janitor", elsewhere)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -105,6 +105,14 @@ func TestTheCompletionHelperRunsThePlugin(t *testing.T) {
 	out, stderr, err = complete(t.TempDir(), "plan", dead.ForeignCluster.Name)
 	g.Expect(err).NotTo(HaveOccurred(), stderr)
 	g.Expect(out).To(Equal(dead.ForeignCluster.Name + "\tForeignCluster and cluster ID\n:4\n"))
+
+	// the plugin itself, linked under the helper's name (what krew's caveats say to do)
+	link = filepath.Join(t.TempDir(), "kubectl_complete-liqo_janitor")
+	g.Expect(os.Symlink(plugin, link)).To(Succeed())
+	helper = link
+	out, stderr, err = complete(t.TempDir(), "status", "-o", "")
+	g.Expect(err).NotTo(HaveOccurred(), stderr)
+	g.Expect(out).To(Equal("json\nyaml\nkyaml\n:4\n"))
 }
 
 // TestThePluginBinaryExitsOneAndSaysWhy: the built plugin prints a usage error once and exits 1.
