@@ -126,15 +126,38 @@ func validateKrewPlatform(p krewPlatform) error {
 		return fmt.Errorf("sha256 %q is not a sha256 sum", p.Sha256)
 	case p.Bin == "":
 		return fmt.Errorf("bin has to be set")
-	case p.Files != nil && len(p.Files) == 0:
-		return fmt.Errorf("files has to be unspecified or non-empty")
-	case p.Selector == nil || (len(p.Selector.MatchLabels) == 0 && len(p.Selector.MatchExpressions) == 0):
+	}
+	if err := validateKrewSelector(p); err != nil {
+		return err
+	}
+	return validateKrewFiles(p)
+}
+
+func validateKrewSelector(p krewPlatform) error {
+	if p.Selector == nil || (len(p.Selector.MatchLabels) == 0 && len(p.Selector.MatchExpressions) == 0) {
 		return fmt.Errorf("the selector is empty")
 	}
 	for k := range p.Selector.MatchLabels {
 		if k != "os" && k != "arch" {
 			return fmt.Errorf("selector key %q not supported", k)
 		}
+	}
+	for _, e := range p.Selector.MatchExpressions {
+		if e.Key != "os" && e.Key != "arch" {
+			return fmt.Errorf("selector key %q not supported", e.Key)
+		}
+	}
+	return nil
+}
+
+// validateKrewFiles: files unspecified (krew copies the whole archive), or each with from and to, one
+// of them installing bin.
+func validateKrewFiles(p krewPlatform) error {
+	if p.Files == nil {
+		return nil
+	}
+	if len(p.Files) == 0 {
+		return fmt.Errorf("files has to be unspecified or non-empty")
 	}
 	installed := false
 	for _, f := range p.Files {
@@ -143,7 +166,7 @@ func validateKrewPlatform(p krewPlatform) error {
 		}
 		installed = installed || path.Clean(f.To) == path.Clean(p.Bin) || (f.To == "." && path.Base(f.From) == path.Clean(p.Bin))
 	}
-	if p.Files != nil && !installed {
+	if !installed {
 		return fmt.Errorf("bin %s is none of the files installed", p.Bin)
 	}
 	return nil
