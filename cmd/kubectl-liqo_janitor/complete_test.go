@@ -45,6 +45,7 @@ func TestCompletionOffersForeignClusterNamesAndClusterIDs(t *testing.T) {
 	otherID := string(other.Spec.ClusterID) + "\tcluster ID of ForeignCluster " + other.Name
 
 	got := completions(t, alice, "mark", "")
+	t.Log("__complete mark \"\":\n" + strings.Join(got, "\n"))
 	g.Expect(got).To(ContainElements(both(deadName), both(liveName), otherName, otherID))
 	g.Expect(got[len(got)-1]).To(Equal(":4"), "ShellCompDirectiveNoFileComp: no file names")
 
@@ -105,6 +106,17 @@ func TestTheCompletionHelperRunsThePlugin(t *testing.T) {
 	out, stderr, err = complete(t.TempDir(), "plan", dead.ForeignCluster.Name)
 	g.Expect(err).NotTo(HaveOccurred(), stderr)
 	g.Expect(out).To(Equal(dead.ForeignCluster.Name + "\tForeignCluster and cluster ID\n:4\n"))
+
+	// kubectl itself, when there is one: it finds kubectl_complete-liqo_janitor on PATH (1.26 or later)
+	if kubectlPath, err := exec.LookPath("kubectl"); err == nil {
+		var out, errOut bytes.Buffer
+		cmd := exec.CommandContext(t.Context(), kubectlPath, "__complete", "liqo-janitor", "plan", dead.ForeignCluster.Name)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+testEnv.KubeconfigPath, "PATH="+dir)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		g.Expect(cmd.Run()).To(Succeed(), errOut.String())
+		t.Log("kubectl __complete liqo-janitor plan " + dead.ForeignCluster.Name + ":\n" + out.String())
+		g.Expect(out.String()).To(HavePrefix(dead.ForeignCluster.Name + "\tForeignCluster and cluster ID\n"))
+	}
 
 	// the plugin itself, linked under the helper's name (what krew's caveats say to do)
 	link = filepath.Join(t.TempDir(), "kubectl_complete-liqo_janitor")
