@@ -88,10 +88,10 @@ TEST_OUTPUT      := ^(=== (RUN|PAUSE|CONT|NAME)|    --- PASS|--- PASS)
 TEST_UNIT_OUTPUT := ^(=== (RUN|PAUSE|CONT|NAME)|\s*--- (PASS|SKIP)|\s+\S+\.go:[0-9]+: .*: run make test$$)
 
 .PHONY: build
-build: ## Build bin/liqo-janitor and the kubectl plugin bin/kubectl-liqo_janitor
-	@echo ">> building bin/liqo-janitor, bin/kubectl-liqo_janitor"
+build: ## Build bin/liqo-janitor, the kubectl plugin bin/kubectl-liqo_janitor and its completion helper
+	@echo ">> building bin/liqo-janitor, bin/kubectl-liqo_janitor, bin/kubectl_complete-liqo_janitor"
 	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)' -o $(BIN)/liqo-janitor ./cmd/liqo-janitor
-	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(BIN)/kubectl-liqo_janitor ./cmd/kubectl-liqo_janitor
+	@CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(BIN)/ ./cmd/kubectl-liqo_janitor ./cmd/kubectl_complete-liqo_janitor
 
 IMAGE   ?= ghcr.io/liqo-janitor/liqo-janitor
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

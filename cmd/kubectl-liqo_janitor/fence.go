@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -15,10 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
@@ -28,9 +27,10 @@ import (
 const fencePollInterval = time.Second
 
 type fenceOptions struct {
-	providerKubeconfig, output, liqoNamespace string
-	all, dryRun, yes                          bool
-	timeout                                   time.Duration
+	providerKubeconfig, liqoNamespace string
+	output                            *outputFlag
+	all, dryRun, yes                  bool
+	timeout                           time.Duration
 }
 
 // fenceScope is what one fence knows: the consumer, the marked ForeignCluster, both cluster IDs and the
@@ -56,7 +56,13 @@ deletes their pods) and waits until they are gone; with --all, then the copies o
 ResourceSlices, NamespaceMaps and Renews in its tenant namespace there (Liqo then deletes the remote
 namespaces). It removes no finalizer. Done, it records what it stopped on the ForeignCluster
 (` + liqojanitor.FencedAnnotation + `).`,
-		Args: cobra.ExactArgs(1),
+		Example: `  # what fence would stop, written nowhere
+  kubectl liqo-janitor fence provider-a --provider-kubeconfig provider.kubeconfig --dry-run
+
+  # stop this consumer's pods there, then its replicated copies in its tenant namespace there
+  kubectl liqo-janitor fence 0f8a2d7c-provider --provider-kubeconfig provider.kubeconfig --all`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeClusters(isMarked),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -70,16 +76,13 @@ namespaces). It removes no finalizer. Done, it records what it stopped on the Fo
 	f.BoolVar(&o.all, "all", false, "also delete this consumer's replicated copies in its tenant namespace on the provider")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan and write nothing")
 	f.BoolVar(&o.yes, "yes", false, "skip typing this cluster's ID (for automation)")
-	f.StringVarP(&o.output, "output", "o", "", "json or yaml, for scripts (default: tables)")
+	o.output = addOutputFlag(cmd)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for what fence deleted to be gone")
 	f.StringVar(&o.liqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap, on both clusters")
 	return cmd
 }
 
 func (o fenceOptions) validate() error {
-	if o.output != "" && o.output != "json" && o.output != "yaml" {
-		return fmt.Errorf("-o %s: use -o json or -o yaml, or leave it out for tables", o.output)
-	}
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout=%s: give a positive duration, e.g. --timeout=5m", o.timeout)
 	}
@@ -88,7 +91,7 @@ func (o fenceOptions) validate() error {
 
 // progress is where fence writes what is not the document: stdout, or stderr with -o.
 func (e *env) progress(o fenceOptions) io.Writer {
-	if o.output != "" {
+	if o.output.document() {
 		return e.ErrOut
 	}
 	return e.Out
@@ -105,7 +108,7 @@ func (e *env) fence(ctx context.Context, arg string, o fenceOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := e.showFence(o, &fenceReport{Plan: plan.escaped()}); err != nil {
+	if err := e.showFence(o, &fenceReport{TypeMeta: reportType("FenceReport"), Plan: plan.escaped()}); err != nil {
 		return err
 	}
 	if o.dryRun {
@@ -120,12 +123,12 @@ func (e *env) fence(ctx context.Context, arg string, o fenceOptions) error {
 		err = e.recordFence(ctx, s, res)
 	}
 	if err != nil {
-		if o.output != "" {
-			_ = e.showFence(o, &fenceReport{Result: res})
+		if o.output.document() {
+			_ = e.showFence(o, &fenceReport{TypeMeta: reportType("FenceReport"), Result: res})
 		}
 		return err
 	}
-	return e.showFence(o, &fenceReport{Result: res})
+	return e.showFence(o, &fenceReport{TypeMeta: reportType("FenceReport"), Result: res})
 }
 
 // fenceScope resolves the ForeignCluster (it must be marked), reads this cluster's ID, reaches the
@@ -195,12 +198,16 @@ func (e *env) confirmFence(s *fenceScope, o fenceOptions) error {
 	return fmt.Errorf("you typed %q, not this cluster's ID %q%s: nothing was deleted or written", got, s.localID, hint)
 }
 
-// fenceReport is `fence -o json|yaml`: the plan first, and after the confirmation a second document, the
-// result.
+// fenceReport is `fence -o json|yaml`, kind FenceReport: the plan first, and after the confirmation a
+// second document, the result.
 type fenceReport struct {
-	Plan   *fencePlan   `json:"plan,omitempty"`
-	Result *fenceResult `json:"result,omitempty"`
+	metav1.TypeMeta `json:",inline"`
+	Plan            *fencePlan   `json:"plan,omitempty"`
+	Result          *fenceResult `json:"result,omitempty"`
 }
+
+// DeepCopyObject makes fenceReport a runtime.Object, for cli-runtime's printers.
+func (r *fenceReport) DeepCopyObject() runtime.Object { return deepCopyJSON(r) }
 
 // fenceResult is what fence did, and what is left.
 type fenceResult struct {
@@ -214,21 +221,8 @@ type fenceResult struct {
 }
 
 func (e *env) showFence(o fenceOptions, r *fenceReport) error {
-	switch o.output {
-	case "json":
-		data, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(e.Out, string(data))
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprint(e.Out, "---\n"+string(data))
-		return err
+	if o.output.document() {
+		return o.output.print(e.Out, r)
 	}
 	if r.Plan != nil {
 		printFencePlan(e.Out, r.Plan)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 type graceWindow struct {
 	// EndsAt is the janitor's record; nil while it has written none for this mark.
 	EndsAt *metav1.Time `json:"endsAt,omitempty"`
-	// Left is EndsAt − now, while that is positive.
-	Left time.Duration `json:"left,omitempty"`
+	// Left is EndsAt − now, while that is positive ("59m58s").
+	Left duration `json:"left,omitempty"`
 	// Over: EndsAt has passed.
 	Over bool `json:"over,omitempty"`
 	// MarkedAt is the gate's stamp: the window ends no sooner than MarkedAt + the janitor's --grace-period.
@@ -46,7 +47,7 @@ func graceOf(fc *liqov1beta1.ForeignCluster, now time.Time) graceWindow {
 			liqojanitor.GraceEndsAnnotation, raw, markedAt.UTC().Format(time.RFC3339))
 	default:
 		g.EndsAt = &metav1.Time{Time: ends.UTC()}
-		g.Left = max(ends.Sub(now), 0)
+		g.Left = duration(max(ends.Sub(now), 0))
 		g.Over = g.Left == 0
 	}
 	return g
@@ -58,7 +59,7 @@ func (g graceWindow) String() string {
 	case g.EndsAt != nil && g.Over:
 		return fmt.Sprintf("grace period over (the janitor's ended at %s)", g.EndsAt.UTC().Format(time.RFC3339))
 	case g.EndsAt != nil:
-		return fmt.Sprintf("%s left (the janitor's ends at %s)", g.Left.Round(time.Second), g.EndsAt.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("%s left (the janitor's ends at %s)", time.Duration(g.Left).Round(time.Second), g.EndsAt.UTC().Format(time.RFC3339))
 	}
 	s := "waiting for the janitor to record its grace window"
 	if g.Ignored != "" {
@@ -68,4 +69,24 @@ func (g graceWindow) String() string {
 		s += fmt.Sprintf("; it lasts at least until %s + the janitor's --grace-period", g.MarkedAt.UTC().Format(time.RFC3339))
 	}
 	return s
+}
+
+// duration is a time.Duration that a document carries as Go writes it, to the second ("1h2m3s"), as
+// Kubernetes' own documents carry durations (metav1.Duration), rather than as nanoseconds.
+type duration time.Duration
+
+// MarshalJSON writes d rounded to the second.
+func (d duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).Round(time.Second).String())
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *duration) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	parsed, err := time.ParseDuration(s)
+	*d = duration(parsed)
+	return err
 }

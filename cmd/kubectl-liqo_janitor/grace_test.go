@@ -62,7 +62,7 @@ func TestGraceWindowIsTheOneTheJanitorRecorded(t *testing.T) {
 			g := NewWithT(t)
 			w := graceOf(tc.fc, now)
 			g.Expect(w.String()).To(Equal(tc.says))
-			g.Expect(w.Left).To(Equal(tc.left))
+			g.Expect(w.Left).To(Equal(duration(tc.left)))
 			g.Expect(w.Over).To(Equal(tc.over))
 			g.Expect(w.EndsAt != nil).To(Equal(tc.recorded))
 		})

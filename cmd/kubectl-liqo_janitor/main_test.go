@@ -145,10 +145,12 @@ func TestPlanShowsTheJanitorsSelectionAndTheGatesAnswer(t *testing.T) {
 	g.Expect(stderr).To(ContainSubstring("kubectl get foreignclusters"))
 	_, stderr, err = kubectl(t, alice, "", "plan")
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(stderr).To(Equal("error: accepts 1 arg(s), received 0\n"), "a usage error says so")
+	g.Expect(stderr).To(Equal("error: accepts 1 arg(s), received 0\n"+
+		"Usage: kubectl liqo-janitor plan <cluster-id|foreigncluster> [flags]\n"+
+		"Run 'kubectl liqo-janitor plan --help' for more information.\n"), "a usage error says so, with the usage line")
 	_, stderr, err = kubectl(t, alice, "", "plan", id, "-o", "table")
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(stderr).To(ContainSubstring("use -o json or -o yaml"))
+	g.Expect(stderr).To(ContainSubstring("use -o json, -o yaml, -o kyaml, or leave it out for tables"))
 }
 
 func TestMarkTakesTheClusterIDTyped(t *testing.T) {
@@ -331,7 +333,7 @@ func TestPauseResumeUnmarkAndCanI(t *testing.T) {
 		g.Expect(a).NotTo(HaveKey(k))
 	}
 
-	out, _, err = kubectl(t, bob, "", "version")
+	out, _, err = kubectl(t, bob, "", "version", "--client")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("kubectl-liqo_janitor dev\n"))
 }

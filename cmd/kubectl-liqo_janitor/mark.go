@@ -32,7 +32,17 @@ func (e *env) markCommand() *cobra.Command {
 and then sends it for real. It refuses when the gate does not answer (its marked-by and marked-at stamps are
 missing from the dry run), unless --without-gate; and it reports success only once the stored ForeignCluster
 carries the gate's stamps.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  # shows the plan, then asks you to type the cluster ID
+  kubectl liqo-janitor mark 0f8a2d7c-provider --reason "data centre flooded, provider decommissioned"
+
+  # check with the gate first: nothing is stored
+  kubectl liqo-janitor mark provider-a --reason "decommissioned" --dry-run=server
+
+  # for automation: no typing (a ForeignCluster without reachability evidence also needs
+  # --no-reachability-evidence=<cluster-id>)
+  kubectl liqo-janitor mark provider-a --reason "decommissioned" --yes`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeClusters(isUnmarked),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -43,6 +53,7 @@ carries the gate's stamps.`,
 	cmd.Flags().StringVar(&o.reason, "reason", "", "why the provider is gone for good (quoted in the clean-up's events)")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "skip typing the cluster ID (for automation)")
 	cmd.Flags().StringVar(&o.dryRun, "dry-run", "none", `"server" sends the mark through the gate without storing it`)
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "server"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().StringVar(&o.noEvidence, "no-reachability-evidence", "",
 		"the cluster ID again, for a ForeignCluster Liqo keeps no reachability evidence for (instead of typing it)")
 	cmd.Flags().BoolVar(&o.withoutGate, "without-gate", false,

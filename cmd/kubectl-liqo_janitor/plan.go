@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -12,8 +11,9 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
@@ -33,9 +33,10 @@ type gateCheck struct {
 	Refusal string `json:"refusal,omitempty"`
 }
 
-// planReport is `plan -o json|yaml`.
+// planReport is `plan -o json|yaml`, kind PlanReport.
 type planReport struct {
-	Plan *janitor.Plan `json:"plan"`
+	metav1.TypeMeta `json:",inline"`
+	Plan            *janitor.Plan `json:"plan"`
 	// Grace is the janitor's recorded grace window (marked clusters only).
 	Grace *graceWindow `json:"grace,omitempty"`
 	// NoReachabilityEvidence: Liqo keeps no APIServerStatus for the ForeignCluster, and marking it needs the
@@ -44,19 +45,26 @@ type planReport struct {
 	Gate                   gateCheck `json:"gate"`
 }
 
+// DeepCopyObject makes planReport a runtime.Object, for cli-runtime's printers.
+func (r *planReport) DeepCopyObject() runtime.Object { return deepCopyJSON(r) }
+
 func (e *env) planCommand() *cobra.Command {
-	var output string
+	var output *outputFlag
 	cmd := &cobra.Command{
 		Use:   "plan <cluster-id|foreigncluster>",
 		Short: "Show what marking the provider dead would release, and whether the gate would accept the mark now",
 		Long: `plan writes nothing. It runs the janitor's own selection for the ForeignCluster as if its grace period
 had ended, and asks the gate, with a server-side dry run, whether it would accept the mark now. For a marked
 ForeignCluster it shows the grace window the janitor recorded.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  # by cluster ID or by ForeignCluster name
+  kubectl liqo-janitor plan 0f8a2d7c-provider
+  kubectl liqo-janitor plan provider-a
+
+  # the same, for a script
+  kubectl liqo-janitor plan provider-a -o json | jq '.plan.kinds'`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeClusters(nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" && output != "yaml" {
-				return fmt.Errorf("-o %s: use -o json or -o yaml, or leave it out for tables", output)
-			}
 			report, err := e.planReport(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -64,7 +72,7 @@ ForeignCluster it shows the grace window the janitor recorded.`,
 			return printReport(e.Out, output, report)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml, for scripts (default: tables)")
+	output = addOutputFlag(cmd)
 	return cmd
 }
 
@@ -77,22 +85,13 @@ func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &planReport{Plan: plan, NoReachabilityEvidence: !hasEvidence(fc)}
+	r := &planReport{TypeMeta: reportType("PlanReport"), Plan: plan, NoReachabilityEvidence: !hasEvidence(fc)}
 	if liqojanitor.IsMarked(fc.Annotations) {
 		g := graceOf(fc, time.Now()) // the plan's Wait already takes the janitor's recorded window (PlanCluster)
 		r.Grace = &g
 	}
 	r.Gate, err = e.checkGate(ctx, c, fc)
 	return r, err
-}
-
-func (e *env) resolve(ctx context.Context, arg string) (client.Client, *liqov1beta1.ForeignCluster, error) {
-	c, err := e.client()
-	if err != nil {
-		return nil, nil, err
-	}
-	fc, err := foreignCluster(ctx, c, arg)
-	return c, fc, err
 }
 
 func (e *env) plan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*janitor.Plan, error) {
@@ -136,22 +135,9 @@ func (e *env) checkGate(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 	return g, nil
 }
 
-func printReport(out io.Writer, output string, r *planReport) error {
-	switch output {
-	case "json":
-		data, err := json.MarshalIndent(r.escaped(), "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(out, string(data))
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(r.escaped())
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(data)
-		return err
+func printReport(out io.Writer, output *outputFlag, r *planReport) error {
+	if output.document() {
+		return output.print(out, r.escaped())
 	}
 	printPlan(out, r.Plan, r.Grace)
 	printEvidence(out, r.NoReachabilityEvidence)

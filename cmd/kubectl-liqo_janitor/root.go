@@ -1,43 +1,32 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// env is what every command gets: the streams and the clients of the kubeconfig flags kubectl has
-// (--kubeconfig, --context, --as, …), and the API server's warnings (the gate's, on unmarking).
-type env struct {
-	genericiooptions.IOStreams
-	flags *genericclioptions.ConfigFlags
+// displayName is how the operator runs the plugin, through kubectl.
+const displayName = "kubectl liqo-janitor"
 
-	mu       sync.Mutex
-	warnings []string
-
-	// stdin reads the typed confirmations, one line each, from one buffer.
-	stdin *bufio.Reader
-}
+// namespaceIgnored is why the plugin has no -n: kubectl's kubeconfig flags bring one, and a flag shown but
+// ignored would let `-n other` look as if it scoped anything.
+const namespaceIgnored = "-n/--namespace does not apply: the plugin acts on ForeignClusters, which are cluster-scoped, " +
+	"and finds the namespaces it reads itself (the janitor's events in default, the janitor's Deployment by its " +
+	"app.kubernetes.io/name label, Liqo's cluster-ID ConfigMap by --liqo-namespace on fence)"
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	e := &env{IOStreams: streams, flags: genericclioptions.NewConfigFlags(true)}
+	e.flags.Namespace = nil // not registered: see namespaceIgnored
+	var namespace string
 	root := &cobra.Command{
 		Use:         "kubectl-liqo_janitor",
-		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl liqo-janitor"},
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: displayName},
 		Short:       "Plan, mark and follow the clean-up of a Liqo provider that is gone for good",
 		Long: `kubectl liqo-janitor shows what declaring a Liqo provider dead would release, marks it through
 liqo-janitor's gate with the typed confirmation, and follows the clean-up.
@@ -47,111 +36,78 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
   kubectl liqo-janitor status [<cluster-id>] [--watch]
   kubectl liqo-janitor fence <cluster-id> --provider-kubeconfig <file>   stop, on a marked provider that answers
                                                  again, what this consumer left running there`,
+		Example: `  # what declaring the provider with cluster ID 0f8a… dead would release
+  kubectl liqo-janitor plan 0f8a2d7c-provider
+
+  # complete ForeignCluster names and cluster IDs with <TAB> (see kubectl_complete-liqo_janitor)
+  kubectl liqo-janitor status <TAB>`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if namespace != "" {
+				return errors.New(namespaceIgnored)
+			}
+			return nil
+		},
 	}
 	e.flags.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().StringVarP(&namespace, "namespace", "n", "", "not used: "+namespaceIgnored)
+	_ = root.PersistentFlags().MarkHidden("namespace")
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(e.planCommand(), e.markCommand(), e.statusCommand(), e.pauseCommand(true), e.pauseCommand(false),
-		e.unmarkCommand(), e.canICommand(), e.fenceCommand(), versionCommand())
+	root.AddCommand(e.planCommand(), e.markCommand(), e.statusCommand(), e.pauseCommand(), e.resumeCommand(),
+		e.unmarkCommand(), e.canICommand(), e.fenceCommand(), e.versionCommand())
+	for _, cmd := range root.Commands() {
+		cmd.RunE = commandErrors(cmd.RunE)
+	}
 	return root
 }
 
-// run executes the command line and prints its error once, escaped (printError): a command's own, the
-// API server's (the gate's refusals already say what to do next), and cobra's usage errors alike.
-func run(ctx context.Context, root *cobra.Command) error {
-	err := root.ExecuteContext(ctx)
-	if err != nil {
-		printError(root.ErrOrStderr(), err)
+// commandError is an error a command returned from its RunE: anything else run gets from cobra is a usage
+// error (an unknown command or flag, a missing argument), which it prints with the usage line.
+type commandError struct{ err error }
+
+func (c commandError) Error() string { return c.err.Error() }
+func (c commandError) Unwrap() error { return c.err }
+
+func commandErrors(runE func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := runE(cmd, args); err != nil {
+			return commandError{err}
+		}
+		return nil
 	}
+}
+
+// run executes the command line and prints its error once, escaped (printError): a command's own, the
+// API server's (the gate's refusals already say what to do next), and cobra's usage errors alike, these
+// with the command's usage line and where its help is.
+func run(ctx context.Context, root *cobra.Command) error {
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return nil
+	}
+	var ran commandError
+	if errors.As(err, &ran) {
+		printError(root.ErrOrStderr(), ran.err)
+		return err
+	}
+	printError(root.ErrOrStderr(), usageError(cmd, err))
 	return err
 }
 
-func (e *env) restConfig() (*rest.Config, error) {
-	cfg, err := e.flags.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("reading the kubeconfig: %w (set --kubeconfig or --context as for kubectl)", err)
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.WarningHandlerWithContext = e
-	return cfg, nil
-}
-
-// HandleWarningHeaderWithContext collects the API server's warnings.
-func (e *env) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.warnings = append(e.warnings, text)
-}
-
-// printWarnings prints the warnings collected so far, once.
-func (e *env) printWarnings() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, w := range e.warnings {
-		fmt.Fprintln(e.ErrOut, "Warning:", printable(w))
-	}
-	e.warnings = nil
-}
-
-// dropWarnings forgets the warnings collected so far.
-func (e *env) dropWarnings() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.warnings = nil
-}
-
-// readLine reads one line the operator typed, without its line end.
-func (e *env) readLine() (string, error) {
-	if e.stdin == nil {
-		e.stdin = bufio.NewReader(e.In)
-	}
-	line, err := e.stdin.ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	return strings.TrimSpace(line), nil
-}
-
-func (e *env) client() (client.Client, error) {
-	cfg, err := e.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	return client.New(cfg, client.Options{Scheme: liqojanitor.NewScheme()})
-}
-
-func (e *env) metadataClient() (metadata.Interface, error) {
-	cfg, err := e.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	return metadata.NewForConfig(cfg)
-}
-
-// foreignCluster finds the ForeignCluster an argument names: its name, or its spec.clusterID.
-func foreignCluster(ctx context.Context, c client.Client, arg string) (*liqov1beta1.ForeignCluster, error) {
-	var fcs liqov1beta1.ForeignClusterList
-	if err := c.List(ctx, &fcs); err != nil {
-		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
-	}
-	var byID []*liqov1beta1.ForeignCluster
-	for i := range fcs.Items {
-		fc := &fcs.Items[i]
-		if fc.Name == arg {
-			return fc, nil
-		}
-		if string(fc.Spec.ClusterID) == arg {
-			byID = append(byID, fc)
+// usageError is cobra's error err about cmd's command line, with the usage line (of a command that runs)
+// and where the help is. Cobra's suggestions come on lines of their own ("Did you mean this?").
+func usageError(cmd *cobra.Command, err error) lines {
+	var l lines
+	for line := range strings.SplitSeq(strings.TrimSpace(err.Error()), "\n") {
+		if line = strings.ReplaceAll(line, "\t", "  "); line != "" {
+			l = append(l, line)
 		}
 	}
-	switch len(byID) {
-	case 1:
-		return byID[0], nil
-	case 0:
-		return nil, fmt.Errorf("no ForeignCluster is named %q or has that cluster ID: list them with kubectl get foreignclusters", arg)
+	if cmd.Runnable() {
+		l = append(l, "Usage: "+cmd.UseLine())
 	}
-	return nil, fmt.Errorf("%d ForeignClusters have cluster ID %q: name one of them (kubectl get foreignclusters)", len(byID), arg)
+	return append(l, fmt.Sprintf("Run '%s --help' for more information.", cmd.CommandPath()))
 }

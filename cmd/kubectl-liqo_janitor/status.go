@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,17 +35,37 @@ const shownEvents = 3
 func (e *env) statusCommand() *cobra.Command {
 	var watch bool
 	var interval time.Duration
+	var output *outputFlag
 	cmd := &cobra.Command{
 		Use:   "status [<cluster-id|foreigncluster>]",
 		Short: "Show marked ForeignClusters: stamps, the grace window, the plan or the clean-up's progress, the janitor's last events",
-		Args:  cobra.MaximumNArgs(1),
+		Example: `  # every marked ForeignCluster
+  kubectl liqo-janitor status
+
+  # one, refreshed every 2s until interrupted
+  kubectl liqo-janitor status provider-a --watch
+
+  # for a script: the marked clusters whose provider answered again
+  kubectl liqo-janitor status -o json | jq -r '.clusters[] | select(.returned) | .foreignCluster'`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: e.completeClusters(isMarked),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if watch && interval <= 0 {
 				return fmt.Errorf("--interval=%s: give a positive duration, e.g. --interval=2s", interval)
 			}
+			if watch && output.document() {
+				return errors.New("--watch prints tables: leave out -o, or --watch to print one document")
+			}
 			c, err := e.client()
 			if err != nil {
 				return err
+			}
+			if output.document() {
+				r, err := statusOf(cmd.Context(), c, args, time.Now())
+				if err != nil {
+					return err
+				}
+				return output.print(e.Out, r)
 			}
 			if !watch {
 				return e.printStatus(cmd.Context(), c, args)
@@ -54,6 +75,7 @@ func (e *env) statusCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until interrupted (in place on a terminal, plain lines otherwise)")
 	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch refreshes")
+	output = addOutputFlag(cmd)
 	return cmd
 }
 
@@ -83,22 +105,36 @@ func (e *env) watchStatus(ctx context.Context, c client.Client, args []string, i
 }
 
 func (e *env) printStatus(ctx context.Context, c client.Client, args []string) error {
-	fcs, err := statusClusters(ctx, c, args)
+	r, err := statusOf(ctx, c, args, time.Now())
 	if err != nil {
 		return err
 	}
-	if len(fcs) == 0 {
+	if len(r.Clusters) == 0 {
 		fmt.Fprintln(e.Out, "No ForeignCluster is marked permanently unreachable.")
 		return nil
 	}
+	for _, cs := range r.Clusters {
+		printOne(e.Out, &cs, r.Time.Time)
+	}
+	return nil
+}
+
+// statusOf reads the status of the ForeignCluster an argument names, or without one of every marked
+// ForeignCluster, at now.
+func statusOf(ctx context.Context, c client.Client, args []string, now time.Time) (*statusReport, error) {
+	fcs, err := statusClusters(ctx, c, args)
+	if err != nil {
+		return nil, err
+	}
+	r := &statusReport{TypeMeta: reportType("StatusReport"), Time: metav1.NewTime(now.UTC().Truncate(time.Second)), Clusters: []clusterStatus{}}
 	for _, fc := range fcs {
 		events, err := janitorEvents(ctx, c, fc)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		printOne(e.Out, fc, events, time.Now())
+		r.Clusters = append(r.Clusters, clusterStatusOf(fc, events, now))
 	}
-	return nil
+	return r, nil
 }
 
 // statusClusters is the ForeignCluster an argument names, or without one every marked ForeignCluster.
@@ -141,52 +177,56 @@ func janitorEvents(ctx context.Context, c client.Client, fc *liqov1beta1.Foreign
 	return events[max(len(events)-shownEvents, 0):], nil
 }
 
-func printOne(out io.Writer, fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, now time.Time) {
-	a := fc.Annotations
-	if r, ok := janitor.RecordedReturn(fc); ok {
-		fmt.Fprintln(out, returnedLine(fc, r))
+// printOne prints one cluster's status for a person (its text already escaped by clusterStatusOf).
+func printOne(out io.Writer, cs *clusterStatus, now time.Time) {
+	if cs.Returned != nil {
+		fmt.Fprintln(out, returnedLine(cs))
 	}
-	fmt.Fprintf(out, "%s (cluster ID %s): %s\n", printable(fc.Name), printable(string(fc.Spec.ClusterID)), markState(fc))
-	if by := a[liqojanitor.MarkedByAnnotation]; by != "" {
-		at, _ := liqojanitor.MarkedAt(fc)
-		fmt.Fprintf(out, "  marked by %s at %s (%s ago)\n", printable(by), at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second))
+	fmt.Fprintf(out, "%s (cluster ID %s): %s\n", cs.ForeignCluster, cs.ClusterID, markState(cs))
+	if cs.MarkedBy != "" {
+		var at time.Time // zero if the gate's marked-at is missing or not a time
+		if cs.MarkedAt != nil {
+			at = cs.MarkedAt.Time
+		}
+		fmt.Fprintf(out, "  marked by %s at %s (%s ago)\n", cs.MarkedBy, at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second))
 	}
-	if liqojanitor.IsMarked(a) {
-		fmt.Fprintf(out, "  grace period: %s\n", graceOf(fc, now))
+	if cs.Grace != nil {
+		fmt.Fprintf(out, "  grace period: %s\n", cs.Grace)
 	}
-	if r := a[liqojanitor.ReasonAnnotation]; r != "" {
-		fmt.Fprintf(out, "  reason: \"%s\"\n", printable(r))
+	if cs.Reason != "" {
+		fmt.Fprintf(out, "  reason: \"%s\"\n", cs.Reason)
 	}
-	if s := a[liqojanitor.CleanupAnnotation]; s != "" {
-		fmt.Fprintf(out, "  cleanup: %s\n", printable(withoutCountdown(s)))
+	if cs.Cleanup != "" {
+		fmt.Fprintf(out, "  cleanup: %s\n", cs.Cleanup)
 	}
-	for _, ev := range events {
-		fmt.Fprintf(out, "  %s  %s: %s\n", eventTime(ev).UTC().Format(time.TimeOnly), printable(ev.Reason), printable(ev.Note))
+	for _, ev := range cs.Events {
+		fmt.Fprintf(out, "  %s  %s: %s\n", ev.Time.UTC().Format(time.TimeOnly), ev.Reason, ev.Note)
 	}
 }
 
 // returnedLine is status's first line for a cluster whose provider answered again after the mark (the
 // janitor's record): what happened, and the operator's next step.
-func returnedLine(fc *liqov1beta1.ForeignCluster, r janitor.Return) string {
-	head := fmt.Sprintf("PROVIDER RETURNED: %s (cluster ID %s) answered again at %s (%s)", printable(fc.Name),
-		printable(string(fc.Spec.ClusterID)), r.At.UTC().Format(time.RFC3339), printable(r.How))
+func returnedLine(cs *clusterStatus) string {
+	r := cs.Returned
+	head := fmt.Sprintf("PROVIDER RETURNED: %s (cluster ID %s) answered again at %s (%s)", cs.ForeignCluster,
+		cs.ClusterID, r.At.UTC().Format(time.RFC3339), r.How)
 	if r.Fenced != "" {
 		return fmt.Sprintf("%s; fenced %s. Next: kubectl liqo-janitor unmark %s and re-peer, or delete the ForeignCluster",
-			head, printable(r.Fenced), printable(fc.Name))
+			head, r.Fenced, cs.ForeignCluster)
 	}
 	return fmt.Sprintf("%s: the copies of the pods the consumer force-deleted may run there twice; nothing more is released. "+
-		"Fence them: kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>", head, printable(string(fc.Spec.ClusterID)))
+		"Fence them: kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>", head, cs.ClusterID)
 }
 
-func markState(fc *liqov1beta1.ForeignCluster) string {
-	if !liqojanitor.IsMarked(fc.Annotations) {
+func markState(cs *clusterStatus) string {
+	if !cs.Marked {
 		return "not marked"
 	}
 	state := "marked permanently unreachable"
-	if !liqojanitor.Confirmed(fc) {
+	if !cs.Confirmed {
 		state += ", NOT confirmed"
 	}
-	if liqojanitor.Paused(fc) {
+	if cs.Paused {
 		state += ", paused"
 	}
 	return state

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
@@ -114,6 +116,15 @@ func TestStatusSaysFirstThatTheProviderReturned(t *testing.T) {
 		ContainSubstring("(Liqo's APIServerStatus turned Established)"),
 		HaveSuffix("Fence them: kubectl liqo-janitor fence "+dead.ID+" --provider-kubeconfig <provider kubeconfig>")))
 
+	js, _, err := kubectl(t, alice, "", "status", dead.ForeignCluster.Name, "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report statusReport
+	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
+	g.Expect(report.Clusters).To(HaveLen(1))
+	g.Expect(report.Clusters[0].Returned).NotTo(BeNil())
+	g.Expect(report.Clusters[0].Returned.How).To(Equal("Liqo's APIServerStatus turned Established"))
+	g.Expect(report.Clusters[0].Returned.Fenced).To(BeEmpty())
+
 	asAlice, err := testEnv.NewClient(func(c *rest.Config) { c.Impersonate.UserName = alice })
 	g.Expect(err).NotTo(HaveOccurred())
 	fence := liqojanitor.FencedRecord(time.Now(), alice, "shadowpods 3, pods 3")
@@ -161,4 +172,58 @@ func TestStatusListsOnlyTheJanitorsEventsAboutThatForeignCluster(t *testing.T) {
 	for _, decoy := range []string{"FORGED", "EARLIER", "ANOTHER"} {
 		g.Expect(out).NotTo(ContainSubstring(decoy))
 	}
+
+	out, _, err = kubectl(t, alice, "", "status", fc.Name, "-o", "yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report statusReport
+	g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
+	g.Expect(report.Clusters).To(HaveLen(1))
+	g.Expect(report.Clusters[0].Events).To(ConsistOf(HaveField("Note", `released pods 3\x1b[2J\x1b]0;pwned\a\nerror: forged line`)),
+		"the document escapes the cluster's text as the tables do")
+}
+
+// TestStatusPrintsTheMarkedClustersAsADocument: status -o yaml|json is the StatusReport of the marked
+// clusters: the stamps, the janitor's grace window and summary, its events; --watch prints tables only.
+func TestStatusPrintsTheMarkedClustersAsADocument(t *testing.T) {
+	g := NewWithT(t)
+	dead := markedByAlice(t, "gone for good")
+	name := dead.ForeignCluster.Name
+	var out string
+	var report statusReport
+	g.Eventually(func(g Gomega) {
+		var err error
+		out, _, err = kubectl(t, alice, "", "status", name, "-o", "yaml")
+		g.Expect(err).NotTo(HaveOccurred())
+		report = statusReport{}
+		g.Expect(yaml.UnmarshalStrict([]byte(out), &report)).To(Succeed())
+		g.Expect(report.Clusters).To(HaveLen(1))
+		g.Expect(report.Clusters[0].Grace).NotTo(BeNil())
+		g.Expect(report.Clusters[0].Grace.EndsAt).NotTo(BeNil(), "the janitor's record")
+		g.Expect(report.Clusters[0].Cleanup).To(HavePrefix(fmt.Sprintf("grace: would release pods %d", len(dead.Pods))))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	t.Log("status -o yaml:\n" + out)
+	g.Expect(out).To(HavePrefix("apiVersion: plugin.liqo-janitor.io/v1alpha1\nclusters:\n"))
+	g.Expect(report.Kind).To(Equal("StatusReport"))
+	cs := &report.Clusters[0]
+	g.Expect(cs.ForeignCluster).To(Equal(name))
+	g.Expect(cs.ClusterID).To(Equal(dead.ID))
+	g.Expect(cs.Marked && cs.Confirmed && !cs.Paused).To(BeTrue())
+	g.Expect(cs.MarkedBy).To(Equal(alice))
+	g.Expect(cs.MarkedAt).NotTo(BeNil())
+	g.Expect(cs.MarkedAt.Time).To(BeTemporally("~", time.Now(), time.Minute))
+	g.Expect(cs.Reason).To(Equal("gone for good"))
+	g.Expect(cs.Grace.EndsAt.Time).To(BeTemporally("~", cs.MarkedAt.Add(time.Hour), 5*time.Second))
+	g.Expect(cs.Cleanup).To(HavePrefix(fmt.Sprintf("grace: would release pods %d", len(dead.Pods))))
+	g.Expect(cs.Returned).To(BeNil())
+
+	js, _, err := kubectl(t, alice, "", "status", "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred())
+	var all statusReport
+	g.Expect(json.Unmarshal([]byte(js), &all)).To(Succeed())
+	g.Expect(all.APIVersion).To(Equal(reportAPIVersion))
+	g.Expect(all.Clusters).To(ContainElement(HaveField("ForeignCluster", name)), "every marked cluster is in it")
+
+	_, stderr, err := kubectl(t, alice, "", "status", name, "--watch", "-o", "json")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(Equal("error: --watch prints tables: leave out -o, or --watch to print one document\n"))
 }

@@ -2,13 +2,11 @@ package release_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"text/template"
 
 	. "github.com/onsi/gomega"
 	yaml "sigs.k8s.io/yaml/goyaml.v3"
@@ -150,62 +148,4 @@ func TestTheReleasePushesTheImageCIBuilds(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(makefile)).To(ContainSubstring("PLATFORMS ?= linux/amd64,linux/arm64"))
 	g.Expect(string(makefile)).To(ContainSubstring("go run ./image --root $(CURDIR) --out $(BIN)/image --platform $(PLATFORMS)"))
-}
-
-// TestKrewManifestRendersIntoAPluginForTheReleasedArchives renders .krew.yaml as krew-release-bot does
-// (TagName, addURIAndSha) and decodes it strictly: one platform per archive the release workflow builds,
-// each running the plugin binary.
-func TestKrewManifestRendersIntoAPluginForTheReleasedArchives(t *testing.T) {
-	g := NewWithT(t)
-	data, err := os.ReadFile(filepath.Join(root(t), ".krew.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	tmpl, err := template.New("krew").Funcs(template.FuncMap{
-		"addURIAndSha": func(uri, tag string) string {
-			return fmt.Sprintf("uri: %s\n    sha256: %s", strings.ReplaceAll(uri, "{{ .TagName }}", tag), strings.Repeat("0", 64))
-		},
-	}).Parse(string(data))
-	g.Expect(err).NotTo(HaveOccurred())
-	var rendered bytes.Buffer
-	g.Expect(tmpl.Execute(&rendered, map[string]string{"TagName": "v0.1.0"})).To(Succeed())
-
-	var plugin struct {
-		APIVersion string `yaml:"apiVersion"`
-		Kind       string `yaml:"kind"`
-		Metadata   struct {
-			Name string `yaml:"name"`
-		} `yaml:"metadata"`
-		Spec struct {
-			Version          string `yaml:"version"`
-			Homepage         string `yaml:"homepage"`
-			ShortDescription string `yaml:"shortDescription"`
-			Description      string `yaml:"description"`
-			Caveats          string `yaml:"caveats"`
-			Platforms        []struct {
-				Selector struct {
-					MatchLabels map[string]string `yaml:"matchLabels"`
-				} `yaml:"selector"`
-				URI    string `yaml:"uri"`
-				Sha256 string `yaml:"sha256"`
-				Bin    string `yaml:"bin"`
-			} `yaml:"platforms"`
-		} `yaml:"spec"`
-	}
-	dec := yaml.NewDecoder(&rendered)
-	dec.KnownFields(true)
-	g.Expect(dec.Decode(&plugin)).To(Succeed())
-	g.Expect(plugin.APIVersion).To(Equal("krew.googlecontainertools.github.com/v1alpha2"))
-	g.Expect(plugin.Kind).To(Equal("Plugin"))
-	g.Expect(plugin.Metadata.Name).To(Equal("liqo-janitor"), "kubectl liqo-janitor")
-	g.Expect(plugin.Spec.Version).To(Equal("v0.1.0"))
-	release := script(readWorkflow(t, "release.yaml"))
-	var platforms []string
-	for _, p := range plugin.Spec.Platforms {
-		goos, arch := p.Selector.MatchLabels["os"], p.Selector.MatchLabels["arch"]
-		platforms = append(platforms, goos+"/"+arch)
-		g.Expect(p.Bin).To(Equal("kubectl-liqo_janitor"))
-		g.Expect(p.URI).To(HaveSuffix(fmt.Sprintf("/v0.1.0/kubectl-liqo_janitor_v0.1.0_%s_%s.tar.gz", goos, arch)))
-		g.Expect(release).To(ContainSubstring(goos+"/"+arch), "the release builds the archive %s/%s", goos, arch)
-	}
-	g.Expect(platforms).To(ConsistOf("linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"))
-	g.Expect(release).To(ContainSubstring("kubectl-liqo_janitor_${VERSION}_${os}_${arch}.tar.gz"))
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+)
+
+// statusReport is `status -o json|yaml`, kind StatusReport: the status of the marked ForeignClusters (of
+// the one named, marked or not), as status prints it for a person. Every text that comes from the
+// cluster is escaped as the tables escape it (printable).
+type statusReport struct {
+	metav1.TypeMeta `json:",inline"`
+	// Time is when the plugin read it: Grace.Left counts from it.
+	Time metav1.Time `json:"time"`
+	// Clusters are the marked ForeignClusters, by name; empty when none is marked.
+	Clusters []clusterStatus `json:"clusters"`
+}
+
+// DeepCopyObject makes statusReport a runtime.Object, for cli-runtime's printers.
+func (r *statusReport) DeepCopyObject() runtime.Object { return deepCopyJSON(r) }
+
+// clusterStatus is one ForeignCluster's status.
+type clusterStatus struct {
+	// ForeignCluster is its name, ClusterID its spec.clusterID.
+	ForeignCluster string `json:"foreignCluster"`
+	ClusterID      string `json:"clusterID"`
+	// Marked: it carries the mark (liqo-janitor.io/permanently-unreachable); Confirmed: with the cluster ID
+	// typed as the gate takes it; Paused: liqo-janitor.io/paused stops the janitor for it.
+	Marked    bool `json:"marked"`
+	Confirmed bool `json:"confirmed"`
+	Paused    bool `json:"paused"`
+	// MarkedBy and MarkedAt are the gate's stamps: who set the mark, and when.
+	MarkedBy string       `json:"markedBy,omitempty"`
+	MarkedAt *metav1.Time `json:"markedAt,omitempty"`
+	// Reason is the operator's, as given to mark --reason.
+	Reason string `json:"reason,omitempty"`
+	// Grace is the janitor's recorded grace window for the mark (marked clusters only).
+	Grace *graceWindow `json:"grace,omitempty"`
+	// Cleanup is the janitor's summary (liqo-janitor.io/cleanup): its plan in the grace window ("grace:
+	// would release …", without the countdown it wrote with it, stale when read), its progress, what it
+	// waits for, then what it released.
+	Cleanup string `json:"cleanup,omitempty"`
+	// Returned is the janitor's record that the provider answered again after the mark (janitor.RecordedReturn).
+	Returned *returnedStatus `json:"returned,omitempty"`
+	// Events are the janitor's last events about this ForeignCluster (by its UID), oldest first.
+	Events []statusEvent `json:"events,omitempty"`
+}
+
+// returnedStatus is a return of the provider the janitor recorded, and the operator's fence of it.
+type returnedStatus struct {
+	// At is when the janitor saw the provider answer, How what showed it.
+	At  metav1.Time `json:"at"`
+	How string      `json:"how"`
+	// Fenced is the fence's record ("by <user>: <counts>"), empty until kubectl liqo-janitor fence ran.
+	Fenced string `json:"fenced,omitempty"`
+}
+
+// statusEvent is one of the janitor's events.
+type statusEvent struct {
+	Time   metav1.Time `json:"time"`
+	Type   string      `json:"type"`
+	Reason string      `json:"reason"`
+	Note   string      `json:"note"`
+}
+
+// clusterStatusOf is fc's status at now, with the janitor's events about it.
+func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, now time.Time) clusterStatus {
+	a := fc.Annotations
+	cs := clusterStatus{
+		ForeignCluster: printable(fc.Name),
+		ClusterID:      printable(string(fc.Spec.ClusterID)),
+		Marked:         liqojanitor.IsMarked(a),
+		Confirmed:      liqojanitor.Confirmed(fc),
+		Paused:         liqojanitor.Paused(fc),
+		MarkedBy:       printable(a[liqojanitor.MarkedByAnnotation]),
+		Reason:         printable(a[liqojanitor.ReasonAnnotation]),
+		Cleanup:        printable(withoutCountdown(a[liqojanitor.CleanupAnnotation])),
+	}
+	if at, ok := liqojanitor.MarkedAt(fc); ok {
+		cs.MarkedAt = &metav1.Time{Time: at.UTC()}
+	}
+	if cs.Marked {
+		g := graceOf(fc, now)
+		g.Ignored = printable(g.Ignored)
+		cs.Grace = &g
+	}
+	if r, ok := janitor.RecordedReturn(fc); ok {
+		cs.Returned = &returnedStatus{At: metav1.NewTime(r.At.UTC()), How: printable(r.How), Fenced: printable(r.Fenced)}
+	}
+	for _, ev := range events {
+		cs.Events = append(cs.Events, statusEvent{Time: metav1.NewTime(eventTime(ev).UTC()), Type: printable(ev.Type),
+			Reason: printable(ev.Reason), Note: printable(ev.Note)})
+	}
+	return cs
+}
