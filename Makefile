@@ -166,7 +166,7 @@ lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint in every module
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, render the chart into manifests/ and its values table into README.md
-	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor/... paths=./webhook/... output:rbac:dir=$(CHART)/files
+	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor/... paths=./webhook/... paths=./cmd/liqo-janitor/... output:rbac:dir=$(CHART)/files
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=$(CHART)/files
 	@mv $(CHART)/files/manifests.yaml $(CHART)/files/webhooks.yaml
 	cd manifests && go run ./generate ..

@@ -236,7 +236,7 @@ func managerOptions(o *options, webhookTLS []func(*tls.Config)) ctrl.Options {
 	}
 	return ctrl.Options{
 		Scheme:                  liqojanitor.NewScheme(),
-		Metrics:                 metricsOptions(o, tlsOpts),
+		Metrics:                 metricsOptions(o, append(slices.Clone(tlsOpts), webhookTLS...)),
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,

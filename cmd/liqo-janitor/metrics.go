@@ -15,7 +15,8 @@ import (
 
 // metricsOptions serves /metrics the way kubebuilder scaffolds it today: over HTTPS, to scrapers whose
 // token the API server authenticates and who may get /metrics (filters.WithAuthenticationAndAuthorization),
-// with the webhook's serving certificate (so the ServiceMonitor trusts the same CA) unless
+// with the webhook's serving certificate (so the ServiceMonitor trusts the same CA: the managed one in
+// --cert-management=self, through tlsOpts' GetCertificate, else the files of --webhook-cert-dir) unless
 // --metrics-cert-dir names another; plain HTTP only with --metrics-secure=false.
 func metricsOptions(o *options, tlsOpts []func(*tls.Config)) metricsserver.Options {
 	m := metricsserver.Options{BindAddress: o.metricsAddr, TLSOpts: tlsOpts}

@@ -167,7 +167,8 @@ func TestWebhookConfigurationsPointAtTheInstall(t *testing.T) {
 	svc := one[*corev1.Service](t, b, installNS, webhookService)
 	cert := one[*certmanagerv1.Certificate](t, b, installNS, servingCert)
 	g.Expect(cert.Spec.DNSNames).To(ConsistOf(
-		svc.Name+"."+svc.Namespace+".svc", svc.Name+"."+svc.Namespace+".svc.cluster.local"))
+		svc.Name+"."+svc.Namespace+".svc", svc.Name+"."+svc.Namespace+".svc.cluster.local",
+		appName+"-metrics."+svc.Namespace+".svc")) // /metrics is served with it too
 	// selfSigned Issuer → CA Certificate → CA Issuer → serving Certificate: a renewal of the serving
 	// certificate keeps the trust anchor, the CA the injector copies.
 	caIssuer := one[*certmanagerv1.Issuer](t, b, installNS, cert.Spec.IssuerRef.Name)

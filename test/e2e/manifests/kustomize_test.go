@@ -138,6 +138,7 @@ var defaultInstall = []string{
 	"Role " + installNS + "/" + leaderElection,
 	"RoleBinding " + installNS + "/" + leaderElection,
 	"ClusterRole " + webhook.MarkRoleName,
+	"ClusterRole " + appName + ":metrics-reader",
 	"Deployment " + installNS + "/" + appName,
 	"PodDisruptionBudget " + installNS + "/" + appName,
 	"Service " + installNS + "/" + webhookService,

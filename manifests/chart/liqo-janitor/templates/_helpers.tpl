@@ -55,6 +55,9 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "liqo-janitor.serviceA
 {{/* The DNS names the API server calls the webhook Service by. */}}
 {{- define "liqo-janitor.webhookService" -}}liqo-janitor-webhook{{- end }}
 
+{{/* The metrics Service: the serving certificate covers it too, for the ServiceMonitor's TLS. */}}
+{{- define "liqo-janitor.metricsService" -}}liqo-janitor-metrics{{- end }}
+
 {{/* The name of both webhook configurations (--webhook-configuration with self-managed certificates). */}}
 {{- define "liqo-janitor.webhookConfiguration" -}}liqo-janitor{{- end }}
 
