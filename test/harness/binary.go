@@ -229,8 +229,12 @@ func FreeLocalAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// readyTimeout is how long a started replica may take to report ready: a machine of two cores running
+// other test packages and their builds beside it has taken over a minute.
+const readyTimeout = 2 * time.Minute
+
 func waitHTTPOK(ctx context.Context, url string) error {
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return false, err
