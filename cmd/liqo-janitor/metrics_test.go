@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,8 +49,13 @@ func TestMetricsAreServedOnlyToAuthorizedScrapers(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, binding); _ = env.Client.Delete(ctx, role) })
 
-	r, err := env.StartReplica("metrics-secure", "--metrics-secure=true", "--enable-janitor=false")
+	// A webhook port of its own, and gone when the test ends: the package's later replicas take the
+	// registered one.
+	port := freeAddr(t)
+	_, portNumber, _ := strings.Cut(port, ":")
+	r, err := env.StartReplica("metrics-secure", "--metrics-secure=true", "--enable-janitor=false", "--webhook-port="+portNumber)
 	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = r.Kill() })
 	ca, err := env.WebhookCA()
 	g.Expect(err).NotTo(HaveOccurred())
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca, MinVersion: tls.VersionTLS12}}}

@@ -229,9 +229,8 @@ func FreeLocalAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// readyTimeout is how long a started replica may take to report ready: a machine of two cores running
-// other test packages and their builds beside it has taken over a minute.
-const readyTimeout = 2 * time.Minute
+// readyTimeout is how long a started replica may take to report ready.
+const readyTimeout = time.Minute
 
 func waitHTTPOK(ctx context.Context, url string) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
