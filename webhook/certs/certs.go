@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// The Secrets of the namespace the binary keeps its certificates in (the chart grants get and update on
+// The Secrets of the namespace the binary keeps its certificates in (the chart grants get and patch on
 // these names only). The CA's is never mounted: only the binary reads it, through the API.
 const (
 	// CASecretName holds the CA: tls.crt and tls.key, and ca.crt, the bundle injected into the webhook
@@ -200,14 +200,17 @@ func (m *Manager) get(ctx context.Context, name string) (*corev1.Secret, error) 
 	return s, err
 }
 
-// write creates s when it is new (no resourceVersion), else updates it: a replica that read an older
-// version gets a conflict and looks again, so concurrent replicas never overwrite each other.
+// write creates s when it is new (no resourceVersion), else patches its data under the resourceVersion
+// read (a merge patch with optimistic lock): a replica that read an older version gets a conflict and
+// looks again, so concurrent replicas never overwrite each other.
 func (m *Manager) write(ctx context.Context, s *corev1.Secret, name string, data map[string][]byte) error {
-	s.Data, s.Type = data, corev1.SecretTypeTLS
 	if s.ResourceVersion == "" {
 		s.ObjectMeta = metav1.ObjectMeta{Namespace: m.opts.Namespace, Name: name,
 			Labels: map[string]string{"app.kubernetes.io/name": "liqo-janitor", "app.kubernetes.io/component": "webhook-certificates"}}
+		s.Data, s.Type = data, corev1.SecretTypeTLS
 		return m.writer.Create(ctx, s)
 	}
-	return m.writer.Update(ctx, s)
+	before := s.DeepCopy()
+	s.Data = data
+	return m.writer.Patch(ctx, s, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -74,23 +75,19 @@ func (m *Manager) webhookConfigurations() []client.Object {
 }
 
 // inject sets bundle as the caBundle of every webhook of both configurations, writing only those that
-// differ (an update with the resourceVersion read: a conflict is retried at the next look).
+// differ: a JSON patch of exactly those caBundles that tests the resourceVersion read (a conflict is
+// retried at the next look), so nothing else of the configuration is written.
 func (m *Manager) inject(ctx context.Context, bundle []byte) error {
 	for _, cfg := range m.webhookConfigurations() {
 		if err := m.reader.Get(ctx, types.NamespacedName{Name: m.opts.WebhookConfiguration}, cfg); err != nil {
 			return fmt.Errorf("reading the %s %s to inject the CA bundle: %w", kindOf(cfg), m.opts.WebhookConfiguration, err)
 		}
-		changed := false
-		forEachClientConfig(cfg, func(_ string, cc *admissionregistrationv1.WebhookClientConfig) {
-			if !bytes.Equal(cc.CABundle, bundle) {
-				cc.CABundle, changed = bundle, true
-			}
-		})
+		patch, changed := caBundlePatch(cfg, bundle)
 		if !changed {
 			continue
 		}
 		m.log.Info("Injecting the CA bundle", "kind", kindOf(cfg), "name", cfg.GetName())
-		if err := m.writer.Update(ctx, cfg); err != nil {
+		if err := m.writer.Patch(ctx, cfg, patch); err != nil {
 			return fmt.Errorf("injecting the CA bundle into %s %s: %w", kindOf(cfg), cfg.GetName(), err)
 		}
 	}
@@ -175,6 +172,21 @@ func forEachClientConfig(cfg client.Object, f func(webhook string, cc *admission
 			f(c.Webhooks[i].Name, &c.Webhooks[i].ClientConfig)
 		}
 	}
+}
+
+// caBundlePatch is the JSON patch that sets bundle as the caBundle of each webhook of cfg whose caBundle
+// differs, testing cfg's resourceVersion first; it reports whether any differs.
+func caBundlePatch(cfg client.Object, bundle []byte) (client.Patch, bool) {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": cfg.GetResourceVersion()}}
+	i := 0
+	forEachClientConfig(cfg, func(_ string, cc *admissionregistrationv1.WebhookClientConfig) {
+		if !bytes.Equal(cc.CABundle, bundle) {
+			ops = append(ops, map[string]any{"op": "add", "path": fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", i), "value": bundle})
+		}
+		i++
+	})
+	data, _ := json.Marshal(ops) // []byte marshals as base64, as caBundle is stored
+	return client.RawPatch(types.JSONPatchType, data), len(ops) > 1
 }
 
 func kindOf(cfg client.Object) string {

@@ -72,11 +72,11 @@ func TestChartWithoutCertManagerLetsTheBinaryManageTheCertificates(t *testing.T)
 	}
 
 	g.Expect(one[*rbacv1.Role](t, b, installNS, "liqo-janitor-certs").Rules).To(ConsistOf(
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "update"},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "patch"},
 			ResourceNames: []string{certs.CASecretName, certs.CertSecretName}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}))
 	g.Expect(one[*rbacv1.ClusterRole](t, b, "", "liqo-janitor-certs").Rules).To(ConsistOf(
-		rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Verbs: []string{"get", "update"},
+		rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Verbs: []string{"get", "patch"},
 			Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, ResourceNames: []string{appName}}))
 	want := withSelfManagedCertificates()
 	g.Expect(serviceAccountGrants(t, b)).To(Equal(want))
@@ -86,9 +86,9 @@ func TestChartWithoutCertManagerLetsTheBinaryManageTheCertificates(t *testing.T)
 
 func withSelfManagedCertificates() map[grant][]string {
 	m := maps.Clone(needed)
-	m[grant{installNS, "", "secrets"}] = []string{"create", "get", "update"}
-	m[grant{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"}] = []string{"get", "update"}
-	m[grant{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations"}] = []string{"get", "update"}
+	m[grant{installNS, "", "secrets"}] = []string{"create", "get", "patch"}
+	m[grant{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"}] = []string{"get", "patch"}
+	m[grant{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations"}] = []string{"get", "patch"}
 	return m
 }
 
