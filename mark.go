@@ -53,7 +53,7 @@ const (
 
 // JanitorOwnedAnnotations are the keys only the janitor's own identity may set, change or remove (gate
 // rule 14); the gate removes the grace-window ones together with the mark (rule 7).
-var JanitorOwnedAnnotations = []string{CleanupAnnotation, FirstSeenAnnotation, GraceEndsAnnotation}
+var JanitorOwnedAnnotations = []string{CleanupAnnotation, FirstSeenAnnotation, GraceEndsAnnotation, UnpeeringAnnotation}
 
 // Liqo keys the add-on reads.
 const (
