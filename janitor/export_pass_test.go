@@ -54,7 +54,7 @@ func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.
 	case fc == nil || !l.Dead():
 		return PassResult{}, fmt.Errorf("ForeignCluster %s is not dead: %q", name, l.Wait)
 	}
-	s := r.newScope(fc, fcs)
+	s := r.newScope(ctx, fc, fcs)
 	end := r.releaser.release(ctx, s)
 	res := PassResult{Kinds: map[string]PassCounts{}, Waiting: map[string]string{}, Stopped: end.stopped}
 	for kind, c := range end.tally.byKind {

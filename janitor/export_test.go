@@ -26,7 +26,7 @@ const (
 // publishPlan does for a pass, and returns publishPlan's error.
 func ShowPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) error {
 	p := &reporter{client: c, recorder: events.NewFakeRecorder(10), clock: clock.RealClock{}, memory: newMemory()}
-	_, err := p.publishPlan(ctx, newScope(fc, map[string]bool{}, false), liveness{Wait: WaitGracePeriod, GraceLeft: time.Minute}, newTally(nil))
+	_, err := p.publishPlan(ctx, newScope(fc, map[string]bool{}, false, liqoVersion{}), liveness{Wait: WaitGracePeriod, GraceLeft: time.Minute}, newTally(nil))
 	return err
 }
 

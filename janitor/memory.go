@@ -7,6 +7,8 @@ import (
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // memory is what the janitor's reports remember of marked clusters between passes, behind its own lock:
@@ -43,6 +45,9 @@ type clusterMemory struct {
 	webhookBackoff time.Duration
 	// refusedKinds are the kinds whose writes they refused.
 	refusedKinds []string
+	// unpeering is how many objects of the cluster's unpeering were left at the last pass, per kind and
+	// releasability (the liqo_janitor_unpeering_objects gauge).
+	unpeering map[unpeeringKey]int
 	// unwritten is the record the last pass could not write on the ForeignCluster because another admission
 	// webhook refused it (nil when it wrote).
 	unwritten *record
@@ -255,4 +260,38 @@ func (m *memory) unwrittenRecord(fc *liqov1beta1.ForeignCluster, onWritten recor
 		return u
 	}
 	return nil
+}
+
+// unpeeringKey is one series of liqo_janitor_unpeering_objects.
+type unpeeringKey struct {
+	kind       string
+	releasable bool
+}
+
+// unpeeringLeft remembers what fc's unpeering had left at the last pass (u.More objects beyond those
+// named count under the kind "other").
+func (m *memory) unpeeringLeft(fc *liqov1beta1.ForeignCluster, u liqojanitor.Unpeering) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	left := map[unpeeringKey]int{}
+	for _, o := range u.Left {
+		left[unpeeringKey{kind: o.Kind, releasable: o.Releasable}]++
+	}
+	if u.More > 0 {
+		left[unpeeringKey{kind: "other"}] += u.More
+	}
+	m.cluster(fc).unpeering = left
+}
+
+// unpeeringByKind sums what the remembered clusters' unpeerings had left.
+func (m *memory) unpeeringByKind() map[unpeeringKey]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[unpeeringKey]int{}
+	for _, c := range m.clusters {
+		for k, n := range c.unpeering {
+			out[k] += n
+		}
+	}
+	return out
 }

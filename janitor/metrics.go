@@ -32,6 +32,10 @@ var (
 		Name: "liqo_janitor_returned_clusters",
 		Help: "Marked ForeignClusters whose provider answered again after the mark and that are not fenced yet: the consumer's workloads there may run twice.",
 	})
+	unpeeringObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "liqo_janitor_unpeering_objects",
+		Help: "Objects of dead clusters' unpeerings still on the consumer (tenant namespaces, VirtualNodes, objects whose finalizers hold a tenant namespace), by kind and whether liqo-janitor releases them, as of the last pass.",
+	}, []string{"kind", "releasable"})
 	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "liqo_janitor_cleanup_duration_seconds",
 		Help:    "Time from the end of a dead cluster's grace period until nothing of it was left to release.",
@@ -51,7 +55,7 @@ const (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, cleanupDuration)
+	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, unpeeringObjects, cleanupDuration)
 	// Every series exists from the start, at zero, so that rate() and the alerts see a janitor that has
 	// not acted yet (not an absent series) and dashboards show every kind.
 	for _, kind := range allKinds {

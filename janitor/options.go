@@ -29,6 +29,13 @@ type Options struct {
 	ReturnProbeInterval time.Duration
 	// ProbeTimeout bounds each probe of a provider (the gate's --probe-timeout).
 	ProbeTimeout time.Duration
+	// LiqoNamespace is Liqo's namespace, where the janitor reads the controller-manager's Deployment to
+	// tell the installed Liqo version (janitor rule 12); empty is "liqo".
+	LiqoNamespace string
+	// FabricSettle is how long an InternalFabric of a dead cluster must have been deleting before the
+	// janitor removes the legacy finalizer Liqo's fabric still holds, on Liqo before v1.2.0 (fabric.go);
+	// zero is DefaultFabricSettle.
+	FabricSettle time.Duration
 }
 
 // Defaults of the janitor's options, and of the client rate limits it wants: releasing thousands of
@@ -46,8 +53,8 @@ const (
 	defaultProbeTimeout        = 2 * time.Second
 )
 
-// Default returns o with every unset (zero) count — Workers, BatchSize, Concurrency — and the probe
-// timeout set to its default. GracePeriod stays as given (zero is a valid grace period), and so does
+// Default returns o with every unset (zero) count — Workers, BatchSize, Concurrency — the probe
+// timeout, Liqo's namespace and the fabric's settle time set to their defaults. GracePeriod stays as given (zero is a valid grace period), and so does
 // ReturnProbeInterval (zero is no probe).
 func (o Options) Default() Options {
 	if o.Workers <= 0 {
@@ -61,6 +68,12 @@ func (o Options) Default() Options {
 	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = defaultProbeTimeout
+	}
+	if o.LiqoNamespace == "" {
+		o.LiqoNamespace = "liqo"
+	}
+	if o.FabricSettle <= 0 {
+		o.FabricSettle = DefaultFabricSettle
 	}
 	return o
 }

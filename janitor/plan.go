@@ -65,7 +65,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 		return nil, fmt.Errorf("ForeignCluster %s not found: list them with kubectl get foreignclusters", name)
 	}
 	l = recordedWindow(fc, l, time.Now())
-	s := r.newScope(fc, fcs)
+	s := r.newScope(ctx, fc, fcs)
 	end := r.releaser.rehearse(ctx, s)
 	if end.err != nil {
 		return nil, fmt.Errorf("planning the clean-up of %s: %w", name, end.err)

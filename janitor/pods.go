@@ -23,7 +23,9 @@ import (
 // deletes what getPodsForDeletion lists: the pods bound to the node (spec.nodeName) labelled
 // liqo.io/shadowPod=true (consts.LocalPodLabelKey/LocalPodLabelValue, the same selector in v1.0.3, v1.1.0
 // and v1.2.0), and since v1.2.0 not those owned by a DaemonSet or mirror pods (isDaemonSetPod,
-// isMirrorPod); the janitor takes the narrowest of the three, v1.2.0's. Every other pod on that Node that
+// isMirrorPod). The janitor selects as the installed Liqo's own dead drain does (janitor rule 12): on
+// v1.0.x and v1.1.x as v1.1.0's (v1.0.3's drain lists the same pods, but evicts and waits), on v1.2 and on
+// a Liqo whose version it cannot tell as v1.2.0's, the narrowest. Every other pod on that Node that
 // is not terminating is returned too, to be left alone and counted as blocked with its reason
 // (s.undrained, notDrainedBy): nobody but Liqo's drain decides to delete a running pod, and such pods go
 // with the Node. On Liqo v1.0 that drain evicts instead, and a PodDisruptionBudget can refuse every
@@ -45,7 +47,7 @@ func (src *sources) listPods(ctx context.Context, s *scope) ([]client.Object, er
 			if draining || !pod.GetDeletionTimestamp().IsZero() {
 				s.listed[pod.GetUID()] = podAt{node: node, resourceVersion: pod.GetResourceVersion()}
 			}
-			switch why := notDrainedBy(pod); {
+			switch why := notDrainedBy(pod, s.liqo); {
 			case !pod.GetDeletionTimestamp().IsZero():
 				pods = append(pods, pod)
 			case !draining: // not terminating, and its VirtualNode is not being deleted: never written
@@ -71,12 +73,14 @@ const (
 	mirrorPod    = "a mirror pod: Liqo's drain does not delete it, it goes with the Node"
 )
 
-// notDrainedBy says why Liqo's drain does not select pod (getPodsForDeletion, isDaemonSetPod, isMirrorPod
-// in drain.go, Liqo v1.2.0), or "" when it does.
-func notDrainedBy(pod client.Object) string {
+// notDrainedBy says why the drain of Liqo v does not select pod (getPodsForDeletion in drain.go; since
+// v1.2.0 also isDaemonSetPod and isMirrorPod), or "" when it does.
+func notDrainedBy(pod client.Object, v liqoVersion) string {
 	switch {
 	case pod.GetLabels()[liqojanitor.ShadowPodLabel] != consts.LocalPodLabelValue:
 		return notShadowPod
+	case v.older(2):
+		return ""
 	case slices.ContainsFunc(pod.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" }):
 		return daemonSetPod
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,9 @@ type reconciler struct {
 	memory    *memory
 	releaser  *releaser
 	reporter  *reporter
+	// versions tells the installed Liqo version; surveyor follows a dead cluster's unpeering.
+	versions *liqoVersions
+	surveyor *surveyor
 }
 
 // newReconciler assembles the janitor — the one constructor of Setup, PlanCluster and the tests: c reads
@@ -43,8 +47,11 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 	mem := newMemory()
 	return &reconciler{
 		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), probe: newReturnProbe(c, clk, o), memory: mem,
-		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods}, recorder: recorder, options: o},
+		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods, now: clk.Now, settle: o.FabricSettle},
+			recorder: recorder, options: o},
 		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, options: o},
+		versions: newLiqoVersions(live, o.LiqoNamespace, clk),
+		surveyor: &surveyor{client: c, apiReader: live, options: o},
 	}
 }
 
@@ -72,14 +79,38 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.releaser.forget(live.Name)
 		return r.reporter.wait(ctx, live, l), nil
 	}
-	s := r.newScope(live, fcs)
+	s := r.newScope(ctx, live, fcs)
 	end := r.releaser.release(ctx, s)
+	surveyErr := r.survey(ctx, s, end)
 	reportErr := r.reporter.report(ctx, s, l, end)
-	if err := errors.Join(end.err, end.tally.failure(), reportErr); err != nil {
+	if err := errors.Join(end.err, end.tally.failure(), surveyErr, reportErr); err != nil {
 		return ctrl.Result{}, err
 	}
-	// Writes other admission webhooks refused come back soon, not on the controller's long backoff.
-	return ctrl.Result{RequeueAfter: r.memory.webhookBackoff(live)}, nil
+	// Writes other admission webhooks refused come back soon, not on the controller's long backoff; a
+	// release that waits for a time comes back when it is up.
+	return ctrl.Result{RequeueAfter: sooner(r.memory.webhookBackoff(live), s.wakeAfter())}, nil
+}
+
+// survey follows the unpeering of the dead cluster after a pass that was not stopped (janitor rule 13):
+// the reporter writes it with the pass's record.
+func (r *reconciler) survey(ctx context.Context, s *scope, end passEnd) error {
+	if end.stopped || end.err != nil {
+		return nil
+	}
+	u, err := r.surveyor.survey(ctx, s, s.leftPods(end.tally))
+	if err != nil {
+		return fmt.Errorf("following the unpeering: %w", err)
+	}
+	s.unpeering = &u
+	return nil
+}
+
+// sooner is the shorter of two non-zero durations (zero is "never").
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // read gets the ForeignCluster from the cache; it returns nil, and forgets it, when it is gone or not
@@ -118,8 +149,8 @@ func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 
 // newScope starts a pass over the dead cluster: which cluster IDs are dead, from the same live list of
 // ForeignClusters the pass was decided on, and the live re-check its batches run (recheck).
-func (r *reconciler) newScope(fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
-	s := newScope(fc, deadClusterIDs(fcs, r.observe, r.clock.Now(), r.options.GracePeriod), r.options.DryRun)
+func (r *reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
+	s := newScope(fc, deadClusterIDs(fcs, r.observe, r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.get(ctx))
 	s.retry = r.memory.refusedKinds(fc)
 	s.recheck = func(ctx context.Context) (bool, error) { return r.recheck(ctx, s) }
 	return s
@@ -137,7 +168,7 @@ func (r *reconciler) observe(fc *liqov1beta1.ForeignCluster) observed {
 // every write replaced by its outcome — and has the reporter show it. Nothing of the cluster's objects is
 // written.
 func (r *reconciler) showPlan(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness, fcs []liqov1beta1.ForeignCluster) (ctrl.Result, error) {
-	s := r.newScope(fc, fcs)
+	s := r.newScope(ctx, fc, fcs)
 	end := r.releaser.rehearse(ctx, s)
 	if end.err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning the clean-up: %w", end.err)
@@ -172,5 +203,6 @@ func (r *reconciler) forget(name string, uid types.UID) {
 	if r.memory.forget(uid) {
 		r.reporter.publishBlocked()
 		r.reporter.publishReturned()
+		r.reporter.publishUnpeering()
 	}
 }

@@ -53,7 +53,7 @@ const (
 )
 
 // allKinds are the kinds of every target, opt-in ones included (the kind label of the metrics).
-var allKinds = []string{podKind, resourceSliceGVK.Kind, namespaceMapGVK.Kind, renewGVK.Kind, offloadingKind, secretGVK.Kind}
+var allKinds = []string{podKind, resourceSliceGVK.Kind, namespaceMapGVK.Kind, renewGVK.Kind, internalFabricGVK.Kind, offloadingKind, secretGVK.Kind}
 
 // targetTable is what the janitor releases, in stage order: the targets read and write through src.
 func targetTable(src *sources, o Options) []target {
@@ -62,6 +62,7 @@ func targetTable(src *sources, o Options) []target {
 		src.replicated(resourceSliceGVK),
 		src.replicated(namespaceMapGVK),
 		src.replicated(renewGVK),
+		{kind: internalFabricGVK.Kind, stage: stageFirst, list: src.listInternalFabrics, release: src.releaseInternalFabric},
 		{kind: offloadingKind, stage: stageOffloading, list: src.listOffloadings, release: src.releaseOffloading},
 	}
 	if o.ReleaseIdentitySecrets {

@@ -72,7 +72,7 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 	}
 	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
 	// fails, writes nothing, and the change's own event decides what comes next.
-	if _, err := p.writeRecord(ctx, s.fc, summary, l); err != nil && !apierrors.IsConflict(err) {
+	if _, err := p.writeRecord(ctx, s.fc, summary, l, ""); err != nil && !apierrors.IsConflict(err) {
 		return result, err
 	}
 	return result, nil
@@ -125,6 +125,7 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	waiting := s.waitingNamespaces()
 	blocked := t.sum(func(c *counts) int { return c.blocked })
 	prev, next := p.records(s, t)
+	p.noteLeaks(s, next)
 	refused := t.refusedBy()
 	summary := next.summary(t.kinds, blocked, waiting, p.options.DryRun)
 	if len(refused.webhooks) > 0 {
@@ -143,12 +144,15 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	done := next.complete() && !prev.complete()
 	if done {
 		cleanupDuration.Observe(p.clock.Since(l.GraceEnds).Seconds())
-		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release", "Nothing left to release%s: %s", reasonGiven(s.fc), summary)
+		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release",
+			"liqo-janitor's part is done, nothing left for it to release%s: %s (the unpeering itself is done at UnpeeringComplete)",
+			reasonGiven(s.fc), summary)
 	}
 	for _, w := range p.memory.offloadingWaitsChanged(s.fc, s.offloadingWaits()) {
 		p.recorder.Eventf(s.fc, nil, "Normal", "WaitingForLiqo", "Release",
 			"NamespaceOffloading %s/offloading is kept until Liqo has done its part: %s", w.namespace, w.why)
 	}
+	p.unpeered(ctx, s)
 	if released := t.sum(func(c *counts) int { return c.released }); released > 0 && !done {
 		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupProgress", "Release", "Released %d objects: %s", released, summary)
 	}
@@ -180,7 +184,7 @@ func (p *reporter) records(s *scope, t *tally) (prev, next record) {
 // whether it did. A refusal by another admission webhook is no error but one of the pass's refusals, and
 // the record is kept to be written by a later pass (refusals, keepUnwritten).
 func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string, l liveness, next record, refused refusal) (bool, error) {
-	_, err := p.writeRecord(ctx, s.fc, summary, l)
+	_, err := p.writeRecord(ctx, s.fc, summary, l, p.unpeeringValue(s))
 	webhook, recordRefused := refusingWebhook(err)
 	if recordRefused {
 		refused.webhooks, refused.left = append(refused.webhooks, webhook), append(refused.left, "the cleanup record")
@@ -205,7 +209,7 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 		p.publishReturned()
 	}
 	summary := returnSummary(fc, l.Returned)
-	wrote, err := p.writeRecord(ctx, fc, summary, liveness{})
+	wrote, err := p.writeRecord(ctx, fc, summary, liveness{}, "")
 	switch {
 	case apierrors.IsConflict(err):
 		return nil // the ForeignCluster changed since it was read: its own event brings the next pass
@@ -310,12 +314,15 @@ func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
 }
 
 // writeRecord patches the janitor's own keys on the ForeignCluster where they differ from the live ones
-// the pass read: the cleanup annotation, and its record of the first sight of the mark and of when the
+// the pass read: the cleanup annotation, the unpeering record (when given), and its record of the first sight of the mark and of when the
 // grace period ends (janitor rule 1; only the janitor's identity may write them, gate rule 14). The patch
 // carries the resourceVersion the pass read, so it lands only on that version of the ForeignCluster: a
 // conflict error otherwise, and two replicas never both make one transition. It reports whether it wrote.
-func (p *reporter) writeRecord(ctx context.Context, on *liqov1beta1.ForeignCluster, summary string, l liveness) (bool, error) {
+func (p *reporter) writeRecord(ctx context.Context, on *liqov1beta1.ForeignCluster, summary string, l liveness, unpeering string) (bool, error) {
 	want := map[string]string{liqojanitor.CleanupAnnotation: summary}
+	if unpeering != "" {
+		want[liqojanitor.UnpeeringAnnotation] = unpeering
+	}
 	if !l.FirstSeen.IsZero() {
 		want[liqojanitor.FirstSeenAnnotation] = recordTime(l.FirstSeen)
 		want[liqojanitor.GraceEndsAnnotation] = recordTime(l.GraceEnds)

@@ -5,10 +5,13 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // scope is what one pass over a dead cluster knows: the cluster, how the pass writes (or only reports),
@@ -22,6 +25,8 @@ type scope struct {
 	clusterID string
 	// dryRun reports instead of writing.
 	dryRun bool
+	// liqo is the installed Liqo version: what an older Liqo needs done (janitor rule 12).
+	liqo liqoVersion
 	// planOnly: the cluster is in its grace period, and the pass computes what it would release once that
 	// ends, writing nothing (janitor rule 9).
 	planOnly bool
@@ -46,9 +51,14 @@ type scope struct {
 	dead map[string]bool
 	// waits says, for each NamespaceOffloading that waits for Liqo, what it waits for.
 	waits map[types.UID]offloadingWait
+	// unpeering is what the pass found of the cluster's unpeering (janitor rule 13), nil before the survey.
+	unpeering *liqojanitor.Unpeering
 	// refused names, per kind, the admission webhook that refused a write of that kind in this pass: the
 	// pass writes no more of that kind (admission.go).
 	refused map[string]string
+	// wake is how soon the pass wants to come back (a release that waits for a time: fabric.go); zero is
+	// not at all.
+	wake time.Duration
 	// retry are the kinds an admission webhook refused in the last pass: the first write of each goes
 	// alone, and only if it passes do the others follow.
 	retry map[string]bool
@@ -66,11 +76,27 @@ type podAt struct {
 
 // newScope starts a pass over fc, given which cluster IDs are dead. Until a re-check is set, the cluster
 // counts as still dead (a plan's rehearsal, which writes nothing).
-func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool) *scope {
-	return &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: dryRun, dead: dead,
+func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool, liqo liqoVersion) *scope {
+	return &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: dryRun, dead: dead, liqo: liqo,
 		recheck: func(context.Context) (bool, error) { return true, nil },
 		drain:   map[types.UID]bool{}, undrained: map[types.UID]string{}, listed: map[types.UID]podAt{},
 		waits: map[types.UID]offloadingWait{}, refused: map[string]string{}}
+}
+
+// wakeIn asks for the next pass within d at the latest.
+func (s *scope) wakeIn(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake == 0 || d < s.wake {
+		s.wake = d
+	}
+}
+
+// wakeAfter is how soon the pass asked to come back (zero: not at all).
+func (s *scope) wakeAfter() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wake
 }
 
 // refuse records that webhook refused a write of kind: the pass writes no more of it.

@@ -102,11 +102,33 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return err
 		}
 	}
-	return r.watch(mgr, pods)
+	tenants, err := tenantNamespaceCache(mgr)
+	if err != nil {
+		return err
+	}
+	return r.watch(mgr, pods, tenants)
+}
+
+// tenantNamespaceCache is a cache of its own for Liqo's tenant namespaces (liqo.io/tenant-namespace,
+// metadata-only): the manager's cache of namespaces holds only offloaded ones (one label selector per
+// kind), and the unpeering (janitor rule 13) follows a tenant namespace until it is gone.
+func tenantNamespaceCache(mgr ctrl.Manager) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultLabelSelector: labels.NewSelector().Add(*must(labels.NewRequirement(tenantNamespaceLabel, selection.Exists, nil))),
+		DefaultTransform:     cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of tenant namespaces: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // watch builds the controller: what the janitor watches, and which ForeignClusters each event concerns.
-func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher) error {
+func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher, tenants cache.Cache) error {
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))
@@ -137,6 +159,8 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher) error {
 		WatchesMetadata(metadataOnly(nodeGVK), toCluster).
 		// A terminating pod on a dead cluster's virtual node (see podWatcher).
 		WatchesRawSource(source.Channel(pods.events, &handler.EnqueueRequestForObject{})).
+		// A tenant namespace starts terminating, changes what holds it, or goes: the unpeering moves (janitor rule 13).
+		WatchesRawSource(source.Kind[client.Object](tenants, metadataOnly(namespaceGVK), toCluster)).
 		// The provider of a marked cluster answers the janitor's probe (returnProbe).
 		WatchesRawSource(source.Channel(r.probe.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.options.Concurrency})

@@ -3,6 +3,7 @@ package janitor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +21,9 @@ type sources struct {
 	// pods lists the pods of dead virtual nodes: from per-node watches in the controller, live for a plan
 	// made outside it (PlanCluster).
 	pods podSource
+	// now is the janitor's clock, and settle Options.FabricSettle (fabric.go).
+	now    func() time.Time
+	settle time.Duration
 }
 
 // podSource lists the pods bound to a virtual node of a cluster, and forgets the nodes of a cluster not

@@ -43,6 +43,10 @@ type Options struct {
 	// ControllerManager also starts kube-controller-manager (namespace and garbage-collector controllers),
 	// for tests that need namespace deletion or owner-reference garbage collection to really happen.
 	ControllerManager bool
+	// LiqoVersion installs the CRDs of that Liqo release (e.g. "v1.0.3", read from its module, which the
+	// module proxy serves) instead of those of the pinned one: a behaviour that differs by Liqo version is
+	// tested against each supported version's own CRDs (SupportedLiqoVersions).
+	LiqoVersion string
 	// Detached lets kube-controller-manager and the binary of StartBinary outlive this process (`make demo
 	// KEEP=1`); by default they die with it. What they need then (kubeconfig, logs, the built binaries)
 	// lives in a directory under the checkout's bin/ rather than the system's temporary directory, where
@@ -95,6 +99,9 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	crds, err := LiqoCRDDir(root)
+	if opts.LiqoVersion != "" {
+		crds, err = LiqoCRDDirOf(opts.LiqoVersion)
+	}
 	if err != nil {
 		return nil, err
 	}

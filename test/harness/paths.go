@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -64,6 +65,26 @@ func LiqoCRDDir(root string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(moduleDir, "deployments", "liqo", "charts", "liqo-crds", "crds"), nil
+}
+
+// SupportedLiqoVersions are the Liqo releases whose CRDs the version-dependent tests run against, oldest
+// first: the newest patch of each supported minor (design.md "Supported").
+var SupportedLiqoVersions = []string{"v1.0.3", "v1.1.0", "v1.2.0"}
+
+// LiqoCRDDirOf returns the CRD directory of Liqo release version, downloading the module into the module
+// cache if needed (`go mod download`: the module proxy serves every release).
+func LiqoCRDDirOf(version string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", "github.com/liqotech/liqo@"+version)
+	cmd.Dir = os.TempDir() // outside any module: the download does not touch go.mod
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("downloading Liqo %s for its CRDs: %w: %s", version, err, out)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return "", fmt.Errorf("downloading Liqo %s for its CRDs: %s %s", version, mod.Error, err)
+	}
+	return filepath.Join(mod.Dir, "deployments", "liqo", "charts", "liqo-crds", "crds"), nil
 }
 
 // ModuleDir returns the directory of a module the repository (at root) depends on, as pinned in go.mod

@@ -1,0 +1,75 @@
+package janitor
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// legacyFabricFinalizer is the InternalFabric finalizer of Liqo before v1.2.0: the fabric (a DaemonSet
+// pod on every node) adds it and, once an InternalFabric is being deleted, removes its node's geneve
+// interface and then the finalizer (pkg/fabric/internalfabric_controller.go Reconcile, finalizer.go,
+// v1.0.3 and v1.1.0). v1.2.0 moved the tunnels to GeneveTunnel objects and its controller-manager removes
+// this finalizer from any InternalFabric being deleted, at once
+// (pkg/liqo-controller-manager/networking/internal-network/internalfabric-controller/internalfabric_controller.go
+// Reconcile: RemoveFinalizer(internalFabric, "internalfabric-controller.liqo.io/finalizer")).
+const legacyFabricFinalizer = "internalfabric-controller.liqo.io/finalizer"
+
+// DefaultFabricSettle is how long an InternalFabric of a dead cluster must have been deleting before the
+// janitor removes the legacy finalizer Liqo's fabric still holds (janitor rule 12): the fabric removes it
+// itself within seconds when it can, after its own local step (the node's geneve interface); one still
+// there after this long is one no fabric pod will release (the namespace stays Terminating, Liqo PR #3268).
+const DefaultFabricSettle = 2 * time.Minute
+
+// listInternalFabrics (janitor rule 12) returns the InternalFabrics of the dead cluster whose legacy
+// finalizer the janitor may remove: on a Liqo older than v1.2.0, or one whose version it cannot tell (v1.2.0
+// does the same by itself for any InternalFabric being deleted), those being deleted that carry the
+// finalizer in a tenant namespace of the cluster that is itself being deleted (the unpeering), labelled
+// liqo.io/remote-cluster-id with the cluster's ID (the GatewayServer and GatewayClient controllers create
+// them so, server-controller and client-controller, v1.0.3 to v1.2.0). On a Liqo known to be v1.2 or
+// newer it returns nothing: Liqo releases them itself.
+func (src *sources) listInternalFabrics(ctx context.Context, s *scope) ([]client.Object, error) {
+	if !s.liqo.before(2) {
+		return nil, nil
+	}
+	var namespaces corev1.NamespaceList
+	if err := src.apiReader.List(ctx, &namespaces, tenantNamespacesOf(s.clusterID)); err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for _, ns := range namespaces.Items {
+		if ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		fabrics, err := listMetadata(ctx, src.apiReader, internalFabricGVK, client.InNamespace(ns.Name),
+			client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: s.clusterID})
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range terminating(fabrics) {
+			if slices.Contains(f.GetFinalizers(), legacyFabricFinalizer) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out, nil
+}
+
+// releaseInternalFabric removes the legacy finalizer from an InternalFabric listInternalFabrics returned,
+// once it has been deleting for the settle time (Options.FabricSettle); before that it waits, and the
+// pass comes back when the time is up.
+func (src *sources) releaseInternalFabric(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
+	settled := func(_ context.Context, o client.Object, _ int) (bool, outcome, error) {
+		if left := src.settle - src.now().Sub(o.GetDeletionTimestamp().Time); left > 0 {
+			s.wakeIn(left)
+			return false, waiting, nil
+		}
+		return true, 0, nil
+	}
+	return removeFinalizerIf(ctx, src.client, src.apiReader, obj, legacyFabricFinalizer, s.reportOnly(), settled)
+}

@@ -1,0 +1,456 @@
+package janitor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	"github.com/liqotech/liqo/pkg/consts"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// The unpeering (janitor rule 13): for a dead cluster, each pass follows the consumer's side of the
+// peering to its end and records what is still there (liqojanitor.Unpeering, the unpeering annotation):
+// the tenant namespace, the objects that hold it while it terminates (by their finalizers), the
+// VirtualNodes of the cluster and their Nodes. Each object says what holds it, whether liqo-janitor
+// releases it, and the next step. The record is complete when no tenant namespace and no VirtualNode of
+// the cluster is left: Liqo deletes a VirtualNode's Node before it lets the VirtualNode go
+// (virtualnode-controller/deletion-routine.go handle, v1.0.3 to v1.2.0), and a tenant namespace goes only
+// once everything in it went. Reading only: the survey writes nothing.
+
+// +kubebuilder:rbac:groups=networking.liqo.io,resources=routeconfigurations;firewallconfigurations;gatewayservers;gatewayclients;configurations;connections;publickeies,verbs=list
+// +kubebuilder:rbac:groups=authentication.liqo.io,resources=identities;tenants,verbs=list
+// +kubebuilder:rbac:groups=ipam.liqo.io,resources=ips;networks,verbs=list
+
+// Liqo's labels on a tenant namespace (pkg/tenantNamespace/namespaceManager.go ForgeNamespace, v1.0.3 to
+// v1.2.0): liqo.io/tenant-namespace and liqo.io/remote-cluster-id=<cluster ID>; Liqo finds it by both
+// (GetNamespace).
+const tenantNamespaceLabel = consts.TenantNamespaceLabel
+
+// tenantNamespacesOf selects the tenant namespaces of clusterID as Liqo finds them.
+func tenantNamespacesOf(clusterID string) client.MatchingLabelsSelector {
+	return client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{liqojanitor.RemoteClusterIDLabel: clusterID}).
+		Add(*must(labels.NewRequirement(tenantNamespaceLabel, selection.Exists, nil)))}
+}
+
+// holder is what the janitor knows of one Liqo finalizer on the consumer: the kinds that carry it,
+// whether liqo-janitor releases it (given the Liqo version), and the next step while it stays.
+type holder struct {
+	finalizer string
+	kinds     []schema.GroupVersionKind
+	// releasable says whether liqo-janitor releases it for a dead cluster on Liqo v.
+	releasable func(v liqoVersion, o Options) bool
+	// next is the next step while it stays.
+	next func(v liqoVersion, o Options) string
+}
+
+func never(liqoVersion, Options) bool  { return false }
+func always(liqoVersion, Options) bool { return true }
+func say(s string) func(liqoVersion, Options) string {
+	return func(liqoVersion, Options) string { return s }
+}
+
+// GVKs the survey lists in a terminating tenant namespace (metadata-only, live). The networking and IPAM
+// kinds are named, not imported: Liqo's networking API package imports the Prometheus Operator's.
+var (
+	networkingGV        = schema.GroupVersion{Group: "networking.liqo.io", Version: "v1beta1"}
+	ipamGV              = schema.GroupVersion{Group: "ipam.liqo.io", Version: "v1alpha1"}
+	internalFabricGVK   = networkingGV.WithKind("InternalFabric")
+	routeConfigGVK      = networkingGV.WithKind("RouteConfiguration")
+	firewallConfigGVK   = networkingGV.WithKind("FirewallConfiguration")
+	gatewayServerGVK    = networkingGV.WithKind("GatewayServer")
+	gatewayClientGVK    = networkingGV.WithKind("GatewayClient")
+	identityGVK         = authv1beta1.GroupVersion.WithKind("Identity")
+	tenantGVK           = authv1beta1.GroupVersion.WithKind("Tenant")
+	ipGVK               = ipamGV.WithKind("IP")
+	networkGVK          = ipamGV.WithKind("Network")
+	virtualNodeKind     = "VirtualNode"
+	virtualNodeFinalize = "virtualnode-controller.liqo.io/finalizer"
+)
+
+// holders are the finalizers Liqo puts on the objects of a tenant namespace (liqo-facts §5; the same
+// strings in v1.0.3, v1.1.0 and v1.2.0), the order in which the record names them: what the janitor
+// releases first, then Liqo's own.
+func holders() []holder {
+	liqoLocal := "Liqo's own controller releases it (it needs no provider): check that Liqo's pods run: kubectl -n liqo get pods"
+	return []holder{
+		{finalizer: liqojanitor.ReplicatorFinalizer, kinds: replicatedGVKs, releasable: always,
+			next: say("liqo-janitor releases it (Liqo ≥ v1.1's crd-replicator too, once the mark is honoured)")},
+		{finalizer: liqojanitor.ReplicatorOperatorFinalizer, kinds: []schema.GroupVersionKind{secretGVK},
+			releasable: func(_ liqoVersion, o Options) bool { return o.ReleaseIdentitySecrets },
+			next: func(v liqoVersion, o Options) string {
+				switch {
+				case o.ReleaseIdentitySecrets:
+					return "liqo-janitor releases it once no replicated object is left in its namespace"
+				case v.older(1):
+					return "Liqo v1.0 never releases it for a dead provider: turn on liqo-janitor's opt-in release " +
+						"(chart value janitor.releaseIdentitySecrets=true, flag --release-identity-secrets)"
+				}
+				return "Liqo ≥ v1.1's crd-replicator releases it once the mark is honoured and no replicated object is left; " +
+					"if it stays, liqo-janitor's opt-in release does it (chart value janitor.releaseIdentitySecrets=true)"
+			}},
+		{finalizer: legacyFabricFinalizer, kinds: []schema.GroupVersionKind{internalFabricGVK},
+			releasable: func(v liqoVersion, _ Options) bool { return v.before(2) },
+			next: func(v liqoVersion, _ Options) string {
+				if v.before(2) {
+					return "liqo-janitor releases it on Liqo before v1.2.0, as v1.2.0's internalfabric controller does by itself (Liqo PR #3268)"
+				}
+				return "Liqo v1.2's internalfabric controller releases it: check liqo-controller-manager's log"
+			}},
+		{finalizer: routeFinalizer, kinds: []schema.GroupVersionKind{routeConfigGVK}, releasable: never,
+			next: say("not released by liqo-janitor: it guards routes in the nodes' kernels; Liqo's fabric and gateway pods " +
+				"remove it once their node's routes are gone (kubectl -n liqo get pods); a finalizer left by a node that is gone " +
+				"for good is the cluster admin's to remove")},
+		{finalizer: firewallFinalizer, kinds: []schema.GroupVersionKind{firewallConfigGVK}, releasable: never,
+			next: say("not released by liqo-janitor: it guards firewall rules in the nodes' kernels; Liqo's fabric and gateway " +
+				"pods remove it once their node's rules are gone (kubectl -n liqo get pods); a finalizer left by a node that is " +
+				"gone for good is the cluster admin's to remove")},
+		{finalizer: "networking.liqo.io/internal-fabric-geneve-tunnel-finalizer", kinds: []schema.GroupVersionKind{internalFabricGVK},
+			releasable: never, next: say(liqoLocal)},
+		{finalizer: "networking.liqo.io/clusterrolebinding", kinds: []schema.GroupVersionKind{gatewayServerGVK, gatewayClientGVK},
+			releasable: never, next: say(liqoLocal)},
+		{finalizer: "tenant.liqo.io/finalizer", kinds: []schema.GroupVersionKind{tenantGVK}, releasable: never, next: say(liqoLocal)},
+		{finalizer: "ip.ipam.liqo.io/finalizer", kinds: []schema.GroupVersionKind{ipGVK}, releasable: never, next: say(liqoLocal)},
+		{finalizer: "ipmapping-nat-controller.liqo.io/finalizer", kinds: []schema.GroupVersionKind{ipGVK}, releasable: never, next: say(liqoLocal)},
+		{finalizer: "network.ipam.liqo.io/finalizer", kinds: []schema.GroupVersionKind{networkGVK}, releasable: never, next: say(liqoLocal)},
+		{finalizer: "namespacemap-controller.liqo.io/finalizer", kinds: []schema.GroupVersionKind{namespaceMapGVK},
+			releasable: never, next: say(liqoLocal)},
+	}
+}
+
+// Liqo's networking finalizers (pkg/route/finalizer.go, pkg/firewall/finalizer.go,
+// internalfabric-controller; the same strings in v1.0.3 to v1.2.0).
+const (
+	routeFinalizer    = "routeconfiguration-controller.liqo.io/finalizer"
+	firewallFinalizer = "firewallconfigurations-controller.liqo.io/finalizer"
+)
+
+// surveyor follows a dead cluster's unpeering (janitor rule 13).
+type surveyor struct {
+	// client reads the manager's caches (VirtualNodes, virtual Nodes); apiReader the API server.
+	client    client.Client
+	apiReader client.Reader
+	options   Options
+}
+
+// survey records what of the consumer's side of the peering of s's cluster is still there. pods are the
+// pods the pass left on each virtual node of the cluster.
+func (u *surveyor) survey(ctx context.Context, s *scope, left leftPods) (liqojanitor.Unpeering, error) {
+	rec := liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress, LiqoVersion: s.liqo.String(), LiqoVersionFrom: s.liqo.from}
+	namespaces, err := u.tenantNamespaces(ctx, s.fc)
+	if err != nil {
+		return rec, err
+	}
+	var objs []liqojanitor.LeftObject
+	for i := range namespaces {
+		ns := &namespaces[i]
+		rec.TenantNamespace = cmp.Or(rec.TenantNamespace, ns.Name)
+		objs = append(objs, namespaceLeft(ns, s))
+		if ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		held, err := u.holdersIn(ctx, ns, s)
+		if err != nil {
+			return rec, err
+		}
+		objs = append(objs, held...)
+	}
+	vns, err := u.virtualNodes(ctx, s, left)
+	if err != nil {
+		return rec, err
+	}
+	objs = append(objs, vns...)
+	if len(namespaces) == 0 && len(vns) == 0 {
+		rec.Phase = liqojanitor.UnpeeringComplete
+		return rec, nil
+	}
+	if len(objs) > liqojanitor.MaxUnpeeringLeft {
+		rec.More = len(objs) - liqojanitor.MaxUnpeeringLeft
+		objs = objs[:liqojanitor.MaxUnpeeringLeft]
+	}
+	rec.Left = objs
+	return rec, nil
+}
+
+// tenantNamespaces returns the cluster's tenant namespaces as Liqo finds them (by label), and the one
+// the ForeignCluster's status names (status.tenantNamespace.local, written by Liqo's foreigncluster
+// controller) if it exists and is not among them.
+func (u *surveyor) tenantNamespaces(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]corev1.Namespace, error) {
+	var list corev1.NamespaceList
+	if err := u.apiReader.List(ctx, &list, tenantNamespacesOf(string(fc.Spec.ClusterID))); err != nil {
+		return nil, fmt.Errorf("listing the tenant namespaces: %w", err)
+	}
+	named := fc.Status.TenantNamespace.Local
+	if named == "" || slices.ContainsFunc(list.Items, func(ns corev1.Namespace) bool { return ns.Name == named }) {
+		return list.Items, nil
+	}
+	ns := &corev1.Namespace{}
+	switch err := u.apiReader.Get(ctx, client.ObjectKey{Name: named}, ns); {
+	case apierrors.IsNotFound(err):
+		return list.Items, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the tenant namespace %s: %w", named, err)
+	}
+	return append(list.Items, *ns), nil
+}
+
+// namespaceLeft is a tenant namespace still there: not being deleted (the operator's next step), or
+// terminating (what the namespace controller reports holds it).
+func namespaceLeft(ns *corev1.Namespace, s *scope) liqojanitor.LeftObject {
+	o := liqojanitor.LeftObject{Kind: "Namespace", Name: ns.Name}
+	if ns.DeletionTimestamp.IsZero() {
+		o.HeldBy = "not being deleted"
+		o.Next = fmt.Sprintf("delete it: kubectl delete namespace %s", ns.Name)
+		if !s.liqo.older(1) {
+			o.Next = fmt.Sprintf("liqoctl force unpeer %s (it deletes the tenant namespace), or kubectl delete namespace %s", s.clusterID, ns.Name)
+		}
+		return o
+	}
+	o.HeldBy = "Terminating"
+	for _, c := range ns.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == corev1.NamespaceFinalizersRemaining || c.Type == corev1.NamespaceContentRemaining) {
+			o.HeldBy = "Terminating: " + c.Message
+			break
+		}
+	}
+	o.Next = "the namespace controller deletes it once the objects holding it are gone (listed here)"
+	return o
+}
+
+// holdersIn lists, in a terminating tenant namespace, the objects that carry one of Liqo's finalizers,
+// and what the namespace controller says remains that none of them explains.
+func (u *surveyor) holdersIn(ctx context.Context, ns *corev1.Namespace, s *scope) ([]liqojanitor.LeftObject, error) {
+	var out []liqojanitor.LeftObject
+	seen := map[string]bool{}
+	listed := map[schema.GroupVersionKind][]client.Object{}
+	for _, h := range holders() {
+		for _, gvk := range h.kinds {
+			if gvk == secretGVK && !u.options.ReleaseIdentitySecrets {
+				out = append(out, u.identitySecretsHeld(ctx, ns, s, h, seen)...)
+				continue
+			}
+			objs, ok := listed[gvk]
+			if !ok {
+				var err error
+				if objs, err = listMetadata(ctx, u.apiReader, gvk, client.InNamespace(ns.Name)); err != nil {
+					if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
+						continue // a kind this Liqo does not install, or the janitor may not list: the namespace's conditions still say
+					}
+					return nil, err
+				}
+				listed[gvk] = objs
+			}
+			for _, obj := range objs {
+				if !slices.Contains(obj.GetFinalizers(), h.finalizer) {
+					continue
+				}
+				seen[h.finalizer] = true
+				out = append(out, liqojanitor.LeftObject{Kind: gvk.Kind, Namespace: ns.Name, Name: obj.GetName(),
+					HeldBy: "finalizer " + h.finalizer, Releasable: h.releasable(s.liqo, u.options), Next: h.next(s.liqo, u.options)})
+			}
+		}
+	}
+	// What the namespace controller reports and no object listed explains: another kind, or one the janitor
+	// may not read.
+	for finalizer, n := range finalizersRemaining(ns) {
+		if seen[finalizer] {
+			continue
+		}
+		out = append(out, liqojanitor.LeftObject{Kind: "(objects)", Namespace: ns.Name, Name: fmt.Sprintf("%d with this finalizer", n),
+			HeldBy: "finalizer " + finalizer, Next: "not a finalizer liqo-janitor knows: find them with kubectl api-resources --verbs=list " +
+				"--namespaced -o name | xargs -n1 kubectl -n " + ns.Name + " get --ignore-not-found"})
+	}
+	return out, nil
+}
+
+// identitySecretsHeld names the control-plane identity Secrets of a terminating tenant namespace that
+// still carry crdreplicator.liqo.io/operator, when the janitor may not read Secrets (the opt-in is off):
+// the namespace controller reports the finalizer, and the control-plane Identity names its Secret
+// (status.kubeconfigSecretRef).
+func (u *surveyor) identitySecretsHeld(ctx context.Context, ns *corev1.Namespace, s *scope, h holder, seen map[string]bool) []liqojanitor.LeftObject {
+	if finalizersRemaining(ns)[h.finalizer] == 0 {
+		return nil
+	}
+	var ids authv1beta1.IdentityList
+	if err := u.apiReader.List(ctx, &ids, client.InNamespace(ns.Name)); err != nil {
+		return nil // the namespace's own report stays
+	}
+	var out []liqojanitor.LeftObject
+	for _, id := range ids.Items {
+		if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Status.KubeconfigSecretRef == nil {
+			continue
+		}
+		seen[h.finalizer] = true
+		out = append(out, liqojanitor.LeftObject{Kind: "Secret", Namespace: ns.Name, Name: id.Status.KubeconfigSecretRef.Name,
+			HeldBy: "finalizer " + h.finalizer, Releasable: h.releasable(s.liqo, u.options), Next: h.next(s.liqo, u.options)})
+	}
+	return out
+}
+
+// finalizersRemaining reads the namespace controller's NamespaceFinalizersRemaining condition ("Some
+// content in the namespace has finalizers remaining: f in 2 resource instances, g in 1 resource
+// instances", k8s.io/kubernetes pkg/controller/namespace/deletion namespaced_resources_deleter.go).
+func finalizersRemaining(ns *corev1.Namespace) map[string]int {
+	out := map[string]int{}
+	for _, c := range ns.Status.Conditions {
+		if c.Type != corev1.NamespaceFinalizersRemaining || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		_, list, ok := strings.Cut(c.Message, ": ")
+		if !ok {
+			continue
+		}
+		for _, item := range strings.Split(list, ", ") {
+			f, count, ok := strings.Cut(item, " in ")
+			if !ok {
+				continue
+			}
+			n, err := strconv.Atoi(strings.Fields(count + " x")[0])
+			if err == nil && f != "" {
+				out[f] = n
+			}
+		}
+	}
+	return out
+}
+
+// virtualNodes lists the cluster's VirtualNodes (spec.clusterID, the consumer's own field) and what holds
+// each: its deletion waits for Liqo's routine (drain, virtual-kubelet Deployment, Node), or it is not
+// being deleted.
+func (u *surveyor) virtualNodes(ctx context.Context, s *scope, left leftPods) ([]liqojanitor.LeftObject, error) {
+	var vns offloadingv1beta1.VirtualNodeList
+	if err := u.client.List(ctx, &vns); err != nil {
+		return nil, fmt.Errorf("listing VirtualNodes: %w", err)
+	}
+	var out []liqojanitor.LeftObject
+	for i := range vns.Items {
+		vn := &vns.Items[i]
+		if string(vn.Spec.ClusterID) != s.clusterID {
+			continue
+		}
+		o := liqojanitor.LeftObject{Kind: virtualNodeKind, Namespace: vn.Namespace, Name: vn.Name}
+		switch {
+		case vn.DeletionTimestamp.IsZero():
+			o.HeldBy = "not being deleted"
+			o.Next = "Liqo deletes it with its ResourceSlice (liqoctl force unpeer, or deleting the tenant namespace)"
+		case len(left[vn.Name]) > 0:
+			o.HeldBy = fmt.Sprintf("finalizer %s: Liqo's drain waits for %d pods on its Node that liqo-janitor may not delete", virtualNodeFinalize, len(left[vn.Name]))
+			o.Next = "see the pods: kubectl get pods -A --field-selector spec.nodeName=" + vn.Name + "; their own finalizers or owners keep them"
+		default:
+			o.HeldBy = "finalizer " + virtualNodeFinalize
+			o.Next = "Liqo's VirtualNode deletion routine releases it after the drain, the virtual-kubelet Deployment and the Node " +
+				"(one VirtualNode at a time: a stuck one holds the others); if it stays, see kubectl -n liqo logs deploy/liqo-controller-manager"
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// unpeeringValue is the unpeering record the pass writes with its cleanup record: what the survey
+// found, its Since kept from the record on the ForeignCluster while the phase stays ("" when there was no
+// survey, or in a dry run, which writes no record).
+func (p *reporter) unpeeringValue(s *scope) string {
+	if s.unpeering == nil || p.options.DryRun {
+		return ""
+	}
+	u := *s.unpeering
+	if prev, ok := liqojanitor.UnpeeringOf(s.fc.Annotations); ok && prev.Phase == u.Phase {
+		u.Since = prev.Since
+	}
+	if u.Since == "" {
+		u.Since = p.clock.Now().UTC().Format(time.RFC3339)
+	}
+	return u.String()
+}
+
+// noteLeaks adds to the unpeering record what Liqo leaks and nobody else says: once liqo-janitor released
+// a control-plane identity Secret's crdreplicator.liqo.io/operator, Liqo's crd-replicator never stops that
+// cluster's reflector (its Secret controller ignores the Secret's deletion when it no longer carries the
+// finalizer: internal/crdReplicator/crdReplicator-operator.go Reconcile, v1.0.3 to v1.2.0), which keeps
+// dialling the dead provider until the crd-replicator restarts.
+func (p *reporter) noteLeaks(s *scope, next record) {
+	if s.unpeering == nil || next.done[secretGVK.Kind] == 0 {
+		return
+	}
+	s.unpeering.Notes = append(s.unpeering.Notes, reflectorLeak(s.clusterID))
+}
+
+// reflectorLeak says that Liqo's crd-replicator keeps a released cluster's reflector, and what to do.
+func reflectorLeak(clusterID string) string {
+	return fmt.Sprintf("liqo-janitor released the identity Secret of cluster %s: Liqo's crd-replicator keeps its reflector and "+
+		"retries the dead endpoint until it restarts (kubectl -n liqo rollout restart deployment liqo-crd-replicator)", clusterID)
+}
+
+// unpeered makes the unpeering visible after the pass wrote its record (janitor rule 13): one
+// UnpeeringComplete event on the record's transition to complete — once per unpeering, whichever replica
+// writes it — and an UnpeeringInProgress event whenever what is left changes; the
+// liqo_janitor_unpeering_objects gauge. A dry run writes no record and sends no unpeering event.
+func (p *reporter) unpeered(ctx context.Context, s *scope) {
+	if s.unpeering == nil {
+		return
+	}
+	next := *s.unpeering
+	p.memory.unpeeringLeft(s.fc, next)
+	p.publishUnpeering()
+	if p.options.DryRun {
+		return
+	}
+	prev, _ := liqojanitor.UnpeeringOf(s.fc.Annotations)
+	switch {
+	case next.Complete() && !prev.Complete():
+		ctrl.LoggerFrom(ctx).Info("Unpeering complete", "tenantNamespace", prev.TenantNamespace)
+		p.recorder.Eventf(s.fc, nil, "Normal", "UnpeeringComplete", "Unpeer",
+			"Unpeering complete: the consumer's side of the peering with cluster %s is gone (%s); the ForeignCluster may now be deleted%s",
+			s.clusterID, goneWhat(prev), reasonGiven(s.fc))
+	case !next.Complete() && leftChanged(prev, next):
+		p.recorder.Eventf(s.fc, nil, "Normal", "UnpeeringInProgress", "Unpeer", "%s", truncateMessage(next.Summary()))
+	}
+}
+
+// goneWhat names what went in an unpeering that completed.
+func goneWhat(prev liqojanitor.Unpeering) string {
+	if prev.TenantNamespace != "" {
+		return "tenant namespace " + prev.TenantNamespace + " gone, no VirtualNode left"
+	}
+	return "no tenant namespace or VirtualNode left"
+}
+
+// leftChanged reports whether the objects left, and what holds them, differ between two records.
+func leftChanged(prev, next liqojanitor.Unpeering) bool {
+	return prev.Phase != next.Phase || prev.More != next.More || !slices.Equal(prev.Left, next.Left) || !slices.Equal(prev.Notes, next.Notes)
+}
+
+// maxEventMessage bounds an event's message (the API server refuses more than 1 KiB in a note).
+const maxEventMessage = 1000
+
+func truncateMessage(s string) string {
+	if len(s) <= maxEventMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxEventMessage-len("…")], "") + "…"
+}
+
+// publishUnpeering sets liqo_janitor_unpeering_objects to the sums, per kind and releasability, over the
+// remembered clusters.
+func (p *reporter) publishUnpeering() {
+	unpeeringObjects.Reset()
+	for key, n := range p.memory.unpeeringByKind() {
+		unpeeringObjects.WithLabelValues(key.kind, strconv.FormatBool(key.releasable)).Set(float64(n))
+	}
+}

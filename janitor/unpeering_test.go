@@ -1,0 +1,216 @@
+package janitor_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+)
+
+// The unpeering (janitor rules 12 and 13), against each supported Liqo version's own CRDs and a real
+// namespace controller: after the mark and the tenant namespace's deletion (what `liqoctl force unpeer`
+// does), the janitor names what holds the namespace — the route and firewall finalizers Liqo's fabric
+// owns, which it never touches — releases the legacy InternalFabric finalizer only where Liqo is older
+// than v1.2.0 and only for the dead cluster, and says "unpeering complete" exactly once when the
+// namespace controller has deleted the namespace. The test plays Liqo's own parts (the VirtualNode
+// deletion routine, the fabric's route and firewall clean-up, v1.2's internalfabric controller).
+
+const (
+	legacyFabricFinalizer = "internalfabric-controller.liqo.io/finalizer"
+	routeFinalizer        = "routeconfiguration-controller.liqo.io/finalizer"
+	firewallFinalizer     = "firewallconfigurations-controller.liqo.io/finalizer"
+)
+
+// networking creates, in p's tenant namespace, the networking objects Liqo's networking module makes
+// for a peer, with the finalizers Liqo's fabric puts on them: an InternalFabric (the legacy finalizer),
+// a RouteConfiguration and a FirewallConfiguration.
+func networking(ctx context.Context, t *testing.T, c client.Client, p *fixture.Provider) (fabric, route, firewall *unstructured.Unstructured) {
+	t.Helper()
+	obj := func(kind, finalizer string, spec map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		u.SetAPIVersion("networking.liqo.io/v1beta1")
+		u.SetKind(kind)
+		u.SetNamespace(p.TenantNS)
+		u.SetName(p.ID + "-" + strings.ToLower(kind))
+		u.SetLabels(map[string]string{liqojanitor.RemoteClusterIDLabel: p.ID})
+		u.SetFinalizers([]string{finalizer})
+		NewWithT(t).Expect(c.Create(ctx, u)).To(Succeed())
+		return u
+	}
+	fabric = obj("InternalFabric", legacyFabricFinalizer, map[string]any{
+		"mtu": int64(1340), "gatewayIP": "10.80.0.1",
+		"interface": map[string]any{"node": map[string]any{"name": "liqo-tunnel"}, "gateway": map[string]any{"ip": "10.80.0.2"}},
+	})
+	route = obj("RouteConfiguration", routeFinalizer, map[string]any{"table": map[string]any{"name": p.ID, "rules": []any{map[string]any{"routes": []any{map[string]any{"dst": "10.0.0.0/16"}}}}}})
+	firewall = obj("FirewallConfiguration", firewallFinalizer, map[string]any{"table": map[string]any{"name": p.ID, "family": "IPV4"}})
+	return fabric, route, firewall
+}
+
+func unpeeringOf(ctx context.Context, c client.Client, p *fixture.Provider) func() liqojanitor.Unpeering {
+	return func() liqojanitor.Unpeering {
+		fc := p.ForeignCluster.DeepCopy()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
+			return liqojanitor.Unpeering{}
+		}
+		u, _ := liqojanitor.UnpeeringOf(fc.Annotations)
+		return u
+	}
+}
+
+// dropFinalizer removes finalizer from obj as Liqo's own controller would.
+func dropFinalizer(ctx context.Context, t *testing.T, c client.Client, obj client.Object, finalizer string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == finalizer }))
+		return c.Update(ctx, obj)
+	}).Should(Succeed())
+}
+
+func TestTheUnpeeringIsFollowedToItsEndOnEachLiqoVersion(t *testing.T) {
+	harness.Require(t) // the real-API-server lane
+	for _, version := range harness.SupportedLiqoVersions {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			unpeerOnLiqo(t, version)
+		})
+	}
+}
+
+func unpeerOnLiqo(t *testing.T, version string) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	env, err := harness.Start(harness.Options{LiqoVersion: version, ControllerManager: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(env.Stop()).To(Succeed()) })
+	c := env.Client
+	older := version != "v1.2.0"
+
+	cons, err := fixture.Build(ctx, c, fixture.Spec{Prefix: "u", Providers: 2, PodsPerProvider: 2})
+	g.Expect(err).NotTo(HaveOccurred())
+	dead, live := cons.Providers[0], cons.Providers[1]
+	deadFabric, deadRoute, deadFirewall := networking(ctx, t, c, dead)
+	liveFabric, liveRoute, liveFirewall := networking(ctx, t, c, live)
+
+	g.Expect(fixture.Kill(ctx, c, dead)).To(Succeed())
+	stop, err := env.StartJanitor(janitor.Options{FabricSettle: time.Second, ReleaseIdentitySecrets: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(stop()).To(Succeed()) })
+	g.Expect(fixture.Mark(ctx, c, dead)).To(Succeed())
+	// What `liqoctl force unpeer` does after the mark (and an operator tidying up a live peering).
+	for _, p := range []*fixture.Provider{dead, live} {
+		g.Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: objectMeta(p.TenantNS)})).To(Succeed())
+	}
+
+	// The record names the fabric's finalizers, which the janitor never releases, and the version.
+	g.Eventually(unpeeringOf(ctx, c, dead)).WithTimeout(time.Minute).Should(SatisfyAll(
+		HaveField("Phase", liqojanitor.UnpeeringInProgress),
+		HaveField("LiqoVersion", version[:len("v1.x")]+".x"),
+		HaveField("TenantNamespace", dead.TenantNS),
+		HaveField("Left", ContainElement(liqojanitor.LeftObject{Kind: "FirewallConfiguration", Namespace: dead.TenantNS,
+			Name: deadFirewall.GetName(), HeldBy: "finalizer " + firewallFinalizer, Releasable: false,
+			Next: fabricNext("firewall rules")})),
+		HaveField("Left", ContainElement(HaveField("Name", deadRoute.GetName()))),
+	), "the record names what holds the tenant namespace, with the fabric's finalizers as not releasable")
+	g.Eventually(unpeeringOf(ctx, c, dead)).Should(HaveField("Notes", ContainElement(ContainSubstring("keeps its reflector"))),
+		"after releasing the identity Secret the record says Liqo's crd-replicator leaks its reflector")
+
+	// Liqo's VirtualNode deletion routine ends once the janitor's drain emptied the node.
+	g.Eventually(func() int { return podsLeftIn(ctx, c, dead) }).WithTimeout(time.Minute).Should(BeZero())
+	dropFinalizer(ctx, t, c, dead.VirtualNode, fixture.VirtualNodeFinalizer)
+	g.Expect(client.IgnoreNotFound(c.Delete(ctx, dead.Node))).To(Succeed())
+
+	if older {
+		g.Eventually(gonein(ctx, c, deadFabric)).WithTimeout(time.Minute).Should(BeTrue(),
+			"on Liqo %s the janitor releases the legacy InternalFabric finalizer, as v1.2.0 does by itself", version)
+	} else {
+		g.Consistently(func() []string { return finalizersOf(ctx, c, deadFabric) }).WithTimeout(3 * time.Second).
+			Should(ContainElement(legacyFabricFinalizer), "on Liqo v1.2 it is Liqo's own controller's to release")
+		dropFinalizer(ctx, t, c, deadFabric, legacyFabricFinalizer) // v1.2.0's internalfabric controller
+	}
+	liveRVs := rvsIn(ctx, t, c, liveFabric, liveRoute, liveFirewall)
+	g.Expect(finalizersOf(ctx, c, deadRoute)).To(ContainElement(routeFinalizer), "the janitor never strips the fabric's finalizers")
+	g.Expect(finalizersOf(ctx, c, deadFirewall)).To(ContainElement(firewallFinalizer))
+	dropFinalizer(ctx, t, c, deadRoute, routeFinalizer) // Liqo's fabric, once its routes are gone
+	dropFinalizer(ctx, t, c, deadFirewall, firewallFinalizer)
+
+	g.Eventually(unpeeringOf(ctx, c, dead)).WithTimeout(2*time.Minute).Should(HaveField("Phase", liqojanitor.UnpeeringComplete),
+		"once the namespace controller has deleted the tenant namespace, the unpeering is complete")
+	g.Expect(gonein(ctx, c, &corev1.Namespace{ObjectMeta: objectMeta(dead.TenantNS)})()).To(BeTrue())
+	g.Consistently(func() int { return reasonCount(ctx, t, c, dead, "UnpeeringComplete") }).WithTimeout(3 * time.Second).
+		Should(Equal(1), "UnpeeringComplete is sent exactly once")
+	g.Expect(rvsIn(ctx, t, c, liveFabric, liveRoute, liveFirewall)).To(Equal(liveRVs),
+		"a live cluster's networking objects are never written, its InternalFabric's legacy finalizer included")
+	g.Expect(finalizersOf(ctx, c, liveFabric)).To(ContainElement(legacyFabricFinalizer))
+}
+
+func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// fabricNext is the next step the record gives for a fabric finalizer guarding what.
+func fabricNext(what string) string {
+	return "not released by liqo-janitor: it guards " + what + " in the nodes' kernels; Liqo's fabric and gateway pods " +
+		"remove it once their node's " + map[string]string{"firewall rules": "rules", "routes": "routes"}[what] +
+		" are gone (kubectl -n liqo get pods); a finalizer left by a node that is gone for good is the cluster admin's to remove"
+}
+
+func podsLeftIn(ctx context.Context, c client.Client, p *fixture.Provider) int {
+	left := 0
+	for _, pod := range p.Pods {
+		if !gonein(ctx, c, pod)() {
+			left++
+		}
+	}
+	return left
+}
+
+func gonein(ctx context.Context, c client.Client, obj client.Object) func() bool {
+	return func() bool {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+		return err != nil && client.IgnoreNotFound(err) == nil
+	}
+}
+
+func finalizersOf(ctx context.Context, c client.Client, obj client.Object) []string {
+	fresh := obj.DeepCopyObject().(client.Object)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		return nil
+	}
+	return fresh.GetFinalizers()
+}
+
+func rvsIn(ctx context.Context, t *testing.T, c client.Client, objs ...client.Object) map[string]string {
+	t.Helper()
+	m, err := fixture.ResourceVersions(ctx, c, objs...)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return m
+}
+
+// reasonCount counts the events of reason about p's ForeignCluster (an event series counts once).
+func reasonCount(ctx context.Context, t *testing.T, c client.Client, p *fixture.Provider, reason string) int {
+	t.Helper()
+	var evs eventsv1.EventList
+	NewWithT(t).Expect(c.List(ctx, &evs)).To(Succeed())
+	n := 0
+	for _, e := range evs.Items {
+		if e.Reason == reason && e.Regarding.Name == p.ForeignCluster.Name && e.Regarding.UID == p.ForeignCluster.UID {
+			n++
+		}
+	}
+	return n
+}
