@@ -73,6 +73,25 @@
 //     let writes through again), writes no more of that kind in the pass and only one at first in the
 //     next, and comes back after a short capped backoff (1 s doubling to 8 s), so the rest goes within
 //     seconds of the webhook answering; what it released meanwhile joins the record once it can be written.
+//  12. For an older Liqo what a newer Liqo does by itself, nothing more (liqoversion.go reads the installed
+//     version from Liqo's controller-manager image, else from its CRDs): on Liqo before v1.2.0, the legacy
+//     internalfabric-controller.liqo.io/finalizer of an InternalFabric of a dead cluster, being deleted in
+//     that cluster's tenant namespace that is itself being deleted, is removed once it has been deleting
+//     for --fabric-settle (default 2m; Liqo's fabric removes it itself when it can, after its node's geneve interface),
+//     as v1.2.0's internalfabric controller removes it at once (fabric.go); the drain selects as the
+//     installed Liqo's dead drain does (v1.0 and v1.1: every liqo.io/shadowPod=true pod; v1.2 and unknown:
+//     not DaemonSet or mirror pods). The route and firewall finalizers (they guard the nodes' kernels), the
+//     VirtualNode finalizer and the namespace's finalization stay Liqo's and Kubernetes': reported, never
+//     written.
+//  13. Done means the unpeering: for a dead cluster each pass follows the consumer's side of the peering
+//     to its end (unpeering.go) — its tenant namespaces (by Liqo's labels, and the one the ForeignCluster's
+//     status names), what holds a terminating one (every object with a Liqo finalizer, and what the
+//     namespace controller reports), its VirtualNodes — and records each object left, what holds it,
+//     whether liqo-janitor releases it and the next step in liqo-janitor.io/unpeering, written with the
+//     cleanup record. UnpeeringComplete is sent once, on the record's transition to complete (no tenant
+//     namespace and no VirtualNode of the cluster left); CleanupDone means only that liqo-janitor's own
+//     part is done. After it released an identity Secret the record says that Liqo's crd-replicator leaks
+//     that cluster's reflector until it restarts.
 //
 // # Reading order
 //
@@ -84,5 +103,6 @@
 // (the writes), tally.go, record.go, report.go and memory.go (what a pass did, the clean-up's record, the
 // reports and what they remember), podwatch.go (the pods of dead nodes), returned.go and returnprobe.go (a provider
 // that answers again), admission.go (writes another admission webhook refuses), plan.go (PlanCluster,
-// for the plugin).
+// for the plugin), liqoversion.go, fabric.go and unpeering.go (the installed Liqo, what an older one needs,
+// and the unpeering).
 package janitor

@@ -34,7 +34,7 @@ import (
 // (virtualnode-controller/deletion-routine.go handle, v1.0.3 to v1.2.0), and a tenant namespace goes only
 // once everything in it went. Reading only: the survey writes nothing.
 
-// +kubebuilder:rbac:groups=networking.liqo.io,resources=routeconfigurations;firewallconfigurations;gatewayservers;gatewayclients;configurations;connections;publickeies,verbs=list
+// +kubebuilder:rbac:groups=networking.liqo.io,resources=routeconfigurations;firewallconfigurations;wggatewayservers;wggatewayclients,verbs=list
 // +kubebuilder:rbac:groups=authentication.liqo.io,resources=identities;tenants,verbs=list
 // +kubebuilder:rbac:groups=ipam.liqo.io,resources=ips;networks,verbs=list
 
@@ -74,8 +74,8 @@ var (
 	internalFabricGVK   = networkingGV.WithKind("InternalFabric")
 	routeConfigGVK      = networkingGV.WithKind("RouteConfiguration")
 	firewallConfigGVK   = networkingGV.WithKind("FirewallConfiguration")
-	gatewayServerGVK    = networkingGV.WithKind("GatewayServer")
-	gatewayClientGVK    = networkingGV.WithKind("GatewayClient")
+	wgGatewayServerGVK  = networkingGV.WithKind("WgGatewayServer")
+	wgGatewayClientGVK  = networkingGV.WithKind("WgGatewayClient")
 	identityGVK         = authv1beta1.GroupVersion.WithKind("Identity")
 	tenantGVK           = authv1beta1.GroupVersion.WithKind("Tenant")
 	ipGVK               = ipamGV.WithKind("IP")
@@ -109,7 +109,9 @@ func holders() []holder {
 			releasable: func(v liqoVersion, _ Options) bool { return v.before(2) },
 			next: func(v liqoVersion, _ Options) string {
 				if v.before(2) {
-					return "liqo-janitor releases it on Liqo before v1.2.0, as v1.2.0's internalfabric controller does by itself (Liqo PR #3268)"
+					return "Liqo's fabric releases it after removing its node's geneve interface; one still there after --fabric-settle " +
+						"liqo-janitor releases, as Liqo v1.2.0's internalfabric controller does at once (a node whose fabric did not run " +
+						"may keep a stale geneve interface)"
 				}
 				return "Liqo v1.2's internalfabric controller releases it: check liqo-controller-manager's log"
 			}},
@@ -123,7 +125,7 @@ func holders() []holder {
 				"gone for good is the cluster admin's to remove")},
 		{finalizer: "networking.liqo.io/internal-fabric-geneve-tunnel-finalizer", kinds: []schema.GroupVersionKind{internalFabricGVK},
 			releasable: never, next: say(liqoLocal)},
-		{finalizer: "networking.liqo.io/clusterrolebinding", kinds: []schema.GroupVersionKind{gatewayServerGVK, gatewayClientGVK},
+		{finalizer: "networking.liqo.io/clusterrolebinding", kinds: []schema.GroupVersionKind{wgGatewayServerGVK, wgGatewayClientGVK},
 			releasable: never, next: say(liqoLocal)},
 		{finalizer: "tenant.liqo.io/finalizer", kinds: []schema.GroupVersionKind{tenantGVK}, releasable: never, next: say(liqoLocal)},
 		{finalizer: "ip.ipam.liqo.io/finalizer", kinds: []schema.GroupVersionKind{ipGVK}, releasable: never, next: say(liqoLocal)},

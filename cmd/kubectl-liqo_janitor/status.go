@@ -199,6 +199,7 @@ func printOne(out io.Writer, cs *clusterStatus, now time.Time) {
 	if cs.Cleanup != "" {
 		fmt.Fprintf(out, "  cleanup: %s\n", cs.Cleanup)
 	}
+	printUnpeering(out, cs.Unpeering)
 	for _, ev := range cs.Events {
 		fmt.Fprintf(out, "  %s  %s: %s\n", ev.Time.UTC().Format(time.TimeOnly), ev.Reason, ev.Note)
 	}
@@ -253,4 +254,35 @@ func eventTime(ev eventsv1.Event) time.Time {
 		return ev.EventTime.Time
 	}
 	return ev.CreationTimestamp.Time
+}
+
+// printUnpeering prints the janitor's unpeering record: the Liqo version, then complete, or each object
+// left with what holds it, who releases it and the next step.
+func printUnpeering(out io.Writer, u *liqojanitor.Unpeering) {
+	if u == nil {
+		return
+	}
+	fmt.Fprintf(out, "  liqo: %s", u.LiqoVersion)
+	if u.LiqoVersionFrom != "" {
+		fmt.Fprintf(out, " (from %s)", u.LiqoVersionFrom)
+	}
+	fmt.Fprintln(out)
+	if u.Complete() {
+		fmt.Fprintf(out, "  unpeering: complete since %s: tenant namespace gone, no VirtualNode left; the ForeignCluster may be deleted\n", u.Since)
+	} else {
+		fmt.Fprintf(out, "  unpeering: in progress, %d object(s) left", len(u.Left)+u.More)
+		if u.TenantNamespace != "" {
+			fmt.Fprintf(out, " (tenant namespace %s)", u.TenantNamespace)
+		}
+		fmt.Fprintln(out)
+		for _, o := range u.Left {
+			fmt.Fprintf(out, "    - %s\n", o.Line())
+		}
+		if u.More > 0 {
+			fmt.Fprintf(out, "    - and %d more\n", u.More)
+		}
+	}
+	for _, n := range u.Notes {
+		fmt.Fprintf(out, "  note: %s\n", n)
+	}
 }

@@ -47,6 +47,10 @@ type clusterStatus struct {
 	// would release …", without the countdown it wrote with it, stale when read), its progress, what it
 	// waits for, then what it released.
 	Cleanup string `json:"cleanup,omitempty"`
+	// Unpeering is the janitor's record of the consumer side of the unpeering of a dead cluster
+	// (liqo-janitor.io/unpeering): the Liqo version it found, what is left, what holds it, whether
+	// liqo-janitor releases it, the next step; complete once no tenant namespace and no VirtualNode is left.
+	Unpeering *liqojanitor.Unpeering `json:"unpeering,omitempty"`
 	// Returned is the janitor's record that the provider answered again after the mark (janitor.RecordedReturn).
 	Returned *returnedStatus `json:"returned,omitempty"`
 	// Events are the janitor's last events about this ForeignCluster (by its UID), oldest first.
@@ -91,6 +95,9 @@ func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, no
 		g.Ignored = printable(g.Ignored)
 		cs.Grace = &g
 	}
+	if u, ok := liqojanitor.UnpeeringOf(a); ok {
+		cs.Unpeering = printableUnpeering(u)
+	}
 	if r, ok := janitor.RecordedReturn(fc); ok {
 		cs.Returned = &returnedStatus{At: metav1.NewTime(r.At.UTC()), How: printable(r.How), Fenced: printable(r.Fenced)}
 	}
@@ -99,4 +106,22 @@ func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, no
 			Reason: printable(ev.Reason), Note: printable(ev.Note)})
 	}
 	return cs
+}
+
+// printableUnpeering is the janitor's unpeering record with every text escaped as the tables escape it.
+func printableUnpeering(u liqojanitor.Unpeering) *liqojanitor.Unpeering {
+	out := u
+	out.Phase = liqojanitor.UnpeeringPhase(printable(string(u.Phase)))
+	out.Since, out.LiqoVersion, out.LiqoVersionFrom = printable(u.Since), printable(u.LiqoVersion), printable(u.LiqoVersionFrom)
+	out.TenantNamespace = printable(u.TenantNamespace)
+	out.Left = make([]liqojanitor.LeftObject, 0, len(u.Left))
+	for _, o := range u.Left {
+		out.Left = append(out.Left, liqojanitor.LeftObject{Kind: printable(o.Kind), Namespace: printable(o.Namespace),
+			Name: printable(o.Name), HeldBy: printable(o.HeldBy), Releasable: o.Releasable, Next: printable(o.Next)})
+	}
+	out.Notes = make([]string, 0, len(u.Notes))
+	for _, n := range u.Notes {
+		out.Notes = append(out.Notes, printable(n))
+	}
+	return &out
 }

@@ -53,6 +53,7 @@ type options struct {
 	probeTimeout        time.Duration
 	gracePeriod         time.Duration
 	returnProbe         time.Duration
+	fabricSettle        time.Duration
 	dryRun              bool
 	releaseSecrets      bool
 	workers             int
@@ -104,6 +105,8 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"How long after a cluster is marked dead the janitor waits before releasing anything (the window to undo a mistake).")
 	fs.DurationVar(&o.returnProbe, "return-probe-interval", janitor.DefaultReturnProbeInterval,
 		"How often the janitor probes the providers of marked ForeignClusters (the same unauthenticated GET /readyz as the gate's, bounded by --probe-timeout or 2s), to report one that answers again (ProviderReturned) and stop releasing for it; marked clusters only. 0 turns the probe off (Liqo's APIServerStatus turning Established still counts); at least 1s otherwise.")
+	fs.DurationVar(&o.fabricSettle, "fabric-settle", janitor.DefaultFabricSettle,
+		"On Liqo before v1.2.0: how long an InternalFabric of a dead cluster, in its tenant namespace being deleted, must have been deleting before the janitor removes the legacy internalfabric-controller.liqo.io/finalizer Liqo's fabric still holds (Liqo v1.2.0 removes it at once by itself). At least 1s.")
 	fs.BoolVar(&o.dryRun, "dry-run", false,
 		"Report what the janitor would release through events and logs, and write nothing else.")
 	fs.BoolVar(&o.releaseSecrets, "release-identity-secrets", false,
@@ -159,6 +162,9 @@ func (o *options) validateDurations() []error {
 	}
 	if o.gracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--grace-period must not be negative, got %s", o.gracePeriod))
+	}
+	if o.fabricSettle < time.Second {
+		errs = append(errs, fmt.Errorf("--fabric-settle must be at least 1s (Liqo's fabric releases the finalizer itself when it can), got %s", o.fabricSettle))
 	}
 	if o.returnProbe != 0 && o.returnProbe < time.Second {
 		errs = append(errs, fmt.Errorf("--return-probe-interval must be 0 (off) or at least 1s (it probes every marked cluster's provider), got %s", o.returnProbe))
@@ -283,7 +289,7 @@ func janitorOptions(o *options) janitor.Options {
 	return janitor.Options{
 		GracePeriod: o.gracePeriod, DryRun: o.dryRun, ReleaseIdentitySecrets: o.releaseSecrets, Workers: o.workers,
 		ObjectEvents: o.objectEvents, ReturnProbeInterval: o.returnProbe, ProbeTimeout: o.probeTimeout,
-		LiqoNamespace: o.liqoNamespace,
+		LiqoNamespace: o.liqoNamespace, FabricSettle: o.fabricSettle,
 	}
 }
 
