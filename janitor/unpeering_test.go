@@ -140,7 +140,7 @@ func unpeerOnLiqo(t *testing.T, version string) {
 		g.Eventually(gonein(ctx, c, deadFabric)).WithTimeout(time.Minute).Should(BeTrue(),
 			"on Liqo %s the janitor releases the legacy InternalFabric finalizer, as v1.2.0 does by itself", version)
 	} else {
-		g.Consistently(func() []string { return finalizersOf(ctx, c, deadFabric) }).WithTimeout(3 * time.Second).
+		g.Consistently(func() []string { return finalizersOf(ctx, c, deadFabric) }).WithTimeout(3*time.Second).
 			Should(ContainElement(legacyFabricFinalizer), "on Liqo v1.2 it is Liqo's own controller's to release")
 		dropFinalizer(ctx, t, c, deadFabric, legacyFabricFinalizer) // v1.2.0's internalfabric controller
 	}
@@ -153,7 +153,7 @@ func unpeerOnLiqo(t *testing.T, version string) {
 	g.Eventually(unpeeringOf(ctx, c, dead)).WithTimeout(2*time.Minute).Should(HaveField("Phase", liqojanitor.UnpeeringComplete),
 		"once the namespace controller has deleted the tenant namespace, the unpeering is complete")
 	g.Expect(gonein(ctx, c, &corev1.Namespace{ObjectMeta: objectMeta(dead.TenantNS)})()).To(BeTrue())
-	g.Consistently(func() int { return reasonCount(ctx, t, c, dead, "UnpeeringComplete") }).WithTimeout(3 * time.Second).
+	g.Consistently(func() int { return reasonCount(ctx, t, c, dead, "UnpeeringComplete") }).WithTimeout(3*time.Second).
 		Should(Equal(1), "UnpeeringComplete is sent exactly once")
 	g.Expect(rvsIn(ctx, t, c, liveFabric, liveRoute, liveFirewall)).To(Equal(liveRVs),
 		"a live cluster's networking objects are never written, its InternalFabric's legacy finalizer included")
