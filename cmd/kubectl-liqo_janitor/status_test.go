@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -226,4 +227,56 @@ func TestStatusPrintsTheMarkedClustersAsADocument(t *testing.T) {
 	_, stderr, err := kubectl(t, alice, "", "status", name, "--watch", "-o", "json")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(Equal("error: --watch prints tables: leave out -o, or --watch to print one document\n"))
+}
+
+// TestStatusNamesWhatHoldsTheUnpeering: after the mark, the tenant namespace's deletion (what liqoctl
+// force unpeer does) is held by a FirewallConfiguration with the finalizer of Liqo's fabric; status and
+// status -o yaml name it, say liqo-janitor does not release it, and show the Liqo version the janitor found.
+func TestStatusNamesWhatHoldsTheUnpeering(t *testing.T) {
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	dead, _ := deadAndLive(t)
+	firewall := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"table": map[string]any{"name": dead.ID, "family": "IPV4"}}}}
+	firewall.SetAPIVersion("networking.liqo.io/v1beta1")
+	firewall.SetKind("FirewallConfiguration")
+	firewall.SetNamespace(dead.TenantNS)
+	firewall.SetName(dead.ID + "-masquerade")
+	firewall.SetLabels(map[string]string{liqojanitor.RemoteClusterIDLabel: dead.ID})
+	const fabricFinalizer = "firewallconfigurations-controller.liqo.io/finalizer"
+	firewall.SetFinalizers([]string{fabricFinalizer})
+	g.Expect(testEnv.Client.Create(ctx, firewall)).To(Succeed())
+	stop, err := testEnv.StartJanitor(janitor.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = stop() })
+	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "flooded", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(testEnv.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dead.TenantNS}})).To(Succeed())
+
+	held := liqojanitor.LeftObject{Kind: "FirewallConfiguration", Namespace: dead.TenantNS, Name: firewall.GetName(),
+		HeldBy: "finalizer " + fabricFinalizer, Releasable: false}
+	document := func() *liqojanitor.Unpeering {
+		out, _, err := kubectl(t, alice, "", "status", dead.ForeignCluster.Name, "-o", "yaml")
+		g.Expect(err).NotTo(HaveOccurred())
+		var report statusReport
+		g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
+		g.Expect(report.Clusters).To(HaveLen(1))
+		return report.Clusters[0].Unpeering
+	}
+	g.Eventually(document).WithTimeout(30 * time.Second).Should(And(Not(BeNil()),
+		HaveField("Phase", liqojanitor.UnpeeringInProgress),
+		HaveField("LiqoVersion", "v1.2.x"),
+		HaveField("TenantNamespace", dead.TenantNS),
+		HaveField("Left", ContainElement(And(
+			HaveField("Kind", held.Kind), HaveField("Namespace", held.Namespace), HaveField("Name", held.Name),
+			HaveField("HeldBy", held.HeldBy), HaveField("Releasable", false), HaveField("Next", ContainSubstring("guards firewall rules"))))),
+	), "status -o yaml names the FirewallConfiguration that holds the tenant namespace")
+
+	out, _, err := kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("  liqo: v1.2.x (from the CRDs Liqo installed)\n"))
+	g.Expect(out).To(ContainSubstring("  unpeering: in progress, "))
+	g.Expect(out).To(ContainSubstring("(tenant namespace " + dead.TenantNS + ")\n"))
+	g.Expect(out).To(ContainSubstring("    - " + held.Line()))
 }
