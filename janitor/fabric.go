@@ -11,6 +11,8 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
+// +kubebuilder:rbac:groups=networking.liqo.io,resources=internalfabrics,verbs=get;list;patch
+
 // legacyFabricFinalizer is the InternalFabric finalizer of Liqo before v1.2.0: the fabric (a DaemonSet
 // pod on every node) adds it and, once an InternalFabric is being deleted, removes its node's geneve
 // interface and then the finalizer (pkg/fabric/internalfabric_controller.go Reconcile, finalizer.go,

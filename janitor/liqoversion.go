@@ -22,7 +22,7 @@ import (
 // (deployments/liqo/charts/liqo-crds/crds): ForeignCluster's status.observedGeneration is new in v1.2.0,
 // VkOptionsTemplate's spec.tolerations new in v1.1.0. `status` shows it.
 
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get,namespace=liqo
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get,resourceNames=liqo-controller-manager,namespace=liqo
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=foreignclusters.core.liqo.io;vkoptionstemplates.offloading.liqo.io
 
 // liqoControllerManager is the name of Liqo's controller-manager Deployment in Liqo's namespace

@@ -278,8 +278,12 @@ func (p *reporter) releasedPerKind(s *scope, t *tally) {
 		}
 		// related: the first object, which also keeps the events of different kinds and passes apart (the
 		// events library merges events alike in regarding, related, reason and action into one series)
-		p.recorder.Eventf(s.fc, c.first, "Normal", reason, releaseAction(kind), "%s %d %ss of cluster %s (%s)%s",
-			verb, c.released, strings.ToLower(kind), s.clusterID, objects, reasonGiven(s.fc))
+		leak := ""
+		if kind == secretGVK.Kind && !p.options.DryRun {
+			leak = ". " + reflectorLeak(s.clusterID)
+		}
+		p.recorder.Eventf(s.fc, c.first, "Normal", reason, releaseAction(kind), "%s %d %ss of cluster %s (%s)%s%s",
+			verb, c.released, strings.ToLower(kind), s.clusterID, objects, reasonGiven(s.fc), leak)
 	}
 }
 

@@ -16,7 +16,8 @@ type grant struct {
 	Namespace, Group, Resource string
 }
 
-// needed is what the code calls, from the +kubebuilder:rbac markers in janitor/setup.go and webhook/gate.go,
+// needed is what the code calls, from the +kubebuilder:rbac markers in janitor/ (setup.go, fabric.go,
+// liqoversion.go, unpeering.go) and webhook/gate.go,
 // plus leader election (a Lease and the core Events client-go records, in the install namespace). A new
 // marker must be added here on purpose.
 var needed = map[grant][]string{
@@ -33,8 +34,21 @@ var needed = map[grant][]string{
 	{"", "authorization.k8s.io", "subjectaccessreviews"}: {"create"},
 	{"", "authentication.k8s.io", "tokenreviews"}:        {"create"}, // the metrics endpoint's authentication
 	{liqoNS, "", "configmaps"}:                           {"get", "list", "watch"},
-	{installNS, "coordination.k8s.io", "leases"}:         {"create", "get", "list", "patch", "update", "watch"},
-	{installNS, "", "events"}:                            {"create", "patch"},
+	// janitor rules 12 and 13: the installed Liqo's version (its controller-manager, by name, else two CRDs by
+	// name), the legacy InternalFabric finalizer, and what holds a dead cluster's tenant namespace
+	{liqoNS, "apps", "deployments"}:                           {"get"},
+	{"", "apiextensions.k8s.io", "customresourcedefinitions"}: {"get"},
+	{"", "networking.liqo.io", "internalfabrics"}:             {"get", "list", "patch"},
+	{"", "networking.liqo.io", "routeconfigurations"}:         {"list"},
+	{"", "networking.liqo.io", "firewallconfigurations"}:      {"list"},
+	{"", "networking.liqo.io", "wggatewayservers"}:            {"list"},
+	{"", "networking.liqo.io", "wggatewayclients"}:            {"list"},
+	{"", "authentication.liqo.io", "identities"}:              {"list"},
+	{"", "authentication.liqo.io", "tenants"}:                 {"list"},
+	{"", "ipam.liqo.io", "ips"}:                               {"list"},
+	{"", "ipam.liqo.io", "networks"}:                          {"list"},
+	{installNS, "coordination.k8s.io", "leases"}:              {"create", "get", "list", "patch", "update", "watch"},
+	{installNS, "", "events"}:                                 {"create", "patch"},
 }
 
 // withIdentitySecrets is what the identity-secrets component adds: the metadata-only watch and the
