@@ -201,15 +201,20 @@ func rvsIn(ctx context.Context, t *testing.T, c client.Client, objs ...client.Ob
 	return m
 }
 
-// reasonCount counts the events of reason about p's ForeignCluster (an event series counts once).
+// reasonCount counts the events of reason about p's ForeignCluster: each occurrence, those the events
+// library merged into a series included.
 func reasonCount(ctx context.Context, t *testing.T, c client.Client, p *fixture.Provider, reason string) int {
 	t.Helper()
 	var evs eventsv1.EventList
 	NewWithT(t).Expect(c.List(ctx, &evs)).To(Succeed())
 	n := 0
 	for _, e := range evs.Items {
-		if e.Reason == reason && e.Regarding.Name == p.ForeignCluster.Name && e.Regarding.UID == p.ForeignCluster.UID {
-			n++
+		if e.Reason != reason || e.Regarding.Name != p.ForeignCluster.Name || e.Regarding.UID != p.ForeignCluster.UID {
+			continue
+		}
+		n++
+		if e.Series != nil {
+			n += int(e.Series.Count) - 1
 		}
 	}
 	return n
