@@ -28,9 +28,9 @@ const (
 type UnpeeringPhase string
 
 const (
-	// UnpeeringInProgress: something of the consumer's side of the peering is still there.
+	// UnpeeringInProgress means something of the consumer's side of the peering is still there.
 	UnpeeringInProgress UnpeeringPhase = "InProgress"
-	// UnpeeringComplete: the consumer's side of the peering is gone (no tenant namespace, VirtualNode,
+	// UnpeeringComplete means the consumer's side of the peering is gone (no tenant namespace, VirtualNode,
 	// virtual Node, replicated object or pod of the cluster is left).
 	UnpeeringComplete UnpeeringPhase = "Complete"
 )

@@ -94,8 +94,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // survey follows the unpeering of the dead cluster after a pass that was not stopped (janitor rule 13):
 // the reporter writes it with the pass's record.
 func (r *reconciler) survey(ctx context.Context, s *scope, end passEnd) error {
-	if end.stopped || end.err != nil {
-		return nil
+	if !end.finished() {
+		return nil // the pass stopped, or failed with its own error: nothing to follow
 	}
 	u, err := r.surveyor.survey(ctx, s, s.leftPods(end.tally))
 	if err != nil {

@@ -95,6 +95,9 @@ type passEnd struct {
 	err     error
 }
 
+// finished reports whether the pass went through: not stopped, no error.
+func (e passEnd) finished() bool { return !e.stopped && e.err == nil }
+
 // largeCleanup is how many objects the passes of a busy spell handle before the janitor, once no pass
 // runs any more, hands the memory they used back to the operating system at once (debug.FreeOSMemory)
 // instead of keeping it for the Go runtime's slow background return: a controller that idles between

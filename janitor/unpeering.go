@@ -76,7 +76,6 @@ var (
 	firewallConfigGVK   = networkingGV.WithKind("FirewallConfiguration")
 	wgGatewayServerGVK  = networkingGV.WithKind("WgGatewayServer")
 	wgGatewayClientGVK  = networkingGV.WithKind("WgGatewayClient")
-	identityGVK         = authv1beta1.GroupVersion.WithKind("Identity")
 	tenantGVK           = authv1beta1.GroupVersion.WithKind("Tenant")
 	ipGVK               = ipamGV.WithKind("IP")
 	networkGVK          = ipamGV.WithKind("Network")

@@ -94,6 +94,7 @@ func TestTheUnpeeringIsFollowedToItsEndOnEachLiqoVersion(t *testing.T) {
 }
 
 func unpeerOnLiqo(t *testing.T, version string) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
 	env, err := harness.Start(harness.Options{LiqoVersion: version, ControllerManager: true})

@@ -264,7 +264,7 @@ func TestStatusNamesWhatHoldsTheUnpeering(t *testing.T) {
 		g.Expect(report.Clusters).To(HaveLen(1))
 		return report.Clusters[0].Unpeering
 	}
-	g.Eventually(document).WithTimeout(30 * time.Second).Should(And(Not(BeNil()),
+	g.Eventually(document).WithTimeout(30*time.Second).Should(And(Not(BeNil()),
 		HaveField("Phase", liqojanitor.UnpeeringInProgress),
 		HaveField("LiqoVersion", "v1.2.x"),
 		HaveField("TenantNamespace", dead.TenantNS),

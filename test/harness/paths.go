@@ -81,8 +81,11 @@ func LiqoCRDDirOf(version string) (string, error) {
 		return "", fmt.Errorf("downloading Liqo %s for its CRDs: %w: %s", version, err, out)
 	}
 	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return "", fmt.Errorf("downloading Liqo %s for its CRDs: %s %s", version, mod.Error, err)
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return "", fmt.Errorf("downloading Liqo %s for its CRDs: %w", version, err)
+	}
+	if mod.Dir == "" {
+		return "", fmt.Errorf("downloading Liqo %s for its CRDs: %s", version, mod.Error)
 	}
 	return filepath.Join(mod.Dir, "deployments", "liqo", "charts", "liqo-crds", "crds"), nil
 }
