@@ -30,8 +30,9 @@ type UnpeeringPhase string
 const (
 	// UnpeeringInProgress means something of the consumer's side of the peering is still there.
 	UnpeeringInProgress UnpeeringPhase = "InProgress"
-	// UnpeeringComplete means the consumer's side of the peering is gone (no tenant namespace, VirtualNode,
-	// virtual Node, replicated object or pod of the cluster is left).
+	// UnpeeringComplete means the consumer's side of the peering is gone: no tenant namespace and no
+	// VirtualNode of the cluster is left (Liqo deletes a VirtualNode's Node before it lets the VirtualNode
+	// go, and a tenant namespace goes with everything in it).
 	UnpeeringComplete UnpeeringPhase = "Complete"
 )
 
@@ -64,7 +65,8 @@ type LeftObject struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// HeldBy is what keeps it: "finalizer <name>", "not being deleted", "its pods", …
+	// HeldBy is what keeps it: "finalizer <name>", "not being deleted", "Terminating: <the namespace
+	// controller's condition>".
 	HeldBy string `json:"heldBy"`
 	// Releasable: liqo-janitor releases it (it is in the janitor's target table); otherwise it is
 	// another controller's, or the operator's next step.
@@ -106,7 +108,7 @@ func UnpeeringOf(annotations map[string]string) (Unpeering, bool) {
 // or "unpeering in progress: 3 objects left: tenant namespace liqo-tenant-x (Terminating: …), …".
 func (u Unpeering) Summary() string {
 	if u.Complete() {
-		return "unpeering complete: tenant namespace gone, no VirtualNode, virtual node, replicated object or pod of the cluster left"
+		return "unpeering complete: no tenant namespace and no VirtualNode of the cluster left"
 	}
 	n := len(u.Left) + u.More
 	parts := make([]string, 0, len(u.Left))
@@ -123,7 +125,8 @@ func (u Unpeering) Summary() string {
 	return s
 }
 
-// Line is one object in a line: "FirewallConfiguration liqo-tenant-x/y: finalizer f (Liqo's: …)".
+// Line is one object in a line: "FirewallConfiguration liqo-tenant-x/y held by finalizer f (not released
+// by liqo-janitor): <next step>", or "Namespace liqo-tenant-x: not being deleted (…): <next step>".
 func (o LeftObject) Line() string {
 	name := o.Name
 	if o.Namespace != "" {
@@ -133,7 +136,11 @@ func (o LeftObject) Line() string {
 	if o.Releasable {
 		who = "liqo-janitor releases it"
 	}
-	s := fmt.Sprintf("%s %s held by %s (%s)", o.Kind, name, o.HeldBy, who)
+	state := ": " + o.HeldBy
+	if strings.HasPrefix(o.HeldBy, "finalizer ") {
+		state = " held by " + o.HeldBy
+	}
+	s := fmt.Sprintf("%s %s%s (%s)", o.Kind, name, state, who)
 	if o.Next != "" {
 		s += ": " + o.Next
 	}

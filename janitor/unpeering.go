@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,11 +116,11 @@ func holders() []holder {
 				return "Liqo v1.2's internalfabric controller releases it: check liqo-controller-manager's log"
 			}},
 		{finalizer: routeFinalizer, kinds: []schema.GroupVersionKind{routeConfigGVK}, releasable: never,
-			next: say("not released by liqo-janitor: it guards routes in the nodes' kernels; Liqo's fabric and gateway pods " +
+			next: say("it guards routes in the nodes' kernels; Liqo's fabric and gateway pods " +
 				"remove it once their node's routes are gone (kubectl -n liqo get pods); a finalizer left by a node that is gone " +
 				"for good is the cluster admin's to remove")},
 		{finalizer: firewallFinalizer, kinds: []schema.GroupVersionKind{firewallConfigGVK}, releasable: never,
-			next: say("not released by liqo-janitor: it guards firewall rules in the nodes' kernels; Liqo's fabric and gateway " +
+			next: say("it guards firewall rules in the nodes' kernels; Liqo's fabric and gateway " +
 				"pods remove it once their node's rules are gone (kubectl -n liqo get pods); a finalizer left by a node that is " +
 				"gone for good is the cluster admin's to remove")},
 		{finalizer: "networking.liqo.io/internal-fabric-geneve-tunnel-finalizer", kinds: []schema.GroupVersionKind{internalFabricGVK},
@@ -235,56 +236,80 @@ func namespaceLeft(ns *corev1.Namespace, s *scope) liqojanitor.LeftObject {
 }
 
 // holdersIn lists, in a terminating tenant namespace, the objects that carry one of Liqo's finalizers,
-// and what the namespace controller says remains that none of them explains.
+// and what the namespace controller says remains that no listing explains.
 func (u *surveyor) holdersIn(ctx context.Context, ns *corev1.Namespace, s *scope) ([]liqojanitor.LeftObject, error) {
 	var out []liqojanitor.LeftObject
-	seen := map[string]bool{}
+	// accounted are the finalizers whose every kind the survey read: what it found is the truth, and the
+	// namespace controller's condition, written on its last retry, may be stale. The VirtualNodes are read
+	// by the survey itself (virtualNodes).
+	accounted := map[string]bool{virtualNodeFinalize: true}
 	listed := map[schema.GroupVersionKind][]client.Object{}
 	for _, h := range holders() {
+		accounted[h.finalizer] = true
 		for _, gvk := range h.kinds {
 			if gvk == secretGVK && !u.options.ReleaseIdentitySecrets {
-				out = append(out, u.identitySecretsHeld(ctx, ns, s, h, seen)...)
+				found := u.identitySecretsHeld(ctx, ns, s, h)
+				accounted[h.finalizer] = accounted[h.finalizer] && len(found) > 0
+				out = append(out, found...)
 				continue
 			}
 			objs, ok := listed[gvk]
 			if !ok {
 				var err error
 				if objs, err = listMetadata(ctx, u.apiReader, gvk, client.InNamespace(ns.Name)); err != nil {
-					if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
-						continue // a kind this Liqo does not install, or the janitor may not list: the namespace's conditions still say
+					if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !meta.IsNoMatchError(err) {
+						return nil, err
 					}
-					return nil, err
+					// a kind this Liqo does not install, or one the janitor may not list: the condition says
+					accounted[h.finalizer] = false
+					continue
 				}
 				listed[gvk] = objs
 			}
 			for _, obj := range objs {
-				if !slices.Contains(obj.GetFinalizers(), h.finalizer) {
-					continue
+				if slices.Contains(obj.GetFinalizers(), h.finalizer) {
+					out = append(out, liqojanitor.LeftObject{Kind: gvk.Kind, Namespace: ns.Name, Name: obj.GetName(),
+						HeldBy: "finalizer " + h.finalizer, Releasable: h.releasable(s.liqo, u.options), Next: h.next(s.liqo, u.options)})
 				}
-				seen[h.finalizer] = true
-				out = append(out, liqojanitor.LeftObject{Kind: gvk.Kind, Namespace: ns.Name, Name: obj.GetName(),
-					HeldBy: "finalizer " + h.finalizer, Releasable: h.releasable(s.liqo, u.options), Next: h.next(s.liqo, u.options)})
 			}
 		}
 	}
-	// What the namespace controller reports and no object listed explains: another kind, or one the janitor
-	// may not read.
-	for finalizer, n := range finalizersRemaining(ns) {
-		if seen[finalizer] {
+	return append(out, unaccounted(ns, accounted, s, u.options)...), nil
+}
+
+// unaccounted is what the namespace controller reports and no listing explains: a Liqo finalizer on a kind
+// the janitor could not read (named by the holder's kind and the count), or a finalizer it does not know.
+func unaccounted(ns *corev1.Namespace, accounted map[string]bool, s *scope, o Options) []liqojanitor.LeftObject {
+	known := map[string]holder{}
+	for _, h := range holders() {
+		known[h.finalizer] = h
+	}
+	remaining := finalizersRemaining(ns)
+	var out []liqojanitor.LeftObject
+	for _, finalizer := range slices.Sorted(maps.Keys(remaining)) {
+		n := remaining[finalizer]
+		if accounted[finalizer] {
 			continue
 		}
-		out = append(out, liqojanitor.LeftObject{Kind: "(objects)", Namespace: ns.Name, Name: fmt.Sprintf("%d with this finalizer", n),
-			HeldBy: "finalizer " + finalizer, Next: "not a finalizer liqo-janitor knows: find them with kubectl api-resources --verbs=list " +
-				"--namespaced -o name | xargs -n1 kubectl -n " + ns.Name + " get --ignore-not-found"})
+		if h, ok := known[finalizer]; ok {
+			out = append(out, liqojanitor.LeftObject{Kind: h.kinds[0].Kind, Namespace: ns.Name,
+				Name:   fmt.Sprintf("(%d, as the namespace controller reports: liqo-janitor may not list them)", n),
+				HeldBy: "finalizer " + finalizer, Releasable: h.releasable(s.liqo, o), Next: h.next(s.liqo, o)})
+			continue
+		}
+		out = append(out, liqojanitor.LeftObject{Kind: "(unknown kind)", Namespace: ns.Name,
+			Name: fmt.Sprintf("(%d, as the namespace controller reports)", n), HeldBy: "finalizer " + finalizer,
+			Next: "not a Liqo finalizer liqo-janitor knows: find them with kubectl api-resources --verbs=list --namespaced -o name | " +
+				"xargs -n1 kubectl -n " + ns.Name + " get --ignore-not-found"})
 	}
-	return out, nil
+	return out
 }
 
 // identitySecretsHeld names the control-plane identity Secrets of a terminating tenant namespace that
 // still carry crdreplicator.liqo.io/operator, when the janitor may not read Secrets (the opt-in is off):
 // the namespace controller reports the finalizer, and the control-plane Identity names its Secret
 // (status.kubeconfigSecretRef).
-func (u *surveyor) identitySecretsHeld(ctx context.Context, ns *corev1.Namespace, s *scope, h holder, seen map[string]bool) []liqojanitor.LeftObject {
+func (u *surveyor) identitySecretsHeld(ctx context.Context, ns *corev1.Namespace, s *scope, h holder) []liqojanitor.LeftObject {
 	if finalizersRemaining(ns)[h.finalizer] == 0 {
 		return nil
 	}
@@ -297,7 +322,6 @@ func (u *surveyor) identitySecretsHeld(ctx context.Context, ns *corev1.Namespace
 		if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Status.KubeconfigSecretRef == nil {
 			continue
 		}
-		seen[h.finalizer] = true
 		out = append(out, liqojanitor.LeftObject{Kind: "Secret", Namespace: ns.Name, Name: id.Status.KubeconfigSecretRef.Name,
 			HeldBy: "finalizer " + h.finalizer, Releasable: h.releasable(s.liqo, u.options), Next: h.next(s.liqo, u.options)})
 	}
@@ -351,8 +375,10 @@ func (u *surveyor) virtualNodes(ctx context.Context, s *scope, left leftPods) ([
 			o.HeldBy = "not being deleted"
 			o.Next = "Liqo deletes it with its ResourceSlice (liqoctl force unpeer, or deleting the tenant namespace)"
 		case len(left[vn.Name]) > 0:
-			o.HeldBy = fmt.Sprintf("finalizer %s: Liqo's drain waits for %d pods on its Node that liqo-janitor may not delete", virtualNodeFinalize, len(left[vn.Name]))
-			o.Next = "see the pods: kubectl get pods -A --field-selector spec.nodeName=" + vn.Name + "; their own finalizers or owners keep them"
+			o.HeldBy = "finalizer " + virtualNodeFinalize
+			o.Next = fmt.Sprintf("%d pod(s) on its Node stay, which liqo-janitor may not delete (their own finalizers, or pods Liqo's "+
+				"drain does not select); Liqo's deletion routine may wait for them (v1.0's drain always does): "+
+				"kubectl get pods -A --field-selector spec.nodeName=%s", len(left[vn.Name]), vn.Name)
 		default:
 			o.HeldBy = "finalizer " + virtualNodeFinalize
 			o.Next = "Liqo's VirtualNode deletion routine releases it after the drain, the virtual-kubelet Deployment and the Node " +

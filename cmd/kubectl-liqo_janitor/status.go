@@ -268,7 +268,7 @@ func printUnpeering(out io.Writer, u *liqojanitor.Unpeering) {
 	}
 	fmt.Fprintln(out)
 	if u.Complete() {
-		fmt.Fprintf(out, "  unpeering: complete since %s: tenant namespace gone, no VirtualNode left; the ForeignCluster may be deleted\n", u.Since)
+		fmt.Fprintf(out, "  unpeering: complete since %s: no tenant namespace and no VirtualNode of the cluster left; the ForeignCluster may be deleted\n", u.Since)
 	} else {
 		fmt.Fprintf(out, "  unpeering: in progress, %d object(s) left", len(u.Left)+u.More)
 		if u.TenantNamespace != "" {
