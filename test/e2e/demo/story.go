@@ -77,6 +77,12 @@ func (d *demo) layout(ctx context.Context) error {
 			p.ID, len(p.Pods), 1+len(p.ExtraSlices)))
 	}
 	d.out.done(fmt.Sprintf("namespaces %s offloaded to all three (NamespaceOffloadings)", strings.Join(d.cons.Namespaces, ", ")))
+	if err := d.layoutNetworking(ctx); err != nil {
+		return err
+	}
+	d.out.done("in each tenant namespace, what Liqo's networking leaves there: a RouteConfiguration and a " +
+		"FirewallConfiguration under the fabric's finalizers; the VirtualNode carries " + fixture.VirtualNodeFinalizer +
+		" (Liqo's VirtualNode controller, which does not run here, holds it)")
 	if err := d.layoutProvider(ctx); err != nil {
 		return err
 	}
