@@ -22,10 +22,11 @@ const returnedGauge = "liqo_janitor_returned_clusters"
 // fences the provider.
 func (d *demo) comeBack(ctx context.Context) error {
 	d.out.note(fmt.Sprintf("It was a partition, not a flood: %s's API server ran all along, and so did this consumer's "+
-		"%d pods there. The janitor force-deleted their copies here (all but the guarded one); once the consumer's "+
-		"controllers replace those, each runs twice.", d.dead().ID, len(d.remote.mine)/2))
+		"%d pods there. Their copies here are gone (the janitor force-deleted them; the guarded one went once its owner "+
+		"removed its finalizer), and so is the peering on this side; once the consumer's controllers replace those pods, "+
+		"each runs twice.", d.dead().ID, len(d.remote.mine)/2))
 	for _, step := range []func(context.Context) error{
-		d.healPartition, d.awaitReturn, d.showReturn, d.fence, d.checkProvider, d.awaitFenced, d.showFenced,
+		d.healPartition, d.awaitReturn, d.showReturn, d.fence, d.checkProvider, d.awaitFenced, d.showFenced, d.checkUnpeeringOnce,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -35,7 +36,7 @@ func (d *demo) comeBack(ctx context.Context) error {
 }
 
 func (d *demo) healPartition(context.Context) error {
-	if err := d.remote.partition.Up(); err != nil {
+	if err := d.remote.heal(); err != nil {
 		return err
 	}
 	d.remote.healed = time.Now()

@@ -62,6 +62,9 @@ type demo struct {
 	cons         *fixture.Consumer
 	before       map[string]string // resourceVersions of the live providers' objects
 	marked       time.Time
+	fabrics      map[string]fabric // each provider's networking objects in its tenant namespace, by cluster ID
+	// tenantDeleted is when the operator deleted the dead provider's tenant namespace.
+	tenantDeleted time.Time
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -77,6 +80,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"Declaring it dead", d.declare},
 		{"The janitor at work", d.watchJanitor},
 		{"Result", d.result},
+		{"The unpeering", d.unpeer},
 		{"The dead provider comes back", d.comeBack},
 	}
 	for i, s := range steps {

@@ -77,6 +77,12 @@ func (d *demo) layout(ctx context.Context) error {
 			p.ID, len(p.Pods), 1+len(p.ExtraSlices)))
 	}
 	d.out.done(fmt.Sprintf("namespaces %s offloaded to all three (NamespaceOffloadings)", strings.Join(d.cons.Namespaces, ", ")))
+	if err := d.layoutNetworking(ctx); err != nil {
+		return err
+	}
+	d.out.done("in each tenant namespace, what Liqo's networking leaves there: a RouteConfiguration and a " +
+		"FirewallConfiguration under the fabric's finalizers; the VirtualNode carries " + fixture.VirtualNodeFinalizer +
+		" (Liqo's VirtualNode controller, which does not run here, holds it)")
 	if err := d.layoutProvider(ctx); err != nil {
 		return err
 	}
@@ -95,8 +101,10 @@ func (d *demo) killProvider(ctx context.Context) error {
 	if err := d.env.Client.Patch(ctx, p.Pods[0], client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
-	d.remote.partition.Down()
-	d.out.done(fmt.Sprintf("%s is cut off: its API server at %s refuses every connection", p.ID, d.remote.url()))
+	if err := d.remote.cut(); err != nil {
+		return err
+	}
+	d.out.done(fmt.Sprintf("%s is cut off: its API server at %s drops every connection", p.ID, d.remote.url()))
 	err := fixture.Kill(ctx, d.env.Client, p)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -115,13 +116,15 @@ func (d *demo) gracePlan(ctx context.Context) (string, error) {
 	return plan, err
 }
 
-// liveObjects are every object of the two live providers, and the NamespaceOffloadings they share.
+// liveObjects are every object of the two live providers (their tenant namespaces and networking objects
+// included), and the NamespaceOffloadings they share.
 func (d *demo) liveObjects() []client.Object {
 	var objs []client.Object
 	for i, p := range d.cons.Providers {
 		if i != 1 {
 			objs = append(objs, p.Objects()...)
-			objs = append(objs, p.ForeignCluster)
+			objs = append(objs, p.ForeignCluster, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.TenantNS}})
+			objs = append(objs, d.fabrics[p.ID].objects()...)
 		}
 	}
 	for _, nso := range d.cons.Offloadings {
