@@ -3,7 +3,9 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,4 +170,28 @@ func TestControllerManagerDeletesNamespacesAndCollectsGarbage(t *testing.T) {
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
 	}).WithTimeout(60*time.Second).Should(Satisfy(apierrors.IsNotFound),
 		"the namespace controller finishes the deletion (log: %s)", env.ControllerManagerLog())
+}
+
+// TestAnOutageRefusesAndKeepsItsAddress: while an Outage is down, connections to its address are refused
+// and nobody else can listen there (a freed port could be taken by another process and answer in the API
+// server's place); once up, it forwards to the API server again.
+func TestAnOutageRefusesAndKeepsItsAddress(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	o, err := env.NewOutage("refuses")
+	g.Expect(err).NotTo(HaveOccurred())
+	through, err := net.Dial("tcp", o.Addr) // a connection the outage cuts
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() error { _, err := through.Write([]byte("x")); return err }).Should(Succeed())
+	o.Down()
+	_, err = through.Read(make([]byte, 1))
+	g.Expect(err).To(HaveOccurred(), "down: a connection through it is cut")
+	_, err = net.Dial("tcp", o.Addr)
+	g.Expect(err).To(MatchError(syscall.ECONNREFUSED), "down: refused")
+	_, err = net.Listen("tcp", o.Addr)
+	g.Expect(err).To(MatchError(syscall.EADDRINUSE), "down: the address stays taken")
+	g.Expect(o.Up()).To(Succeed())
+	c, err := net.Dial("tcp", o.Addr)
+	g.Expect(err).NotTo(HaveOccurred(), "up: it accepts again")
+	g.Expect(c.Close()).To(Succeed())
 }

@@ -9,12 +9,16 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 )
 
 // Outage stands between a client and the API server: a TCP proxy on a fixed loopback address that
 // forwards to the API server, and that a test can take down (every connection cut, new ones refused)
-// and bring back on the same address. It is the nearest thing to restarting kube-apiserver that envtest
+// and bring back on the same address. While down it keeps the address bound without listening (the
+// kernel refuses connections to it), so no other process of a busy machine can take the port and answer
+// in the API server's place. It is the nearest thing to restarting kube-apiserver that envtest
 // allows: envtest's APIServer.Stop discards its certificate authority and the users provisioned with it,
 // so a restarted API server would present new certificates and refuse the old client credentials (see
 // APIServer.setProcessState and Stop in controller-runtime's pkg/internal/testing/controlplane).
@@ -25,7 +29,11 @@ type Outage struct {
 	target string
 	mu     sync.Mutex
 	ln     net.Listener
-	conns  map[net.Conn]bool
+	// accepting is closed when the accept loop of ln has returned.
+	accepting chan struct{}
+	// held is the address, bound and not listening, while the proxy is down (-1 while up).
+	held  int
+	conns map[net.Conn]bool
 }
 
 // NewOutage starts a proxy to the API server and writes a kubeconfig that uses it.
@@ -38,7 +46,7 @@ func (e *Env) NewOutage(name string) (*Outage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the API server's address %q: %w", e.Config.Host, err)
 	}
-	o := &Outage{Addr: addr, target: u.Host, conns: map[net.Conn]bool{}}
+	o := &Outage{Addr: addr, target: u.Host, held: -1, conns: map[net.Conn]bool{}}
 	data, err := os.ReadFile(e.KubeconfigPath)
 	if err != nil {
 		return nil, err
@@ -56,7 +64,9 @@ func (e *Env) NewOutage(name string) (*Outage, error) {
 	e.Go(func(ctx context.Context) error {
 		<-ctx.Done()
 		o.Down()
-		return nil
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.release()
 	})
 	return o, nil
 }
@@ -68,35 +78,112 @@ func (o *Outage) Up() error {
 	if o.ln != nil {
 		return nil
 	}
+	if err := o.release(); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("reopening %s: %w", o.Addr, err)
 	}
-	o.ln = ln
-	go o.accept(ln)
+	o.ln, o.accepting = ln, make(chan struct{})
+	go o.accept(ln, o.accepting)
 	return nil
 }
 
-// Down cuts every connection through the proxy and refuses new ones until Up.
+// Down cuts every connection through the proxy and refuses new ones until Up: it closes the listener,
+// waits until no connection it accepted is left untracked, resets them all (no TIME_WAIT on the proxy's
+// port), then holds the address.
 func (o *Outage) Down() {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.ln != nil {
-		_ = o.ln.Close()
-		o.ln = nil
+	ln, accepting := o.ln, o.accepting
+	o.ln = nil
+	o.mu.Unlock()
+	if ln == nil {
+		return
 	}
+	_ = ln.Close()
+	<-accepting
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	for c := range o.conns {
-		_ = c.Close()
+		reset(c)
 		delete(o.conns, c)
+	}
+	o.hold()
+}
+
+// reset closes c with a reset rather than a FIN, so the proxy's side leaves no TIME_WAIT on its port.
+func reset(c net.Conn) {
+	if tcp, ok := c.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
+// hold binds the proxy's address without listening, right after the listener closed. o.mu must be held.
+// It binds without SO_REUSEADDR, so that nobody else can bind the port (Go's listeners set it); where a
+// connection the proxy closed earlier still holds the port in TIME_WAIT, only with it. Best effort: if it
+// cannot bind at all, the address is only free for the outage.
+func (o *Outage) hold() {
+	if o.bind(false) != nil {
+		_ = o.bind(true)
 	}
 }
 
-func (o *Outage) accept(ln net.Listener) {
+// bind binds a socket to the proxy's address, with or without SO_REUSEADDR, and keeps it in o.held.
+func (o *Outage) bind(reuse bool) error {
+	host, port, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host).To4()
+	if ip == nil {
+		return fmt.Errorf("%s is not an IPv4 address", o.Addr)
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return err
+	}
+	sa := &syscall.SockaddrInet4{Port: p}
+	copy(sa.Addr[:], ip)
+	if reuse {
+		err = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	}
+	if err == nil {
+		err = syscall.Bind(fd, sa)
+	}
+	if err != nil {
+		_ = syscall.Close(fd)
+		return err
+	}
+	o.held = fd
+	return nil
+}
+
+// release unbinds the address hold bound. o.mu must be held.
+func (o *Outage) release() error {
+	if o.held < 0 {
+		return nil
+	}
+	fd := o.held
+	o.held = -1
+	return syscall.Close(fd)
+}
+
+func (o *Outage) accept(ln net.Listener, done chan struct{}) {
+	defer close(done)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			return // closed by Down
 		}
+		o.mu.Lock()
+		o.conns[c] = true // tracked before the next Accept: Down finds every accepted connection
+		o.mu.Unlock()
 		go o.forward(c)
 	}
 }
@@ -104,7 +191,7 @@ func (o *Outage) accept(ln net.Listener) {
 func (o *Outage) forward(c net.Conn) {
 	up, err := net.Dial("tcp", o.target)
 	if err != nil {
-		_ = c.Close()
+		o.untrack(c)
 		return
 	}
 	if !o.track(c, up) {
@@ -121,10 +208,11 @@ func (o *Outage) forward(c net.Conn) {
 	o.untrack(c, up)
 }
 
+// track records conns, unless c (the first) was cut by Down meanwhile: then it closes them all.
 func (o *Outage) track(conns ...net.Conn) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.ln == nil { // taken down meanwhile
+	if !o.conns[conns[0]] { // cut by Down meanwhile
 		for _, c := range conns {
 			_ = c.Close()
 		}

@@ -36,7 +36,7 @@ func (d *demo) comeBack(ctx context.Context) error {
 }
 
 func (d *demo) healPartition(context.Context) error {
-	if err := d.remote.heal(); err != nil {
+	if err := d.remote.partition.Up(); err != nil {
 		return err
 	}
 	d.remote.healed = time.Now()

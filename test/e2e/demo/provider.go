@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -44,45 +43,6 @@ type remote struct {
 	theirsBefore map[string]string
 	// healed is when the partition healed.
 	healed time.Time
-	// hold keeps the proxy's address taken while the partition is down (cut).
-	hold net.Listener
-}
-
-// cut takes the partition down and keeps its address taken: the harness's proxy closes its listener when
-// it goes down, and on a machine shared with other tests another server could take the freed port and
-// answer the janitor's probe (any HTTPS answer counts) as if the provider had returned. The holder
-// accepts each connection and closes it at once: nothing answers there.
-func (r *remote) cut() error {
-	r.partition.Down()
-	ln, err := net.Listen("tcp", r.partition.Addr)
-	if err != nil {
-		return fmt.Errorf("holding the partition's address %s: %w", r.partition.Addr, err)
-	}
-	r.hold = ln
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return // closed by heal
-			}
-			_ = c.Close()
-		}
-	}()
-	return nil
-}
-
-// heal frees the partition's address and brings the proxy back on it.
-func (r *remote) heal() error {
-	r.release()
-	return r.partition.Up()
-}
-
-// release frees the partition's address if cut holds it.
-func (r *remote) release() {
-	if r.hold != nil {
-		_ = r.hold.Close()
-		r.hold = nil
-	}
 }
 
 // url is the provider's API server as Liqo writes it into the ForeignCluster's status: the proxy's.
@@ -199,7 +159,6 @@ func (d *demo) publishAPIServerURL(ctx context.Context) error {
 
 // stopProvider stops the provider's control plane (after a failure, keeping its logs).
 func (d *demo) stopProvider() {
-	d.remote.release()
 	if d.remote.env == nil {
 		return
 	}

@@ -101,9 +101,7 @@ func (d *demo) killProvider(ctx context.Context) error {
 	if err := d.env.Client.Patch(ctx, p.Pods[0], client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
-	if err := d.remote.cut(); err != nil {
-		return err
-	}
+	d.remote.partition.Down()
 	d.out.done(fmt.Sprintf("%s is cut off: its API server at %s drops every connection", p.ID, d.remote.url()))
 	err := fixture.Kill(ctx, d.env.Client, p)
 	if err != nil {
