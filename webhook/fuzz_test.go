@@ -48,7 +48,7 @@ func FuzzDecide(f *testing.F) {
 		if localErr {
 			r.LocalClusterIDErr = context.DeadlineExceeded
 		}
-		set, remove := stamp(r.Old, r.New, alice.Username, now)
+		set, remove := stamp(r.Old, r.New, alice.Username, false, now)
 		for k, v := range set {
 			r.New.Annotations[k] = v
 		}
