@@ -45,9 +45,11 @@ func msgMarkValue(fc *liqov1beta1.ForeignCluster) string {
 
 func msgConfirmMissing(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s: marking a cluster permanently unreachable needs a second key, the confirmation annotation %s "+
-		"equal to its cluster ID %q; if this really is the provider that is gone, confirm it and mark it in one step: %s",
+		"equal to its cluster ID %q; if this really is the provider that is gone, confirm it and mark it in one step: %s "+
+		"(or kubectl liqo-janitor mark %s); with liqoctl force unpeer, confirm first: %s, then run liqoctl force unpeer %s again",
 		describe(fc), liqojanitor.ConfirmAnnotation, fc.Spec.ClusterID,
-		annotateCmd(fc, confirmKV(fc)+" "+liqojanitor.MarkAnnotation+"="+liqojanitor.MarkValue))
+		annotateCmd(fc, confirmKV(fc)+" "+liqojanitor.MarkAnnotation+"="+liqojanitor.MarkValue), fc.Name,
+		annotateCmd(fc, confirmKV(fc)), fc.Spec.ClusterID)
 }
 
 func msgConfirmWrong(fc *liqov1beta1.ForeignCluster) string {
