@@ -28,10 +28,11 @@ const (
 type UnpeeringPhase string
 
 const (
-	// UnpeeringInProgress: something of the consumer's side of the peering is still there.
+	// UnpeeringInProgress means something of the consumer's side of the peering is still there.
 	UnpeeringInProgress UnpeeringPhase = "InProgress"
-	// UnpeeringComplete: the consumer's side of the peering is gone (no tenant namespace, VirtualNode,
-	// virtual Node, replicated object or pod of the cluster is left).
+	// UnpeeringComplete means the consumer's side of the peering is gone: no tenant namespace and no
+	// VirtualNode of the cluster is left (Liqo deletes a VirtualNode's Node before it lets the VirtualNode
+	// go, and a tenant namespace goes with everything in it).
 	UnpeeringComplete UnpeeringPhase = "Complete"
 )
 
