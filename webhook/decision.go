@@ -232,6 +232,7 @@ const (
 	ReasonFenceRecord     = "FenceRecord"
 	ReasonFenced          = "Fenced"
 	ReasonOverride        = "DeleteOverride"
+	ReasonOverrideValue   = "DeleteOverrideValue"
 	ReasonOverrideSet     = "DeleteOverrideSet"
 	ReasonUninstallerMark = "MarkedByLiqoUninstaller"
 	ReasonUnpeering       = "UnpeeringRuns"
@@ -287,7 +288,7 @@ func decide(r *inputs, opts Options) verdict {
 		v.deny(ReasonReachable, checkUnreachable(r, opts))
 		v.deny(ReasonProviderAnswers, checkProbe(r))
 		v.deny(ReasonNotStamped, checkStamped(r))
-		v.deny(ReasonOverrideSet, checkOverrideValue(r))
+		v.deny(ReasonOverrideValue, checkOverrideValue(r))
 		allowed = ReasonMarked
 		switch {
 		case r.LiqoUninstaller && !setsOverride(r.Old, r.New):
@@ -314,7 +315,7 @@ func decide(r *inputs, opts Options) verdict {
 			allowed = ReasonFenced
 		}
 		if setsOverride(r.Old, r.New) {
-			v.deny(ReasonOverrideSet, checkOverrideValue(r))
+			v.deny(ReasonOverrideValue, checkOverrideValue(r))
 			v.checkPermission(r, t)
 			allowed = ReasonOverrideSet
 		}
