@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ type Options struct {
 	// Empty: Setup learns it with a SelfSubjectReview (the binary serves the gate and runs the janitor
 	// under one ServiceAccount).
 	JanitorUser string
+	// LiqoUninstallerUsers are the identities whose bare marks the gate accepts as Liqo's uninstaller's
+	// (rule 18). Nil: DefaultLiqoUninstallerUsers of LiqoNamespace (Liqo's pre-delete Job); empty and not
+	// nil: nobody.
+	LiqoUninstallerUsers []string
 }
 
 // Defaults of the gate's options (the binary's flag defaults).
@@ -33,14 +38,33 @@ const (
 	DefaultLiqoNamespace  = consts.DefaultLiqoNamespace
 	DefaultMinUnreachable = 60 * time.Second
 	DefaultProbeTimeout   = 2 * time.Second
+	// LiqoPreDeleteServiceAccount is the ServiceAccount, in Liqo's namespace, of the Job Liqo's chart runs
+	// before it uninstalls (its pre-delete hook; with uninstaller.forceUninstall, Liqo's PR #3333, it
+	// bare-marks every ForeignCluster).
+	LiqoPreDeleteServiceAccount = "liqo-pre-delete"
 )
 
-// Default returns o with an empty LiqoNamespace set to DefaultLiqoNamespace.
+// DefaultLiqoUninstallerUsers are the identities rule 18 trusts when none are configured: Liqo's pre-delete
+// Job's ServiceAccount in liqoNamespace.
+func DefaultLiqoUninstallerUsers(liqoNamespace string) []string {
+	return []string{"system:serviceaccount:" + liqoNamespace + ":" + LiqoPreDeleteServiceAccount}
+}
+
+// Default returns o with an empty LiqoNamespace set to DefaultLiqoNamespace, and nil LiqoUninstallerUsers
+// set to DefaultLiqoUninstallerUsers of it.
 func (o Options) Default() Options {
 	if o.LiqoNamespace == "" {
 		o.LiqoNamespace = DefaultLiqoNamespace
 	}
+	if o.LiqoUninstallerUsers == nil {
+		o.LiqoUninstallerUsers = DefaultLiqoUninstallerUsers(o.LiqoNamespace)
+	}
 	return o
+}
+
+// isLiqoUninstaller reports whether user is one of the identities rule 18 trusts.
+func (o Options) isLiqoUninstaller(user string) bool {
+	return user != "" && slices.Contains(o.LiqoUninstallerUsers, user)
 }
 
 // permission is the outcome of the break-glass SubjectAccessReview (verb mark-unreachable on
@@ -78,6 +102,8 @@ type inputs struct {
 	Probe probeResult
 	// JanitorUser is the janitor's own identity (rule 14).
 	JanitorUser string
+	// LiqoUninstaller: the requester is one of Liqo's uninstaller identities (rule 18).
+	LiqoUninstaller bool
 	// Now is the time of the request.
 	Now time.Time
 }
@@ -141,11 +167,29 @@ func fences(old, fc *liqov1beta1.ForeignCluster) bool {
 	return transitionOf(old, fc) == staysMarked && set && differs(old.Annotations, fc.Annotations, liqojanitor.FencedAnnotation)
 }
 
+// setsOverride reports whether the request sets or changes the break-glass override of the deletion rule
+// (liqo-janitor.io/allow-delete-while-unpeering) on a ForeignCluster marked after it (rule 17).
+func setsOverride(old, fc *liqov1beta1.ForeignCluster) bool {
+	t := transitionOf(old, fc)
+	if t != marking && t != staysMarked {
+		return false
+	}
+	if _, set := fc.Annotations[liqojanitor.AllowDeleteAnnotation]; !set {
+		return false
+	}
+	var before map[string]string
+	if old != nil {
+		before = old.Annotations
+	}
+	return differs(before, fc.Annotations, liqojanitor.AllowDeleteAnnotation)
+}
+
 // needsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
-// removes the mark (rule 5), unpauses a marked cluster (rule 10) or records a fence on one (rule 15).
+// removes the mark (rule 5), unpauses a marked cluster (rule 10), records a fence on one (rule 15) or sets
+// the deletion override on one (rule 17).
 func needsPermission(old, fc *liqov1beta1.ForeignCluster) bool {
 	t := transitionOf(old, fc)
-	return t == marking || t == unmarking || unpauses(old, fc) || fences(old, fc)
+	return t == marking || t == unmarking || unpauses(old, fc) || fences(old, fc) || setsOverride(old, fc)
 }
 
 // needsClusterContext reports whether the decision needs the local cluster ID and the other
@@ -187,6 +231,12 @@ const (
 	ReasonUnpaused        = "Unpaused"
 	ReasonFenceRecord     = "FenceRecord"
 	ReasonFenced          = "Fenced"
+	ReasonOverride        = "DeleteOverride"
+	ReasonOverrideValue   = "DeleteOverrideValue"
+	ReasonOverrideSet     = "DeleteOverrideSet"
+	ReasonUninstallerMark = "MarkedByLiqoUninstaller"
+	ReasonUnpeering       = "UnpeeringRuns"
+	ReasonDeleted         = "Deleted"
 	ReasonOther           = "Other"
 )
 
@@ -209,6 +259,7 @@ var (
 	conditionsPath  = field.NewPath("status", "conditions")
 	labelsPath      = field.NewPath("metadata", "labels")
 	noEvidencePath  = annotationsPath.Key(liqojanitor.NoEvidenceAnnotation)
+	overridePath    = annotationsPath.Key(liqojanitor.AllowDeleteAnnotation)
 )
 
 // lockedLabels are Liqo's labels that decide which ForeignCluster Liqo's lookup finds and whether Liqo's
@@ -231,12 +282,21 @@ func decide(r *inputs, opts Options) verdict {
 		v.deny(ReasonLocalCluster, checkNotLocal(r))
 		v.deny(ReasonLiqoLookup, checkLiqoLookup(r))
 		v.deny(ReasonDuplicate, checkNoDuplicate(r))
-		v.deny(ReasonNoEvidence, checkEvidence(r))
+		if !r.LiqoUninstaller { // rule 18: Liqo's uninstaller has no second key to give
+			v.deny(ReasonNoEvidence, checkEvidence(r))
+		}
 		v.deny(ReasonReachable, checkUnreachable(r, opts))
 		v.deny(ReasonProviderAnswers, checkProbe(r))
 		v.deny(ReasonNotStamped, checkStamped(r))
-		v.checkPermission(r, t)
+		v.deny(ReasonOverrideValue, checkOverrideValue(r))
 		allowed = ReasonMarked
+		switch {
+		case r.LiqoUninstaller && !setsOverride(r.Old, r.New):
+			// rule 18: Liqo's uninstaller holds no break-glass verb; its mark is audited instead
+			allowed = ReasonUninstallerMark
+		default:
+			v.checkPermission(r, t)
+		}
 	case unmarking:
 		v.checkPermission(r, t)
 		if v.Allowed() {
@@ -253,6 +313,11 @@ func decide(r *inputs, opts Options) verdict {
 			v.deny(ReasonFenceRecord, checkFenceRecord(r))
 			v.checkPermission(r, t)
 			allowed = ReasonFenced
+		}
+		if setsOverride(r.Old, r.New) {
+			v.deny(ReasonOverrideValue, checkOverrideValue(r))
+			v.checkPermission(r, t)
+			allowed = ReasonOverrideSet
 		}
 	case notMarked:
 		v.deny(ReasonConfirmation, checkConfirmation(r, false))
@@ -448,6 +513,16 @@ func checkFenceRecord(r *inputs) field.ErrorList {
 	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.FencedAnnotation), msgFenceRecord(r.New))}
 }
 
+// checkOverrideValue: the deletion override, set on a marked ForeignCluster, names its cluster ID exactly
+// (rule 17), as the confirmation does: a typo is refused where it is made, not at the deletion.
+func checkOverrideValue(r *inputs) field.ErrorList {
+	value := r.New.Annotations[liqojanitor.AllowDeleteAnnotation]
+	if !setsOverride(r.Old, r.New) || value == string(r.New.Spec.ClusterID) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(overridePath, value, msgOverrideWrong(r.New))}
+}
+
 // immutableWhileMarked are the keys no request changes while the mark is set: the confirmation and the
 // stamps (rule 6), and the operator's reason the clean-up's events quote (rule 14).
 var immutableWhileMarked = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation,
@@ -523,27 +598,42 @@ func stampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) b
 		!at.After(now.Add(clockSkew)) && now.Sub(at) <= stampWindow
 }
 
-// Stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
+// unmarkRemoves are the keys the mutating webhook removes in a request that removes the mark
+// (rule 7): the stamps, the confirmation, the no-evidence key, the janitor's record of its grace window and
+// of the unpeering, and the deletion override (rule 17). A cleanup annotation holding the grace-window plan
+// goes too; one holding the summary of a clean-up that did happen stays.
+var unmarkRemoves = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
+	liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation,
+	liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation}
+
+// stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
-// grace period, rule 6); on a fence record, its time and user (rule 15); on unmarking it removes the stamps, the confirmation, the no-evidence key, the
-// janitor's record of its grace window and its plan of a clean-up that will not happen (a cleanup
-// annotation of a clean-up that did happen stays). It returns
-// the annotations to set and the keys to remove.
-func stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set map[string]string, remove []string) {
+// grace period, rule 6), and on a mark by Liqo's uninstaller (rule 18) also the confirmation and a reason
+// when the request carries none; on a fence record, its time and user (rule 15); on unmarking it removes
+// unmarkRemoves (rule 7). It returns the annotations to set and the keys to remove.
+func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, now time.Time) (set map[string]string, remove []string) {
 	switch transitionOf(old, fc) {
 	case marking:
-		return map[string]string{
+		set = map[string]string{
 			liqojanitor.MarkedByAnnotation: user,
 			liqojanitor.MarkedAtAnnotation: now.UTC().Format(time.RFC3339),
-		}, nil
+		}
+		if uninstaller {
+			if _, ok := fc.Annotations[liqojanitor.ConfirmAnnotation]; !ok {
+				set[liqojanitor.ConfirmAnnotation] = string(fc.Spec.ClusterID)
+			}
+			if _, ok := fc.Annotations[liqojanitor.ReasonAnnotation]; !ok {
+				set[liqojanitor.ReasonAnnotation] = uninstallerReason(user)
+			}
+		}
+		return set, nil
 	case staysMarked:
 		if !fences(old, fc) {
 			return nil, nil
 		}
 		return map[string]string{liqojanitor.FencedAnnotation: fenceRecord(fc.Annotations[liqojanitor.FencedAnnotation], user, now)}, nil
 	case unmarking:
-		for _, key := range []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
-			liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation} {
+		for _, key := range unmarkRemoves {
 			if _, ok := fc.Annotations[key]; ok {
 				remove = append(remove, key)
 			}
@@ -555,4 +645,9 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, now time.Time) (set
 	default:
 		return nil, nil
 	}
+}
+
+// uninstallerReason is the reason the gate writes on a mark by Liqo's uninstaller that carries none (rule 18).
+func uninstallerReason(user string) string {
+	return "marked by Liqo's uninstaller (" + user + ")"
 }

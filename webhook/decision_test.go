@@ -389,6 +389,71 @@ func TestDecide(t *testing.T) {
 			review:      inputs{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))},
 			wantAllowed: true,
 		},
+		"a mark by Liqo's uninstaller, confirmed by the gate, needs neither the verb nor the no-evidence key (rule 18)": {
+			review:      inputs{Old: fc(id, nil), New: fc(id, marked), LiqoUninstaller: true},
+			wantAllowed: true,
+		},
+		"a mark by Liqo's uninstaller is still vetoed while Liqo sees the provider Established (rule 4)": {
+			review: inputs{Old: fc(id, nil, apiServer(liqov1beta1.ConditionStatusEstablished, time.Hour)),
+				New: fc(id, marked, apiServer(liqov1beta1.ConditionStatusEstablished, time.Hour)), LiqoUninstaller: true},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"status.conditions"},
+		},
+		"a mark by Liqo's uninstaller is still refused on a duplicate (rule 9)": {
+			review:    inputs{Old: fc(id, nil, down), New: fc(id, marked, down), LiqoUninstaller: true, Duplicates: []duplicate{{Name: "provider-a-copy"}}},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"spec.clusterID"},
+		},
+		"a mark by Liqo's uninstaller is still refused on the local cluster (rule 3)": {
+			review:    inputs{Old: fc(id, nil, down), New: fc(id, marked, down), LiqoUninstaller: true, LocalClusterID: id},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"spec.clusterID"},
+		},
+		"a mark by Liqo's uninstaller without the gate's stamps is refused (the mutating webhook did not run)": {
+			review:    inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.MarkAnnotation, "true")), LiqoUninstaller: true},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]", "metadata.annotations[liqo-janitor.io/marked-by]"},
+		},
+		"a bare mark by anyone else is refused as before": {
+			review:    inputs{Old: fc(id, nil, down), New: fc(id, with(stamped, liqojanitor.MarkAnnotation, "true"), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
+		},
+		"setting the deletion override on a marked cluster without permission is forbidden (rule 17)": {
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down)},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{"may not set the break-glass override liqo-janitor.io/allow-delete-while-unpeering"},
+		},
+		"setting the deletion override on a marked cluster with permission is allowed": {
+			review:      inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down), permission: permitted},
+			wantAllowed: true,
+		},
+		"a deletion override naming another cluster is refused": {
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, "provider-b"), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/allow-delete-while-unpeering]"},
+			wantInMsg: []string{"liqo-janitor.io/allow-delete-while-unpeering=provider-a --overwrite"},
+		},
+		"removing the deletion override from a marked cluster needs nothing": {
+			review:      inputs{Old: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down), New: fc(id, marked, down)},
+			wantAllowed: true,
+		},
+		"the deletion override with a mark by Liqo's uninstaller still needs the verb": {
+			review:    inputs{Old: fc(id, nil, down), New: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down), LiqoUninstaller: true},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+		},
+		"the unpeering record is the janitor's (rule 14)": {
+			review:    inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.UnpeeringAnnotation, `{"phase":"Complete"}`), down), JanitorUser: "janitor"},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/unpeering]"},
+		},
+		"unmarking removes the unpeering record and the override with the mark": {
+			review: inputs{Old: fc(id, with(marked, liqojanitor.UnpeeringAnnotation, `{"phase":"InProgress"}`, liqojanitor.AllowDeleteAnnotation, id), down),
+				New: fc(id, nil, down), permission: permitted, JanitorUser: "janitor"},
+			wantAllowed: true, wantWarning: "not restored",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -443,10 +508,30 @@ func assertVerdict(t *testing.T, v *verdict, f *liqov1beta1.ForeignCluster, want
 func TestStamp(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
-		old, new   *liqov1beta1.ForeignCluster
-		wantSet    map[string]string
-		wantRemove []string
+		old, new    *liqov1beta1.ForeignCluster
+		uninstaller bool
+		wantSet     map[string]string
+		wantRemove  []string
 	}{
+		"a bare mark by Liqo's uninstaller is stamped, confirmed and given a reason (rule 18)": {
+			old: fc(id, nil), new: fc(id, with(nil, liqojanitor.MarkAnnotation, "true")), uninstaller: true,
+			wantSet: with(stamped, liqojanitor.ConfirmAnnotation, id, liqojanitor.ReasonAnnotation, "marked by Liqo's uninstaller (alice)"),
+		},
+		"a mark by Liqo's uninstaller keeps the confirmation and the reason it carries": {
+			old: fc(id, with(nil, liqojanitor.ConfirmAnnotation, "provider-b")), new: fc(id, with(nil, liqojanitor.MarkAnnotation, "true",
+				liqojanitor.ConfirmAnnotation, "provider-b", liqojanitor.ReasonAnnotation, "dc lost")), uninstaller: true,
+			wantSet: stamped,
+		},
+		"a bare mark by anyone else gets the stamps only": {
+			old: fc(id, nil), new: fc(id, with(nil, liqojanitor.MarkAnnotation, "true")),
+			wantSet: stamped,
+		},
+		"unmarking also removes the janitor's unpeering record and the deletion override": {
+			old: fc(id, with(marked, liqojanitor.UnpeeringAnnotation, `{"phase":"InProgress"}`, liqojanitor.AllowDeleteAnnotation, id)),
+			new: fc(id, without(with(marked, liqojanitor.UnpeeringAnnotation, `{"phase":"InProgress"}`, liqojanitor.AllowDeleteAnnotation, id), liqojanitor.MarkAnnotation)),
+			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
+				liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation},
+		},
 		"marking stamps the requesting user and the time": {
 			old: fc(id, confirmed), new: fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true")),
 			wantSet: stamped,
@@ -506,7 +591,7 @@ func TestStamp(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			set, remove := stamp(tc.old, tc.new, "alice", now)
+			set, remove := stamp(tc.old, tc.new, "alice", tc.uninstaller, now)
 			if !maps.Equal(set, tc.wantSet) {
 				t.Errorf("set = %v, want %v", set, tc.wantSet)
 			}
@@ -525,7 +610,7 @@ func TestStampThenDecide(t *testing.T) {
 	old := fc(id, confirmed, down)
 	f := fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true", liqojanitor.MarkedByAnnotation, "mallory"), down)
 	for i := range 2 { // the first invocation and a re-invocation a second later
-		set, remove := stamp(old, f, alice.Username, now.Add(time.Duration(i)*time.Second))
+		set, remove := stamp(old, f, alice.Username, false, now.Add(time.Duration(i)*time.Second))
 		maps.Copy(f.Annotations, set)
 		for _, k := range remove {
 			delete(f.Annotations, k)
@@ -564,6 +649,8 @@ func TestDecisionReasons(t *testing.T) {
 		"a janitor's key":         {inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.CleanupAnnotation, "x")), JanitorUser: "j"}, ReasonJanitorOwned},
 		"no permission":           {inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down)}, ReasonPermission},
 		"a frozen stamp":          {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.MarkedByAnnotation, "mallory"), down)}, ReasonImmutable},
+		"Liqo's uninstaller":      {inputs{Old: fc(id, nil), New: fc(id, marked), LiqoUninstaller: true}, ReasonUninstallerMark},
+		"an override set":         {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down), permission: permitted}, ReasonOverrideSet},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,15 +1,17 @@
 // Package webhook is the gate: the mutating and validating admission webhooks on Liqo ForeignClusters
 // that make declaring a provider permanently unreachable a confirmed, authorised and audited act.
 //
-// The decision is a pure function (decide, stamp) of the old and new objects, the requesting user, the
-// local cluster ID, the other ForeignClusters of the same cluster ID, the result of the break-glass
-// SubjectAccessReview, the gate's own probe of the provider, the janitor's identity and the time; the
-// handlers in gate.go only gather those inputs.
+// The decision is a pure function (decide, decideDelete, stamp) of the old and new objects, the requesting
+// user, the local cluster ID, the other ForeignClusters of the same cluster ID, the tenant namespaces of
+// the cluster ID, the result of the break-glass SubjectAccessReview, the gate's own probe of the provider,
+// the janitor's identity, Liqo's uninstaller identities and the time; the handlers in gate.go only gather
+// those inputs.
 //
 // # The gate's rules
 //
-// They apply to CREATE and UPDATE of ForeignClusters; "setting the mark" means the new object carries
-// liqo.io/foreign-cluster-permanently-unreachable and the old one did not. The code cites them by number.
+// Rules 1 to 15 and 18 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the
+// mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable and the old one did
+// not. The code cites them by number.
 //
 //  1. Setting the mark needs liqo-janitor.io/confirm-cluster-id equal to spec.clusterID (it may come
 //     earlier). A wrong confirmation is refused wherever it is written.
@@ -29,11 +31,11 @@
 //     grace period). The validating webhook accepts only stamps naming the requester, at most a few seconds
 //     old. While marked, the confirmation and the stamps are immutable.
 //  7. Removing the mark is answered with a warning (nothing released is restored), and removes the stamps,
-//     the confirmation, the no-evidence key and the janitor's grace-window record and plan with it (the
-//     summary of a clean-up that happened stays).
+//     the confirmation, the no-evidence key, the janitor's grace-window record and plan, its record of the
+//     unpeering and the deletion override (rule 17) with it (the summary of a clean-up that happened stays).
 //  8. Everything else passes, and matchConditions keep it from reaching the gate at all: Liqo's status (a
-//     subresource), Liqo's labels and annotations on an unmarked ForeignCluster, and pausing never block
-//     when the gate is down.
+//     subresource), Liqo's labels and annotations on an unmarked ForeignCluster, pausing, and deleting an
+//     unmarked ForeignCluster never block when the gate is down.
 //  9. One cluster ID, one ForeignCluster, the one Liqo finds: the mark goes only on a ForeignCluster whose
 //     liqo.io/remote-cluster-id label equals its spec.clusterID (Liqo's GetForeignClusterByID selects by
 //     that label, the oldest match wins: it probes, drains and replicates for that object only), and no
@@ -49,14 +51,38 @@
 //     with liqo-janitor.io/no-reachability-evidence equal to spec.clusterID.
 //  13. No ForeignCluster is created marked.
 //  14. Only the janitor's own identity (learnt at start with a SelfSubjectReview) sets, changes or removes
-//     the janitor's keys (liqo-janitor.io/cleanup, first-seen-at, grace-ends-at), but for rule 7's
-//     removal; liqo-janitor.io/reason is immutable while marked.
+//     the janitor's keys (liqo-janitor.io/cleanup, first-seen-at, grace-ends-at, unpeering), but for rule
+//     7's removal; liqo-janitor.io/reason is immutable while marked.
 //  15. The fence record (liqo-janitor.io/fenced, written by kubectl liqo-janitor fence once the consumer's
 //     workloads on a returned provider are stopped) ends the janitor's count of that returned provider and
 //     its critical alert: setting or changing it on a marked ForeignCluster needs rule 5's permission, and
 //     the mutating webhook writes its time and user (the request's), as it stamps a mark; the validating
 //     webhook accepts only a record naming the requester, a few seconds old.
+//  16. A marked ForeignCluster is not deleted while its unpeering runs: while a tenant namespace of its
+//     cluster ID exists, found live as Liqo finds it (labelled liqo.io/tenant-namespace and
+//     liqo.io/remote-cluster-id=<spec.clusterID>: pkg/tenantNamespace GetNamespace, Liqo v1.0.3 to v1.2.0;
+//     or named in its status.tenantNamespace.local), Terminating or not, or while the janitor's record
+//     (liqo-janitor.io/unpeering) is there and not Complete. Liqo's foreigncluster controller would
+//     re-create it within seconds without the mark from the peering objects left, re-arming Liqo's
+//     replicator and drain as if the provider were alive, and the janitor's records would go with the old
+//     object. Fail closed when the namespaces cannot be read. Deleting an unmarked ForeignCluster is
+//     nobody's business.
+//  17. Break-glass override of rule 16: liqo-janitor.io/allow-delete-while-unpeering equal to spec.clusterID
+//     on the ForeignCluster, and the requester deleting it holds rule 5's verb: the deletion passes with a
+//     warning saying what it overrode, and a log line with the user (the API server's audit log has the
+//     request). Setting or changing the override on a marked ForeignCluster needs rule 5's permission and
+//     the exact cluster ID; removing it needs nothing.
+//  18. Liqo's uninstaller may bare-mark: a mark set by one of Options.LiqoUninstallerUsers
+//     (--liqo-uninstaller-users; by default Liqo's pre-delete Job, system:serviceaccount:<Liqo's namespace>:liqo-pre-delete, which
+//     bare-marks every ForeignCluster with uninstaller.forceUninstall, Liqo PR #3333) needs neither rule 5's
+//     verb nor rule 12's key; the mutating webhook writes the confirmation (rule 1 then holds) and a
+//     liqo-janitor.io/reason "marked by Liqo's uninstaller (<user>)" when the request carries none, beside
+//     the stamps naming that identity, and the validating webhook emits an Event MarkedByLiqoUninstaller.
+//     Rules 2, 3, 4 (the probe included), 6, 9, 11, 13 and 14 still hold; setting rule 17's override with it
+//     still needs the verb.
 //
 // The ValidatingAdmissionPolicy in manifests/policy enforces, with the gate absent, what CEL can: rules 1,
-// 2, 5, 10 and 15 through the authorizer, 6's immutability, 11, 13, 14 and 15's requester.
+// 2, 5, 10 and 15 through the authorizer, 6's immutability, 11, 13, 14 and 15's requester; 16 by the
+// janitor's record alone (read as text: it must contain "phase":"Complete"), and 17; 18 only where the
+// mutating webhook ran (a bare mark has no confirmation: with the gate absent it is refused).
 package webhook

@@ -48,7 +48,7 @@ func FuzzDecide(f *testing.F) {
 		if localErr {
 			r.LocalClusterIDErr = context.DeadlineExceeded
 		}
-		set, remove := stamp(r.Old, r.New, alice.Username, now)
+		set, remove := stamp(r.Old, r.New, alice.Username, false, now)
 		for k, v := range set {
 			r.New.Annotations[k] = v
 		}
@@ -120,7 +120,11 @@ func newFuzzGate(tb testing.TB) *gate {
 	return &gate{client: c, reader: c, apiReader: c, options: opts.Default(), clock: clocktesting.NewFakePassiveClock(now)}
 }
 
-// seedReviews are well-formed reviews for the main paths: marking (allowed and refused) and unmarking.
+// uninstaller is the default identity of Liqo's uninstaller in the fuzz gate's options (rule 18).
+const uninstaller = "system:serviceaccount:liqo:liqo-pre-delete"
+
+// seedReviews are well-formed reviews for the main paths: marking (allowed and refused), unmarking,
+// deleting a marked ForeignCluster and a mark by Liqo's uninstaller.
 func seedReviews(tb testing.TB) [][]byte {
 	tb.Helper()
 	down := apiServer(liqov1beta1.ConditionStatusError, time.Hour)
@@ -133,14 +137,24 @@ func seedReviews(tb testing.TB) [][]byte {
 		{admissionv1.Update, fc(id, nil, down), fc(id, with(nil, liqojanitor.MarkAnnotation, "true"), down), "bob"},
 		{admissionv1.Update, fc(id, marked, down), fc(id, without(marked, liqojanitor.MarkAnnotation), down), "alice"},
 		{admissionv1.Create, nil, fc("local", with(nil, liqojanitor.MarkAnnotation, "true", liqojanitor.ConfirmAnnotation, "local")), "alice"},
+		// DELETE carries the old object only (rules 16 and 17)
+		{admissionv1.Delete, fc(id, with(marked, liqojanitor.UnpeeringAnnotation, `{"phase":"InProgress"}`), down), nil, "bob"},
+		{admissionv1.Delete, fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down), nil, "alice"},
+		{admissionv1.Update, fc(id, nil, down), fc(id, with(nil, liqojanitor.MarkAnnotation, "true"), down), uninstaller},
 	}
 	var out [][]byte
 	for _, p := range pairs {
-		req := &admissionv1.AdmissionRequest{UID: "seed", Operation: p.op, Name: p.new.Name,
+		named := p.new
+		if named == nil {
+			named = p.old
+		}
+		req := &admissionv1.AdmissionRequest{UID: "seed", Operation: p.op, Name: named.Name,
 			Kind:     metav1.GroupVersionKind{Group: "core.liqo.io", Version: "v1beta1", Kind: "ForeignCluster"},
 			Resource: metav1.GroupVersionResource{Group: "core.liqo.io", Version: "v1beta1", Resource: "foreignclusters"}}
 		req.UserInfo.Username = p.user
-		req.Object.Raw = mustJSON(tb, withTypeMeta(p.new))
+		if p.new != nil {
+			req.Object.Raw = mustJSON(tb, withTypeMeta(p.new))
+		}
 		if p.old != nil {
 			req.OldObject.Raw = mustJSON(tb, withTypeMeta(p.old))
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"github.com/liqotech/liqo/pkg/consts"
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -18,10 +19,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -38,19 +42,25 @@ const (
 // matchConditions make the API server call the gate only for requests it could refuse or must stamp: the
 // validating webhook when the mark, the confirmation, a stamp or one of the janitor's own keys is created,
 // changed or removed (rules 1, 2, 6, 14), when a marked cluster is unpaused (rule 10), and when the reason,
-// the fence record or Liqo's labels liqo.io/remote-cluster-id and liqo.io/webhook-skip change on a marked
-// cluster (rules 11, 14, 15); the mutating webhook only when the mark itself changes or a fence record is
-// set on a marked cluster (it only stamps and unstamps). Every
-// other update of a ForeignCluster — Liqo's status (a subresource the gate never sees), Liqo's labels and
-// annotations on an unmarked one, and pausing — never waits for the gate, and never blocks when its pods
-// are down.
+// the fence record, the deletion override or Liqo's labels liqo.io/remote-cluster-id and
+// liqo.io/webhook-skip change on a marked cluster (rules 11, 14, 15, 17); the mutating webhook only when
+// the mark itself changes or a fence record is set on a marked cluster (it only stamps and unstamps); the
+// deletion webhook (a third one, verbs delete only, so that the CREATE and UPDATE expressions never meet
+// DELETE's null object) only when the ForeignCluster deleted carries the mark (rules 16, 17). Every
+// other request on a ForeignCluster — Liqo's status (a subresource the gate never sees), Liqo's labels and
+// annotations on an unmarked one, pausing, deleting an unmarked one — never waits for the gate, and never
+// blocks when its pods are down. The validating webhook emits an Event on a mark by Liqo's uninstaller
+// (rule 18), never on a dry run: sideEffects NoneOnDryRun.
 //
 //nolint:lll // markers are one line each
 // +kubebuilder:webhook:path=/mutate-liqo-io-v1beta1-foreigncluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=mforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"mark-changes","expression":"(request.operation == 'CREATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) || (request.operation == 'UPDATE' && ((has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) ? !(has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == object.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable']) : (has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations))) || (request.operation == 'UPDATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && 'liqo-janitor.io/fenced' in object.metadata.annotations && !(has(oldObject.metadata.annotations) && 'liqo-janitor.io/fenced' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/fenced'] == object.metadata.annotations['liqo-janitor.io/fenced']))"}]}`
-// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && (['liqo-janitor.io/reason', 'liqo-janitor.io/fenced'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k]))))"}]}`
+// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at', 'liqo-janitor.io/unpeering'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && (['liqo-janitor.io/reason', 'liqo-janitor.io/fenced', 'liqo-janitor.io/allow-delete-while-unpeering'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k]))))"}]}`
+// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=delete,versions=v1beta1,name=vforeigncluster-delete.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"marked-deletions","expression":"request.operation == 'DELETE' && has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == 'true'"}]}`
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=core.liqo.io,resources=foreignclusters,verbs=list
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=liqo
 
 // gate serves the mutating and validating admission webhooks on ForeignClusters.
@@ -68,6 +78,8 @@ type gate struct {
 	clock clock.PassiveClock
 	// probe asks whether a provider's API server answers (rule 4); nil when the probe is off.
 	probe func(ctx context.Context, fc *liqov1beta1.ForeignCluster) probeResult
+	// recorder emits the Event of a mark by Liqo's uninstaller (rule 18); nil emits none.
+	recorder events.EventRecorder
 
 	decoder admission.Decoder
 }
@@ -101,7 +113,8 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 		}
 		o.JanitorUser = user
 	}
-	g := &gate{client: mgr.GetClient(), reader: mgr.GetCache(), apiReader: mgr.GetAPIReader(), options: o}
+	g := &gate{client: mgr.GetClient(), reader: mgr.GetCache(), apiReader: mgr.GetAPIReader(), options: o,
+		recorder: mgr.GetEventRecorder(liqojanitor.Name)}
 	if o.ProbeTimeout > 0 {
 		prober := liqojanitor.NewProber(o.ProbeTimeout)
 		g.probe = func(ctx context.Context, fc *liqov1beta1.ForeignCluster) probeResult {
@@ -138,7 +151,7 @@ func (g *gate) Mutate(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	set, remove := stamp(old, fc, req.UserInfo.Username, g.clock.Now())
+	set, remove := stamp(old, fc, req.UserInfo.Username, g.options.isLiqoUninstaller(req.UserInfo.Username), g.clock.Now())
 	if len(set) == 0 && len(remove) == 0 {
 		return admission.Allowed("")
 	}
@@ -169,9 +182,67 @@ func (g *gate) ValidateUpdate(ctx context.Context, old, fc *liqov1beta1.ForeignC
 	return g.validate(ctx, old, fc)
 }
 
-// ValidateDelete allows every deletion: the gate guards the mark, not the object's life.
-func (g *gate) ValidateDelete(context.Context, *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
-	return nil, nil
+// ValidateDelete applies rules 16 and 17: a marked ForeignCluster stays while its unpeering runs (the
+// webhook configuration sends only deletions of marked ForeignClusters).
+func (g *gate) ValidateDelete(ctx context.Context, old *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := &deletion{Old: old, User: req.UserInfo}
+	if liqojanitor.IsMarked(old.Annotations) {
+		d.TenantNamespaces, d.TenantNamespacesErr = g.tenantNamespaces(ctx, old)
+		if d.running() && overrides(old) {
+			d.permission = g.checkPermission(ctx, old, req.UserInfo)
+		}
+	}
+	v := decideDelete(d)
+	if v.Reason == ReasonOverride {
+		// The API server's audit log has the request; the gate's log says what the override let through.
+		logf.FromContext(ctx).Info("Deleting a ForeignCluster while its unpeering runs, by the break-glass override",
+			"foreignCluster", klog.KObj(old), "clusterID", old.Spec.ClusterID, "user", req.UserInfo.Username,
+			"left", leftToUnpeer(d), "dryRun", ptr.Deref(req.DryRun, false))
+	}
+	countDecision(string(req.Operation), &v)
+	return v.Warnings, v.Err(old)
+}
+
+// tenantNamespaces finds, live, the tenant namespaces of fc's cluster ID as Liqo finds them (labelled
+// liqo.io/tenant-namespace and liqo.io/remote-cluster-id=<spec.clusterID>: pkg/tenantNamespace
+// GetNamespace, Liqo v1.0.3 to v1.2.0), and the one fc's status.tenantNamespace.local names.
+func (g *gate) tenantNamespaces(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]tenantNamespace, error) {
+	found := map[string]tenantNamespace{}
+	if fc.Spec.ClusterID != "" {
+		var nss corev1.NamespaceList
+		if err := g.apiReader.List(ctx, &nss, client.HasLabels{consts.TenantNamespaceLabel},
+			client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: string(fc.Spec.ClusterID)}); err != nil {
+			return nil, fmt.Errorf("listing namespaces labelled %s and %s=%s: %w", consts.TenantNamespaceLabel,
+				liqojanitor.RemoteClusterIDLabel, fc.Spec.ClusterID, err)
+		}
+		for i := range nss.Items {
+			found[nss.Items[i].Name] = tenantNamespaceOf(&nss.Items[i])
+		}
+	}
+	if name := fc.Status.TenantNamespace.Local; name != "" {
+		if _, ok := found[name]; !ok {
+			ns := &corev1.Namespace{}
+			switch err := g.apiReader.Get(ctx, client.ObjectKey{Name: name}, ns); {
+			case err == nil:
+				found[name] = tenantNamespaceOf(ns)
+			case !apierrors.IsNotFound(err):
+				return nil, fmt.Errorf("reading namespace %s (status.tenantNamespace.local): %w", name, err)
+			}
+		}
+	}
+	out := make([]tenantNamespace, 0, len(found))
+	for _, name := range sortedKeys(found) {
+		out = append(out, found[name])
+	}
+	return out, nil
+}
+
+func tenantNamespaceOf(ns *corev1.Namespace) tenantNamespace {
+	return tenantNamespace{Name: ns.Name, Terminating: !ns.DeletionTimestamp.IsZero()}
 }
 
 func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
@@ -179,7 +250,8 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 	if err != nil {
 		return nil, err
 	}
-	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now(), JanitorUser: g.options.JanitorUser}
+	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now(), JanitorUser: g.options.JanitorUser,
+		LiqoUninstaller: g.options.isLiqoUninstaller(req.UserInfo.Username)}
 	if needsClusterContext(transitionOf(old, fc)) {
 		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
 		r.Duplicates, r.DuplicatesErr = g.duplicates(ctx, fc)
@@ -193,8 +265,22 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		r.Probe = g.probe(ctx, fc)
 		v = decide(r, g.options)
 	}
+	if v.Reason == ReasonUninstallerMark && !ptr.Deref(req.DryRun, false) {
+		g.recordUninstallerMark(ctx, fc, req.UserInfo.Username)
+	}
 	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(fc)
+}
+
+// recordUninstallerMark audits a mark by Liqo's uninstaller (rule 18): an Event on the ForeignCluster
+// (reason MarkedByLiqoUninstaller, in the janitor's name, beside its own) and a log line with the user.
+// Never on a dry run: the validating webhook declares sideEffects NoneOnDryRun.
+func (g *gate) recordUninstallerMark(ctx context.Context, fc *liqov1beta1.ForeignCluster, user string) {
+	logf.FromContext(ctx).Info("Accepting a mark by Liqo's uninstaller", "foreignCluster", klog.KObj(fc),
+		"clusterID", fc.Spec.ClusterID, "user", user)
+	if g.recorder != nil {
+		g.recorder.Eventf(fc, nil, corev1.EventTypeNormal, ReasonUninstallerMark, "Mark", "%s", msgUninstallerMark(fc, user))
+	}
 }
 
 // localClusterID reads CLUSTER_ID from Liqo's cluster-ID ConfigMap, selected by label as Liqo does.

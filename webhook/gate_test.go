@@ -64,6 +64,9 @@ func setupCluster(e *harness.Env) error {
 	if err := e.InstallOperators(ctx, []string{markerUser}, []string{plainUser}); err != nil {
 		return err
 	}
+	if err := installDeleters(ctx, e); err != nil {
+		return err
+	}
 	var err error
 	if alice, err = e.NewClient(func(c *rest.Config) {
 		c.Impersonate.UserName = markerUser

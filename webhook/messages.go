@@ -45,9 +45,11 @@ func msgMarkValue(fc *liqov1beta1.ForeignCluster) string {
 
 func msgConfirmMissing(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s: marking a cluster permanently unreachable needs a second key, the confirmation annotation %s "+
-		"equal to its cluster ID %q; if this really is the provider that is gone, confirm it and mark it in one step: %s",
+		"equal to its cluster ID %q; if this really is the provider that is gone, confirm it and mark it in one step: %s "+
+		"(or kubectl liqo-janitor mark %s); with liqoctl force unpeer, confirm first: %s, then run liqoctl force unpeer %s again",
 		describe(fc), liqojanitor.ConfirmAnnotation, fc.Spec.ClusterID,
-		annotateCmd(fc, confirmKV(fc)+" "+liqojanitor.MarkAnnotation+"="+liqojanitor.MarkValue))
+		annotateCmd(fc, confirmKV(fc)+" "+liqojanitor.MarkAnnotation+"="+liqojanitor.MarkValue), fc.Name,
+		annotateCmd(fc, confirmKV(fc)), fc.Spec.ClusterID)
 }
 
 func msgConfirmWrong(fc *liqov1beta1.ForeignCluster) string {
@@ -182,8 +184,10 @@ func msgPermissionDenied(old, fc *liqov1beta1.ForeignCluster, user string, t tra
 		action = "remove its permanently-unreachable mark"
 	case t == staysMarked && unpauses(old, fc):
 		action = fmt.Sprintf("unpause it (remove %s), which resumes irreversible releases", liqojanitor.PausedAnnotation)
-	case t == staysMarked:
+	case t == staysMarked && fences(old, fc):
 		action = fmt.Sprintf("record a fence (%s), which ends the count of its returned provider and its alert", liqojanitor.FencedAnnotation)
+	case t == staysMarked:
+		action = fmt.Sprintf("set the break-glass override %s, which lets it be deleted while its unpeering runs", liqojanitor.AllowDeleteAnnotation)
 	}
 	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+
 		"a cluster admin can grant it with: kubectl create clusterrolebinding %s --clusterrole=%s --user=%s",
@@ -220,4 +224,81 @@ func msgFenceRecord(fc *liqov1beta1.ForeignCluster) string {
 		"the gate with the time and the requesting user (\"<RFC 3339> by <user>: <counts>\"); one naming another user or "+
 		"another time is refused: run kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>",
 		describe(fc), liqojanitor.FencedAnnotation, fc.Spec.ClusterID)
+}
+
+func msgOverrideWrong(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: the break-glass override %s must equal the cluster ID %q exactly; to set it run: %s",
+		describe(fc), liqojanitor.AllowDeleteAnnotation, fc.Spec.ClusterID, annotateCmd(fc, overrideKV(fc)))
+}
+
+func overrideKV(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s=%s", liqojanitor.AllowDeleteAnnotation, fc.Spec.ClusterID)
+}
+
+// leftToUnpeer says what of the unpeering is left, for a person: the tenant namespaces (and whether they
+// are Terminating), the janitor's record.
+func leftToUnpeer(d *deletion) string {
+	var parts []string
+	for _, ns := range d.TenantNamespaces {
+		state := "still exists"
+		if ns.Terminating {
+			state = "still Terminating"
+		}
+		parts = append(parts, fmt.Sprintf("tenant namespace %s %s", ns.Name, state))
+	}
+	if d.TenantNamespacesErr != nil {
+		parts = append(parts, fmt.Sprintf("its tenant namespaces cannot be listed (%v), so they cannot be ruled out", d.TenantNamespacesErr))
+	}
+	if u, runs := unpeeringRuns(d.Old); runs {
+		summary := u.Summary()
+		if u.Phase == "" {
+			summary = "unreadable"
+		}
+		parts = append(parts, "liqo-janitor's record: "+summary)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func msgUnpeeringRuns(d *deletion) string {
+	fc := d.Old
+	next := fmt.Sprintf("wait until kubectl liqo-janitor status %s says unpeering complete, then delete it", fc.Name)
+	for _, ns := range d.TenantNamespaces {
+		if !ns.Terminating {
+			next = fmt.Sprintf("delete the tenant namespace first (kubectl delete namespace %s, or liqoctl force unpeer %s), "+
+				"then %s", ns.Name, fc.Spec.ClusterID, next)
+			break
+		}
+	}
+	override := ""
+	if v, ok := fc.Annotations[liqojanitor.AllowDeleteAnnotation]; ok {
+		override = fmt.Sprintf(" (its %s is %q, not the cluster ID)", liqojanitor.AllowDeleteAnnotation, v)
+	}
+	return fmt.Sprintf("%s is marked permanently unreachable and its unpeering still runs: %s. Deleted now, it would come "+
+		"back: Liqo's foreigncluster controller re-creates it within seconds from the peering objects left, WITHOUT the mark, "+
+		"so Liqo would wait for the provider as if it were alive again and liqo-janitor's record of the mark would be lost. "+
+		"Next: %s; to delete it anyway, break-glass (needs verb %s, audited)%s: %s, then kubectl delete foreigncluster %s",
+		describe(fc), leftToUnpeer(d), next, MarkVerb, override, annotateCmd(fc, overrideKV(fc)), fc.Name)
+}
+
+func msgOverrideDenied(d *deletion) string {
+	return fmt.Sprintf("%s: user %q may not use the break-glass override %s to delete it while its unpeering runs (%s): "+
+		"that needs verb %s on foreignclusters.core.liqo.io; a cluster admin can grant it with: "+
+		"kubectl create clusterrolebinding %s --clusterrole=%s --user=%s; or wait until kubectl liqo-janitor status %s "+
+		"says unpeering complete",
+		describe(d.Old), d.User.Username, liqojanitor.AllowDeleteAnnotation, leftToUnpeer(d), MarkVerb,
+		bindingName(d.User.Username), MarkRoleName, d.User.Username, d.Old.Name)
+}
+
+// warnOverridden is the warning answered to a deletion the override let through (rule 17).
+func warnOverridden(d *deletion) string {
+	return fmt.Sprintf("%s deleted while its unpeering runs, by the break-glass override %s (user %q): %s; Liqo's "+
+		"foreigncluster controller may re-create it without the mark: if it comes back, mark it again "+
+		"(kubectl liqo-janitor mark %s)", describe(d.Old), liqojanitor.AllowDeleteAnnotation, d.User.Username,
+		leftToUnpeer(d), d.Old.Name)
+}
+
+func msgUninstallerMark(fc *liqov1beta1.ForeignCluster, user string) string {
+	return fmt.Sprintf("%s marked permanently unreachable by Liqo's uninstaller (%s), accepted without the confirmation "+
+		"and the break-glass verb (gate rule 18): liqo-janitor confirmed the cluster ID itself and releases what the "+
+		"provider left stuck after its grace period", describe(fc), user)
 }

@@ -5,12 +5,12 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// decisionsTotal counts the validating webhook's decisions. Labels are bounded: operation is CREATE or
-// UPDATE, result allowed or denied, reason one of the Reason* values (the first refusing rule, or what an
+// decisionsTotal counts the validating webhooks' decisions. Labels are bounded: operation is CREATE,
+// UPDATE or DELETE, result allowed or denied, reason one of the Reason* values (the first refusing rule, or what an
 // allowed request did). Never a cluster or user name.
 var decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "liqo_janitor_gate_decisions_total",
-	Help: "Decisions of the gate's validating webhook on ForeignClusters, by operation, result (allowed, denied) and reason.",
+	Help: "Decisions of the gate's validating webhooks on ForeignClusters, by operation, result (allowed, denied) and reason.",
 }, []string{"operation", "result", "reason"})
 
 func init() {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,19 +50,21 @@ type options struct {
 	enableJanitor       bool
 	enableHTTP2         bool
 	liqoNamespace       string
-	minUnreachable      time.Duration
-	probeTimeout        time.Duration
-	gracePeriod         time.Duration
-	returnProbe         time.Duration
-	fabricSettle        time.Duration
-	dryRun              bool
-	releaseSecrets      bool
-	workers             int
-	objectEvents        bool
-	kubeAPIQPS          float64
-	kubeAPIBurst        int
-	certs               certOptions
-	zap                 zap.Options
+	// liqoUninstallers are the identities whose bare marks the gate accepts as Liqo's uninstaller's.
+	liqoUninstallers userList
+	minUnreachable   time.Duration
+	probeTimeout     time.Duration
+	gracePeriod      time.Duration
+	returnProbe      time.Duration
+	fabricSettle     time.Duration
+	dryRun           bool
+	releaseSecrets   bool
+	workers          int
+	objectEvents     bool
+	kubeAPIQPS       float64
+	kubeAPIBurst     int
+	certs            certOptions
+	zap              zap.Options
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
@@ -97,6 +100,11 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Allow HTTP/2 on the webhook and metrics servers (off by default: HTTP/2 rapid-reset mitigations).")
 	fs.StringVar(&o.liqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace,
 		"Namespace Liqo is installed in; the local cluster ID is read from its cluster-ID ConfigMap.")
+	fs.Var(&o.liqoUninstallers, "liqo-uninstaller-users",
+		"Comma-separated usernames whose bare marks the gate accepts as Liqo's uninstaller's (gate rule 18: without the confirmation, "+
+			"the no-evidence key and the break-glass verb, still vetoed while the provider answers; the gate writes the confirmation, "+
+			"a reason and the stamps, and emits an Event). Not set: Liqo's pre-delete Job, system:serviceaccount:<--liqo-namespace>:"+
+			webhook.LiqoPreDeleteServiceAccount+"; empty: nobody.")
 	fs.DurationVar(&o.minUnreachable, "min-unreachable", webhook.DefaultMinUnreachable,
 		"How long a ForeignCluster's APIServerStatus must have been not Established before it may be marked dead.")
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", webhook.DefaultProbeTimeout,
@@ -230,7 +238,8 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
-		"certManagement", o.certs.mode, "liqoNamespace", o.liqoNamespace, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
+		"certManagement", o.certs.mode, "liqoNamespace", o.liqoNamespace,
+		"liqoUninstallers", gateOptions(o).Default().LiqoUninstallerUsers, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
 	return mgr.Start(ctx)
 }
 
@@ -282,7 +291,35 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 }
 
 func gateOptions(o *options) webhook.Options {
-	return webhook.Options{LiqoNamespace: o.liqoNamespace, MinUnreachable: o.minUnreachable, ProbeTimeout: o.probeTimeout}
+	return webhook.Options{LiqoNamespace: o.liqoNamespace, MinUnreachable: o.minUnreachable, ProbeTimeout: o.probeTimeout,
+		LiqoUninstallerUsers: o.liqoUninstallers.value()}
+}
+
+// userList is a comma-separated list of usernames that remembers whether it was set: not set, the gate's
+// default applies; set empty, nobody.
+type userList struct {
+	users []string
+	set   bool
+}
+
+func (l *userList) String() string { return strings.Join(l.users, ",") }
+
+func (l *userList) Set(v string) error {
+	l.set, l.users = true, []string{}
+	for u := range strings.SplitSeq(v, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			l.users = append(l.users, u)
+		}
+	}
+	return nil
+}
+
+// value is the list for webhook.Options: nil when the flag was not set (the gate's default).
+func (l *userList) value() []string {
+	if !l.set {
+		return nil
+	}
+	return l.users
 }
 
 func janitorOptions(o *options) janitor.Options {

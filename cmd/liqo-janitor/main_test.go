@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,6 +123,36 @@ func TestFlagValidation(t *testing.T) {
 			}
 			if err == nil || !contains(err.Error(), tc.wantErr) {
 				t.Fatalf("validate() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestLiqoUninstallerUsers: --liqo-uninstaller-users names the identities of gate rule 18; not set, it is
+// Liqo's pre-delete Job in --liqo-namespace; set empty, nobody.
+func TestLiqoUninstallerUsers(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		args []string
+		want []string
+	}{
+		"not set: Liqo's pre-delete Job in Liqo's namespace": {args: []string{"--liqo-namespace=liqo-system"},
+			want: []string{"system:serviceaccount:liqo-system:liqo-pre-delete"}},
+		"a comma-separated list":         {args: []string{"--liqo-uninstaller-users=a, system:serviceaccount:x:y,"}, want: []string{"a", "system:serviceaccount:x:y"}},
+		"set empty: nobody":              {args: []string{"--liqo-uninstaller-users="}, want: []string{}},
+		"defaults: liqo/liqo-pre-delete": {want: []string{"system:serviceaccount:liqo:liqo-pre-delete"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var o options
+			fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
+			o.bindFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if got := gateOptions(&o).Default().LiqoUninstallerUsers; !slices.Equal(got, tc.want) || got == nil {
+				t.Fatalf("LiqoUninstallerUsers = %#v, want %#v", got, tc.want)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -283,6 +284,44 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	g.Expect(args).To(HaveKeyWithValue("--janitor-workers", strconv.Itoa(janitor.DefaultWorkers)))
 	g.Expect(args).To(HaveKeyWithValue("--kube-api-burst", strconv.Itoa(janitor.DefaultClientBurst)))
 	g.Expect(args).To(HaveKeyWithValue("--liqo-namespace", webhook.DefaultLiqoNamespace))
+	g.Expect(args).To(HaveKeyWithValue("--liqo-uninstaller-users",
+		strings.Join(webhook.DefaultLiqoUninstallerUsers(webhook.DefaultLiqoNamespace), ",")))
+}
+
+// TestChartNamesLiqosUninstaller: the identities of gate rule 18 follow liqo.namespace unless named, and
+// reach both the binary's flag and the policy fallback's list; disabled, nobody.
+func TestChartNamesLiqosUninstaller(t *testing.T) {
+	tests := map[string]struct {
+		values map[string]any
+		want   string
+	}{
+		"Liqo's pre-delete Job in liqo.namespace": {values: map[string]any{"liqo": map[string]any{"namespace": "liqo-system"}},
+			want: "system:serviceaccount:liqo-system:liqo-pre-delete"},
+		"named users": {values: map[string]any{"liqo": map[string]any{"uninstaller": map[string]any{"users": []any{"a", "b"}}}},
+			want: "a,b"},
+		"disabled": {values: map[string]any{"liqo": map[string]any{"uninstaller": map[string]any{"enabled": false}}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.values["policy"] = map[string]any{"enabled": true}
+			b, _ := render(t, installNS, tc.values)
+			g.Expect(one[*appsv1.Deployment](t, b, installNS, appName).Spec.Template.Spec.Containers[0].Args).
+				To(ContainElement("--liqo-uninstaller-users=" + tc.want))
+			vap := one[*admissionregistrationv1.ValidatingAdmissionPolicy](t, b, "", policyName)
+			var list string
+			for _, v := range vap.Spec.Variables {
+				if v.Name == "uninstallerMark" {
+					list = v.Expression
+				}
+			}
+			want := "[]"
+			if tc.want != "" {
+				want = `["` + strings.ReplaceAll(tc.want, ",", `","`) + `"]`
+			}
+			g.Expect(list).To(ContainSubstring("request.userInfo.username in " + want))
+		})
+	}
 }
 
 func TestChartNotesTellTheNextStep(t *testing.T) {

@@ -498,7 +498,8 @@ func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
 			"kubectl annotate foreigncluster "+id+" liqo-janitor.io/paused=true")...)
 	}
 	g.Expect(liqojanitor.JanitorOwnedAnnotations).To(ConsistOf(liqojanitor.CleanupAnnotation,
-		liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation), "a new janitor-owned key must be added to the policy")
+		liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation, liqojanitor.UnpeeringAnnotation),
+		"a new janitor-owned key must be added to the policy")
 
 	// Not even a cluster admin writes the janitor's words, on an unmarked cluster or in a new one.
 	for _, key := range liqojanitor.JanitorOwnedAnnotations {
@@ -513,7 +514,8 @@ func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
 	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
 	plan := liqojanitor.GracePlanPrefix + "20s left: would release pods 3, resourceslices 1"
 	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.FirstSeenAnnotation: s("2026-03-01T10:00:05Z"),
-		liqojanitor.GraceEndsAnnotation: s("2026-03-01T10:00:35Z"), liqojanitor.CleanupAnnotation: s(plan)})).To(Succeed())
+		liqojanitor.GraceEndsAnnotation: s("2026-03-01T10:00:35Z"), liqojanitor.CleanupAnnotation: s(plan),
+		liqojanitor.UnpeeringAnnotation: s(liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress}.String())})).To(Succeed())
 	for _, key := range liqojanitor.JanitorOwnedAnnotations {
 		refused(g, annotate(ctx, env.Client, id, map[string]*string{key: s("forged")}), key)
 		refused(g, annotate(ctx, env.Client, id, map[string]*string{key: nil}), key)
@@ -525,8 +527,9 @@ func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
 	refused(g, annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.FirstSeenAnnotation: s("2026-03-01T09:00:00Z")}),
 		"may not set, change or remove "+liqojanitor.FirstSeenAnnotation+" on")
 	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil, liqojanitor.ConfirmAnnotation: nil,
-		liqojanitor.FirstSeenAnnotation: nil, liqojanitor.GraceEndsAnnotation: nil, liqojanitor.CleanupAnnotation: nil})).To(Succeed(),
-		"the request that removes the mark removes the plan of a clean-up that will not happen")
+		liqojanitor.FirstSeenAnnotation: nil, liqojanitor.GraceEndsAnnotation: nil, liqojanitor.CleanupAnnotation: nil,
+		liqojanitor.UnpeeringAnnotation: nil})).To(Succeed(),
+		"the request that removes the mark removes the plan of a clean-up that will not happen, and the unpeering record")
 	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(BeEmpty())
 
 	// A clean-up that did happen keeps its summary when the mark goes.
@@ -543,4 +546,94 @@ func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
 	refused(g, annotate(ctx, env.Client, id, map[string]*string{liqojanitor.CleanupAnnotation: nil}), liqojanitor.CleanupAnnotation)
 	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: nil})).To(Succeed())
 	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(BeEmpty())
+}
+
+// TestPolicyKeepsAMarkedForeignClusterWhileItsUnpeeringRunsWithoutTheGate: gate rules 16 and 17. With the
+// webhook absent the policy cannot see the tenant namespaces: a marked ForeignCluster is deleted only once
+// the janitor's record says its unpeering is complete, or with the override by a holder of the verb. An
+// unmarked one deletes untouched.
+func TestPolicyKeepsAMarkedForeignClusterWhileItsUnpeeringRunsWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+	grantRole(t, "policy-deleter", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch", "delete"}}}, "carol", janitorUser)
+	carol, janitor := impersonate(t, "carol"), impersonate(t, janitorUser)
+	deleteFC := func(c client.Client, id string) error {
+		return c.Delete(ctx, &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id}})
+	}
+	gone := func(id string) bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: id}, &liqov1beta1.ForeignCluster{}))
+	}
+
+	const unmarked = "provider-del-unmarked"
+	createForeignCluster(t, unmarked, nil)
+	g.Expect(deleteFC(carol, unmarked)).To(Succeed(), "an unmarked ForeignCluster deletes untouched")
+
+	const id = "provider-del"
+	fc := createForeignCluster(t, id, nil)
+	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
+	midway := func(g Gomega, err error) {
+		expectPolicyDenied(g, err, "ForeignCluster "+id+" is marked permanently unreachable and liqo-janitor has not recorded its unpeering complete",
+			"WITHOUT the mark", "kubectl liqo-janitor status "+id+" says unpeering complete", "liqoctl force unpeer "+id,
+			"kubectl annotate foreigncluster "+id+" liqo-janitor.io/allow-delete-while-unpeering="+id+" --overwrite")
+	}
+	midway(g, deleteFC(carol, id))
+	midway(g, deleteFC(env.Client, id)) // a cluster admin too: the override is the way
+	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.UnpeeringAnnotation: s(
+		liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress, TenantNamespace: "liqo-tenant-" + id}.String())})).To(Succeed())
+	midway(g, deleteFC(carol, id))
+
+	// the override: break-glass to set, and to use
+	expectPolicyForbidden(g, annotate(ctx, carol, id, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(id)}),
+		`user "carol" may not set the break-glass override liqo-janitor.io/allow-delete-while-unpeering`)
+	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(id)})).To(Succeed())
+	expectPolicyForbidden(g, deleteFC(carol, id), `user "carol" may not use the break-glass override`,
+		"--clusterrole=liqo-janitor:mark-unreachable --user=carol")
+	g.Expect(gone(id)).To(BeFalse())
+
+	// the janitor records the unpeering complete: the ForeignCluster goes, for anyone who may delete it
+	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.UnpeeringAnnotation: s(
+		liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringComplete}.String())})).To(Succeed())
+	g.Expect(deleteFC(carol, id)).To(Succeed())
+	g.Expect(gone(id)).To(BeTrue())
+
+	// and the override, used by a holder of the verb
+	const other = "provider-del-override"
+	fc = createForeignCluster(t, other, nil)
+	g.Expect(fixture.MarkCluster(ctx, env.Client, fc, liqojanitor.AllowDeleteAnnotation, other)).To(Succeed())
+	g.Expect(deleteFC(env.Client, other)).To(Succeed())
+	g.Expect(gone(other)).To(BeTrue())
+}
+
+// TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate: gate rule 18. With the webhook absent nobody
+// writes the confirmation for Liqo's uninstaller, so its bare mark is refused (fail closed); stamped and
+// confirmed as the gate's mutating webhook does, its mark needs no break-glass verb — and anyone else's
+// still does.
+func TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+	uninstallerUser := webhook.DefaultLiqoUninstallerUsers(webhook.DefaultLiqoNamespace)[0]
+	grantRole(t, "policy-uninstaller", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch"}}}, uninstallerUser, "dave")
+	uninstaller, dave := impersonate(t, uninstallerUser), impersonate(t, "dave")
+
+	const id = "provider-uninstalled"
+	createForeignCluster(t, id, nil)
+	expectPolicyDenied(g, annotate(ctx, uninstaller, id, map[string]*string{liqojanitor.MarkAnnotation: s("true")}),
+		"needs the confirmation liqo-janitor.io/confirm-cluster-id")
+
+	stampedAs := func(user string) map[string]*string {
+		return map[string]*string{liqojanitor.MarkAnnotation: s("true"), liqojanitor.ConfirmAnnotation: s(id),
+			liqojanitor.MarkedByAnnotation: s(user), liqojanitor.MarkedAtAnnotation: s(time.Now().UTC().Format(time.RFC3339))}
+	}
+	expectPolicyForbidden(g, annotate(ctx, dave, id, stampedAs("dave")), `user "dave" may not mark it permanently unreachable`)
+	expectPolicyForbidden(g, annotate(ctx, uninstaller, id, stampedAs("dave")), "may not mark it permanently unreachable")
+	g.Expect(annotate(ctx, uninstaller, id, stampedAs(uninstallerUser))).To(Succeed())
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, uninstallerUser))
+	// cleanup: the mark goes first, so that the ForeignCluster may be deleted
+	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 }

@@ -52,6 +52,15 @@ what the janitor writes (its annotations on ForeignClusters, its Events, identit
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "liqo-janitor.serviceAccountName" . }}
 {{- end }}
 
+{{- /* The identities whose bare marks the gate accepts as Liqo's uninstaller's (gate rule 18), comma-separated:
+liqo.uninstaller.users, or Liqo's pre-delete Job's ServiceAccount in liqo.namespace; none when disabled. */}}
+{{- define "liqo-janitor.liqoUninstallerUsers" -}}
+{{- if .Values.liqo.uninstaller.enabled }}
+{{- if .Values.liqo.uninstaller.users }}{{ join "," .Values.liqo.uninstaller.users }}
+{{- else }}system:serviceaccount:{{ .Values.liqo.namespace }}:liqo-pre-delete{{ end }}
+{{- end }}
+{{- end }}
+
 {{/* The DNS names the API server calls the webhook Service by. */}}
 {{- define "liqo-janitor.webhookService" -}}liqo-janitor-webhook{{- end }}
 
