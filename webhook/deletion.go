@@ -10,10 +10,12 @@ import (
 
 // The deletion rules (16, 17): a marked ForeignCluster stays while its unpeering runs. Liqo's
 // foreigncluster controller re-creates a deleted ForeignCluster within seconds from the peering objects
-// left (the tenant namespace and what it holds) WITHOUT the mark: Liqo ≥ v1.1's IsDead is then false, so
-// its crd-replicator and VirtualNode drain wait for the provider as if it were alive, and the janitor's
-// record and first sight go with the old object. Liqo's own force uninstall (PR #3333) deletes the
-// ForeignClusters last "to prevent the controller-manager from re-creating them".
+// left WITHOUT the mark: any Configuration, Connection, GatewayServer/Client, Tenant, Identity, VirtualNode
+// or virtual Node labelled liqo.io/remote-cluster-id=<id> enqueues it, and when GetForeignClusterByID
+// finds none it creates one named <id> with only that label (foreigncluster_controller.go
+// foreignclusterEnqueuer and Reconcile, v1.0.3 to v1.2.0). Liqo ≥ v1.1's IsDead is then false, so its
+// crd-replicator and VirtualNode drain wait for the provider as if it were alive, and the janitor's
+// record and first sight go with the old object.
 
 // tenantNamespace is a tenant namespace of the ForeignCluster's cluster ID, found live as Liqo finds it.
 type tenantNamespace struct {
