@@ -162,3 +162,13 @@ func ForeignClustersOf(fcs []liqov1beta1.ForeignCluster, clusterID liqov1beta1.C
 func FoundByLiqo(fc *liqov1beta1.ForeignCluster) bool {
 	return fc.Spec.ClusterID != "" && fc.Labels[RemoteClusterIDLabel] == string(fc.Spec.ClusterID)
 }
+
+// The janitor-wide brake (janitor rule 15): while a ConfigMap of this name exists in the janitor's own
+// namespace, the janitor releases nothing, for any cluster. Setting it needs no ForeignCluster write, so it
+// works while Liqo's webhook (or the gate) refuses them.
+const (
+	// BrakeConfigMap names the brake's ConfigMap.
+	BrakeConfigMap = "liqo-janitor-brake"
+	// BrakeReasonKey is the data key of the operator's reason, quoted by events and `status`.
+	BrakeReasonKey = "reason"
+)

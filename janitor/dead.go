@@ -36,6 +36,8 @@ const (
 	// WaitReturned means the provider answered again after the mark (janitor rule 10): it is not gone, and
 	// nothing more is released for this mark, whatever the provider does next.
 	WaitReturned WaitReason = "Returned"
+	// WaitBraked means the janitor-wide brake is set (janitor rule 15): nothing is released for any cluster.
+	WaitBraked WaitReason = "Braked"
 )
 
 // liveness is the janitor's view of one ForeignCluster. Its zero value is the cautious one, not dead:
@@ -56,6 +58,8 @@ type liveness struct {
 	Duplicate string
 	// Returned is when and how the provider answered again after the mark (only with WaitReturned).
 	Returned providerReturn
+	// Brake is the operator's reason for the janitor-wide brake (only with WaitBraked).
+	Brake string
 	// dead is assess's verdict that the janitor may act.
 	dead bool
 }

@@ -26,7 +26,7 @@ var (
 	})
 	waitsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "liqo_janitor_waits_total",
-		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, NotFoundByLiqo, Reachable, Paused, GracePeriod, Duplicate, Returned).",
+		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, NotFoundByLiqo, Reachable, Paused, GracePeriod, Duplicate, Returned, Braked).",
 	}, []string{"reason"})
 	returnedClusters = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "liqo_janitor_returned_clusters",
@@ -36,6 +36,10 @@ var (
 		Name: "liqo_janitor_unpeering_objects",
 		Help: "Objects of dead clusters' unpeerings still on the consumer (tenant namespaces, VirtualNodes, objects whose finalizers hold a tenant namespace), by kind and whether liqo-janitor releases them, as of the last pass.",
 	}, []string{"kind", "releasable"})
+	brakeGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_janitor_brake",
+		Help: "1 while the janitor-wide brake (the ConfigMap liqo-janitor-brake in the janitor's namespace) is set and nothing is released, as last read.",
+	})
 	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "liqo_janitor_cleanup_duration_seconds",
 		Help:    "Time from the end of a dead cluster's grace period until nothing of it was left to release.",
@@ -55,7 +59,7 @@ const (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, unpeeringObjects, cleanupDuration)
+	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, unpeeringObjects, brakeGauge, cleanupDuration)
 	// Every series exists from the start, at zero, so that rate() and the alerts see a janitor that has
 	// not acted yet (not an absent series) and dashboards show every kind.
 	for _, kind := range allKinds {
@@ -65,7 +69,7 @@ func init() {
 		blockedObjects.WithLabelValues(kind)
 		pendingObjects.WithLabelValues(kind)
 	}
-	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitPaused, WaitGracePeriod, WaitDuplicate, WaitReturned} {
+	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitPaused, WaitGracePeriod, WaitDuplicate, WaitReturned, WaitBraked} {
 		waitsTotal.WithLabelValues(string(reason))
 	}
 }

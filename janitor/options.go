@@ -32,6 +32,9 @@ type Options struct {
 	// LiqoNamespace is Liqo's namespace, where the janitor reads the controller-manager's Deployment to
 	// tell the installed Liqo version (janitor rule 12); empty is "liqo".
 	LiqoNamespace string
+	// Namespace is the janitor's own namespace, where the brake's ConfigMap is read (janitor rule 15);
+	// empty turns the brake off.
+	Namespace string
 	// FabricSettle is how long an InternalFabric of a dead cluster must have been deleting before the
 	// janitor removes the legacy finalizer Liqo's fabric still holds, on Liqo before v1.2.0 (fabric.go);
 	// zero is DefaultFabricSettle.

@@ -37,6 +37,8 @@ type reconciler struct {
 	// versions tells the installed Liqo version; surveyor follows a dead cluster's unpeering.
 	versions *liqoVersions
 	surveyor *surveyor
+	// brake is the janitor-wide brake (janitor rule 15), read live.
+	brake brake
 }
 
 // newReconciler assembles the janitor — the one constructor of Setup, PlanCluster and the tests: c reads
@@ -51,6 +53,7 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 			recorder: recorder, options: o},
 		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, options: o},
 		versions: newLiqoVersions(live, o.LiqoNamespace, clk),
+		brake:    brake{reader: live, namespace: o.Namespace},
 		surveyor: &surveyor{client: c, apiReader: live, options: o},
 	}
 }
@@ -78,6 +81,19 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case !l.Dead():
 		r.releaser.forget(live.Name)
 		return r.reporter.wait(ctx, live, l), nil
+	}
+	return r.cleanUp(ctx, live, l, fcs)
+}
+
+// cleanUp is a pass over a dead cluster: unless the janitor-wide brake is set, release what it left stuck,
+// follow its unpeering, report.
+func (r *reconciler) cleanUp(ctx context.Context, live *liqov1beta1.ForeignCluster, l liveness, fcs []liqov1beta1.ForeignCluster) (ctrl.Result, error) {
+	switch reason, braked, err := r.brake.on(ctx); {
+	case err != nil:
+		return ctrl.Result{}, err
+	case braked:
+		r.releaser.forget(live.Name)
+		return r.reporter.wait(ctx, live, liveness{Wait: WaitBraked, Brake: reason}), nil
 	}
 	s := r.newScope(ctx, live, fcs)
 	end := r.releaser.release(ctx, s)
@@ -176,12 +192,15 @@ func (r *reconciler) showPlan(ctx context.Context, fc *liqov1beta1.ForeignCluste
 	return r.reporter.publishPlan(ctx, s, l, end.tally)
 }
 
-// recheck is the live re-check before each batch of irreversible writes: a mark removed, a pause set, a
-// provider answering again (Liqo's status or the janitor's probe: rule 10) or a live duplicate appearing
-// a millisecond ago stops the janitor. From the same
-// one live list it refreshes the pass's dead set, on which NamespaceOffloadings spanning several clusters
-// are decided (janitor rule 4). One request: a LIST of the ForeignClusters.
+// recheck is the live re-check before each batch of irreversible writes: the janitor-wide brake set (rule
+// 15), a mark removed, a pause set, a provider answering again (Liqo's status or the janitor's probe:
+// rule 10) or a live duplicate appearing a millisecond ago stops the janitor. From the same one live list
+// it refreshes the pass's dead set, on which NamespaceOffloadings spanning several clusters are decided
+// (janitor rule 4). Two requests: a GET of the brake's ConfigMap and a LIST of the ForeignClusters.
 func (r *reconciler) recheck(ctx context.Context, s *scope) (dead bool, err error) {
+	if _, braked, err := r.brake.on(ctx); err != nil || braked {
+		return false, err
+	}
 	live, l, fcs, err := r.assessLive(ctx, s.fc.Name)
 	switch {
 	case err != nil:

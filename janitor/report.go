@@ -71,9 +71,12 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 		summary = fmt.Sprintf("%s%s left: %s", liqojanitor.GracePlanPrefix, l.GraceLeft.Round(time.Second), planSummary)
 	}
 	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
-	// fails, writes nothing, and the change's own event decides what comes next.
-	if _, err := p.writeRecord(ctx, s.fc, summary, l, ""); err != nil && !apierrors.IsConflict(err) {
-		return result, err
+	// fails, writes nothing, and the change's own event decides what comes next. Another admission webhook
+	// refusing it (Liqo's, while its pod is down) is no error: the plan is shown again by the next pass. A
+	// result or an error, never both (controller-runtime ignores the result then, janitor rule 11).
+	_, err := p.writeRecord(ctx, s.fc, summary, l, "")
+	if _, refused := refusingWebhook(err); err != nil && !refused && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, err
 	}
 	return result, nil
 }
@@ -102,6 +105,9 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l liveness) string {
 		return fmt.Sprintf("Marked permanently unreachable, but ForeignCluster %s has the same cluster ID %s and is not dead "+
 			"(unmarked, unconfirmed, reachable, paused or in its grace period): nothing is released while one ForeignCluster "+
 			"of a cluster ID says it is alive; find the stray one with: kubectl get foreignclusters", l.Duplicate, fc.Spec.ClusterID)
+	case WaitBraked:
+		return fmt.Sprintf("The janitor-wide brake is set (ConfigMap %s%s): nothing is released for any cluster until "+
+			"it is deleted", liqojanitor.BrakeConfigMap, quoted(l.Brake))
 	case WaitGracePeriod:
 		return fmt.Sprintf("Marked permanently unreachable at %s: releasing starts in %s unless the mark is removed",
 			l.MarkedAt.UTC().Format(time.RFC3339), l.GraceLeft.Round(time.Second))
@@ -119,7 +125,8 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	if end.stopped {
 		ctrl.LoggerFrom(ctx).Info("Stopped releasing: the cluster is no longer dead")
 		p.recorder.Eventf(s.fc, nil, "Warning", "CleanupStopped", "Release",
-			"Stopped releasing: the mark was removed or changed, the cluster was paused, or Liqo sees it answering again")
+			"Stopped releasing: the mark was removed or changed, the cluster was paused, Liqo sees it answering again, "+
+				"or the janitor-wide brake was set")
 		return nil
 	}
 	waiting := s.waitingNamespaces()
@@ -356,4 +363,15 @@ func recordTime(t time.Time) string {
 		t = r.Add(time.Millisecond)
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// quoted is ": \"reason\"" for a reason given, "" otherwise.
+func quoted(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	if len(reason) > maxReasonLen {
+		reason = strings.ToValidUTF8(reason[:maxReasonLen], "") + "…"
+	}
+	return fmt.Sprintf(": %q", reason)
 }

@@ -6,6 +6,7 @@ import (
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -106,7 +107,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	return r.watch(mgr, pods, tenants)
+	var brakes cache.Cache
+	if o.Namespace != "" {
+		if brakes, err = brakeCache(mgr, o.Namespace); err != nil {
+			return err
+		}
+	}
+	return r.watch(mgr, pods, tenants, brakes)
 }
 
 // tenantNamespaceCache is a cache of its own for Liqo's tenant namespaces (liqo.io/tenant-namespace,
@@ -128,7 +135,7 @@ func tenantNamespaceCache(mgr ctrl.Manager) (cache.Cache, error) {
 }
 
 // watch builds the controller: what the janitor watches, and which ForeignClusters each event concerns.
-func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher, tenants cache.Cache) error {
+func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher, tenants, brakes cache.Cache) error {
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))
@@ -164,6 +171,10 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher, tenants cache.Cac
 		// The provider of a marked cluster answers the janitor's probe (returnProbe).
 		WatchesRawSource(source.Channel(r.probe.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.options.Concurrency})
+	if brakes != nil {
+		// The janitor-wide brake is set or removed (janitor rule 15): every marked cluster's next pass.
+		b = b.WatchesRawSource(source.Kind[client.Object](brakes, &corev1.ConfigMap{}, toMarked))
+	}
 	if r.options.ReleaseIdentitySecrets {
 		// A control-plane identity Secret starts or finishes terminating.
 		b = b.WatchesMetadata(metadataOnly(secretGVK), toCluster, terminatingOnly)

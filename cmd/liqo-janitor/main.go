@@ -326,8 +326,21 @@ func janitorOptions(o *options) janitor.Options {
 	return janitor.Options{
 		GracePeriod: o.gracePeriod, DryRun: o.dryRun, ReleaseIdentitySecrets: o.releaseSecrets, Workers: o.workers,
 		ObjectEvents: o.objectEvents, ReturnProbeInterval: o.returnProbe, ProbeTimeout: o.probeTimeout,
-		LiqoNamespace: o.liqoNamespace, FabricSettle: o.fabricSettle,
+		LiqoNamespace: o.liqoNamespace, FabricSettle: o.fabricSettle, Namespace: ownNamespace(o),
 	}
+}
+
+// ownNamespace is the janitor's own namespace, where it reads the janitor-wide brake: the Lease's
+// (--leader-election-namespace), else the pod's; "" out of a cluster without one (no brake then).
+func ownNamespace(o *options) string {
+	if o.leaderElectNS != "" {
+		return o.leaderElectNS
+	}
+	data, err := os.ReadFile(inClusterNamespaceFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 func setupJanitor(ctx context.Context, mgr ctrl.Manager, o *options) error {

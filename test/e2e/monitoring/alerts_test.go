@@ -49,7 +49,7 @@ func alertNames(groups *rulefmt.RuleGroups) []string {
 func TestTheChartShipsTheseAlerts(t *testing.T) {
 	g := NewWithT(t)
 	all := []string{"LiqoJanitorDown", "LiqoJanitorProviderReturned", "LiqoJanitorNoLeader", "LiqoJanitorReleaseFailures", "LiqoJanitorObjectsBlocked",
-		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorDryRun"}
+		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorBraked", "LiqoJanitorDryRun"}
 	g.Expect(alertNames(ruleFile(t, nil))).To(Equal(all))
 	without := ruleFile(t, map[string]any{"replicaCount": 1, "leaderElection": map[string]any{"enabled": false}})
 	g.Expect(alertNames(without)).To(Equal(slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == "LiqoJanitorNoLeader" })),
@@ -251,6 +251,11 @@ liqo_janitor_blocked_objects{` + job + `, cluster="b", kind="Pod"} 0x80`},
 	"a dry run left on for an hour": {alert: "LiqoJanitorDryRun", at: 70 * time.Minute, fires: true,
 		labels: map[string]string{"severity": "info"},
 		series: `liqo_janitor_dry_run{` + job + `, pod="a"} 1x80`},
+	"a brake left on for half an hour": {alert: "LiqoJanitorBraked", at: 35 * time.Minute, fires: true,
+		labels: map[string]string{"severity": "warning"},
+		series: `liqo_janitor_brake{` + job + `, pod="a"} 1x40`},
+	"a brake set for minutes": {alert: "LiqoJanitorBraked", at: 35 * time.Minute,
+		series: `liqo_janitor_brake{` + job + `, pod="a"} 0x25 1x15`},
 	"no dry run": {alert: "LiqoJanitorDryRun", at: 70 * time.Minute,
 		series: `liqo_janitor_dry_run{` + job + `, pod="a"} 0x80`},
 }
