@@ -163,7 +163,7 @@ func FoundByLiqo(fc *liqov1beta1.ForeignCluster) bool {
 	return fc.Spec.ClusterID != "" && fc.Labels[RemoteClusterIDLabel] == string(fc.Spec.ClusterID)
 }
 
-// The janitor-wide brake (janitor rule 15): while a ConfigMap of this name exists in the janitor's own
+// The janitor-wide brake (janitor rule 14): while a ConfigMap of this name exists in the janitor's own
 // namespace, the janitor releases nothing, for any cluster. Setting it needs no ForeignCluster write, so it
 // works while Liqo's webhook (or the gate) refuses them.
 const (

@@ -14,7 +14,7 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// The brake (janitor rule 15): a janitor-wide stop an operator sets without writing any ForeignCluster —
+// The brake (janitor rule 14): a janitor-wide stop an operator sets without writing any ForeignCluster —
 // the ConfigMap liqojanitor.BrakeConfigMap in the janitor's own namespace. Pause and unmark are
 // ForeignCluster writes, and Liqo's own ForeignCluster webhook (fc.mutate.liqo.io, failurePolicy Fail)
 // refuses every one of them while its pod is down — or the gate does while ours is; a ConfigMap in the

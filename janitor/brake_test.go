@@ -15,7 +15,7 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// The janitor-wide brake (janitor rule 15) needs no ForeignCluster write: with Liqo's webhook refusing
+// The janitor-wide brake (janitor rule 14) needs no ForeignCluster write: with Liqo's webhook refusing
 // every ForeignCluster write (no pause, no unmark possible), an operator creates the ConfigMap
 // liqo-janitor-brake in the janitor's namespace. Set before a pass, nothing is released; set during one,
 // at most the batch under way goes (it is read before every batch); deleted, the clean-up goes on.

@@ -36,7 +36,7 @@ const (
 	// WaitReturned means the provider answered again after the mark (janitor rule 10): it is not gone, and
 	// nothing more is released for this mark, whatever the provider does next.
 	WaitReturned WaitReason = "Returned"
-	// WaitBraked means the janitor-wide brake is set (janitor rule 15): nothing is released for any cluster.
+	// WaitBraked means the janitor-wide brake is set (janitor rule 14): nothing is released for any cluster.
 	WaitBraked WaitReason = "Braked"
 )
 

@@ -92,8 +92,7 @@
 //     namespace and no VirtualNode of the cluster left); CleanupDone means only that liqo-janitor's own
 //     part is done. After it released an identity Secret the record says that Liqo's crd-replicator leaks
 //     that cluster's reflector until it restarts.
-//  14. (reserved: the records of one mark, issue 25)
-//  15. A brake that needs no ForeignCluster write: while the ConfigMap liqo-janitor-brake exists in the
+//  14. A brake that needs no ForeignCluster write: while the ConfigMap liqo-janitor-brake exists in the
 //     janitor's own namespace (Options.Namespace), nothing is released for any cluster — read live before a
 //     pass releases and before every batch (brake.go), watched so that setting or removing it starts a pass,
 //     shown by a Waiting event, liqo_janitor_brake and the LiqoJanitorBraked alert. Pause and unmark are

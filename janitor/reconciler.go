@@ -193,7 +193,7 @@ func (r *reconciler) showPlan(ctx context.Context, fc *liqov1beta1.ForeignCluste
 }
 
 // recheck is the live re-check before each batch of irreversible writes: the janitor-wide brake set (rule
-// 15), a mark removed, a pause set, a provider answering again (Liqo's status or the janitor's probe:
+// 14), a mark removed, a pause set, a provider answering again (Liqo's status or the janitor's probe:
 // rule 10) or a live duplicate appearing a millisecond ago stops the janitor. From the same one live list
 // it refreshes the pass's dead set, on which NamespaceOffloadings spanning several clusters are decided
 // (janitor rule 4). Two requests: a GET of the brake's ConfigMap and a LIST of the ForeignClusters.
