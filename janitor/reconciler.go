@@ -37,7 +37,7 @@ type reconciler struct {
 	// versions tells the installed Liqo version; surveyor follows a dead cluster's unpeering.
 	versions *liqoVersions
 	surveyor *surveyor
-	// brake is the janitor-wide brake (janitor rule 15), read live.
+	// brake is the janitor-wide brake (janitor rule 14), read live.
 	brake brake
 }
 
