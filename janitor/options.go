@@ -32,7 +32,7 @@ type Options struct {
 	// LiqoNamespace is Liqo's namespace, where the janitor reads the controller-manager's Deployment to
 	// tell the installed Liqo version (janitor rule 12); empty is "liqo".
 	LiqoNamespace string
-	// Namespace is the janitor's own namespace, where the brake's ConfigMap is read (janitor rule 15);
+	// Namespace is the janitor's own namespace, where the brake's ConfigMap is read (janitor rule 14);
 	// empty turns the brake off.
 	Namespace string
 	// FabricSettle is how long an InternalFabric of a dead cluster must have been deleting before the

@@ -172,7 +172,7 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher, tenants, brakes c
 		WatchesRawSource(source.Channel(r.probe.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.options.Concurrency})
 	if brakes != nil {
-		// The janitor-wide brake is set or removed (janitor rule 15): every marked cluster's next pass.
+		// The janitor-wide brake is set or removed (janitor rule 14): every marked cluster's next pass.
 		b = b.WatchesRawSource(source.Kind[client.Object](brakes, &corev1.ConfigMap{}, toMarked))
 	}
 	if r.options.ReleaseIdentitySecrets {
