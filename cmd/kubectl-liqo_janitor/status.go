@@ -13,6 +13,7 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,6 +110,14 @@ func (e *env) printStatus(ctx context.Context, c client.Client, args []string) e
 	if err != nil {
 		return err
 	}
+	for _, b := range r.Brakes {
+		reason := ""
+		if b.Reason != "" {
+			reason = fmt.Sprintf(" (reason: \"%s\")", b.Reason)
+		}
+		fmt.Fprintf(e.Out, "BRAKE SET: liqo-janitor releases nothing for any cluster while ConfigMap %s/%s exists%s. "+
+			"Delete it to go on: kubectl -n %s delete configmap %s\n", b.Namespace, liqojanitor.BrakeConfigMap, reason, b.Namespace, liqojanitor.BrakeConfigMap)
+	}
 	if len(r.Clusters) == 0 {
 		fmt.Fprintln(e.Out, "No ForeignCluster is marked permanently unreachable.")
 		return nil
@@ -126,7 +135,8 @@ func statusOf(ctx context.Context, c client.Client, args []string, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	r := &statusReport{TypeMeta: reportType("StatusReport"), Time: metav1.NewTime(now.UTC().Truncate(time.Second)), Clusters: []clusterStatus{}}
+	r := &statusReport{TypeMeta: reportType("StatusReport"), Time: metav1.NewTime(now.UTC().Truncate(time.Second)), Clusters: []clusterStatus{},
+		Brakes: brakesSet(ctx, c)}
 	for _, fc := range fcs {
 		events, err := janitorEvents(ctx, c, fc)
 		if err != nil {
@@ -285,4 +295,18 @@ func printUnpeering(out io.Writer, u *liqojanitor.Unpeering) {
 	for _, n := range u.Notes {
 		fmt.Fprintf(out, "  note: %s\n", n)
 	}
+}
+
+// brakesSet lists the janitor-wide brakes that are set, in any namespace (one request, by name). A user who
+// may not list ConfigMaps sees none: the janitor's Waiting event still says so on every marked cluster.
+func brakesSet(ctx context.Context, c client.Client) []brakeStatus {
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.MatchingFields{"metadata.name": liqojanitor.BrakeConfigMap}); err != nil {
+		return nil
+	}
+	var out []brakeStatus
+	for _, cm := range list.Items {
+		out = append(out, brakeStatus{Namespace: printable(cm.Namespace), Reason: printable(cm.Data[liqojanitor.BrakeReasonKey])})
+	}
+	return out
 }

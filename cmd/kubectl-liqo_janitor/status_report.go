@@ -19,8 +19,17 @@ type statusReport struct {
 	metav1.TypeMeta `json:",inline"`
 	// Time is when the plugin read it: Grace.Left counts from it.
 	Time metav1.Time `json:"time"`
+	// Brakes are the janitor-wide brakes set (janitor rule 14): the ConfigMaps liqo-janitor-brake, by
+	// namespace, and the operator's reason. While one is set, liqo-janitor in that namespace releases nothing.
+	Brakes []brakeStatus `json:"brakes,omitempty"`
 	// Clusters are the marked ForeignClusters, by name; empty when none is marked.
 	Clusters []clusterStatus `json:"clusters"`
+}
+
+// brakeStatus is one janitor-wide brake that is set.
+type brakeStatus struct {
+	Namespace string `json:"namespace"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // DeepCopyObject makes statusReport a runtime.Object, for cli-runtime's printers.

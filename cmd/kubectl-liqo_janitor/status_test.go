@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -279,4 +280,26 @@ func TestStatusNamesWhatHoldsTheUnpeering(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("  unpeering: in progress, "))
 	g.Expect(out).To(ContainSubstring("(tenant namespace " + dead.TenantNS + ")\n"))
 	g.Expect(out).To(ContainSubstring("    - " + held.Line()))
+}
+
+// TestStatusSaysFirstThatTheBrakeIsSet: the janitor-wide brake (janitor rule 14) is status's first line,
+// with the operator's reason and the command that releases it, and a field of status -o json.
+func TestStatusSaysFirstThatTheBrakeIsSet(t *testing.T) {
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	ns := testEnv.Namespace(t)
+	brake := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: liqojanitor.BrakeConfigMap},
+		Data: map[string]string{liqojanitor.BrakeReasonKey: "checking the provider"}}
+	g.Expect(testEnv.Client.Create(t.Context(), brake)).To(Succeed())
+	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), brake) })
+
+	out, _, err := kubectl(t, alice, "", "status")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("BRAKE SET: liqo-janitor releases nothing for any cluster while ConfigMap " + ns +
+		"/liqo-janitor-brake exists (reason: \"checking the provider\"). Delete it to go on: kubectl -n " + ns + " delete configmap liqo-janitor-brake\n"))
+	js, _, err := kubectl(t, alice, "", "status", "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred())
+	var report statusReport
+	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
+	g.Expect(report.Brakes).To(ContainElement(brakeStatus{Namespace: ns, Reason: "checking the provider"}))
 }

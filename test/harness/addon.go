@@ -77,10 +77,11 @@ func (e *Env) InstallOperators(ctx context.Context, markers, editors []string) e
 }
 
 // InstallPlanReaders lets users read what `kubectl liqo-janitor plan` reads, as a cluster's view role and
-// Liqo's read roles give it: Liqo's objects, nodes, pods, namespaces and events.
+// Liqo's read roles give it: Liqo's objects, nodes, pods, namespaces, ConfigMaps (the janitor-wide brake
+// `status` shows) and events.
 func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "plan-reader"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces", "configmaps"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"core.liqo.io", "offloading.liqo.io", "authentication.liqo.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
 	}}
