@@ -23,7 +23,6 @@ import (
 // that finds the cluster no longer dead does. Its RBAC (get, list and watch of that one ConfigMap in the
 // release namespace) is the chart's templates/brake-rbac.yaml: a marker would put it in Liqo's namespace.
 
-
 // brake reads the janitor-wide brake.
 type brake struct {
 	// reader reads the brake's ConfigMap live; namespace is the janitor's ("" turns the brake off: the
