@@ -99,6 +99,12 @@
 //     ForeignCluster writes another webhook (Liqo's, failurePolicy Fail) may refuse; this one is not. Writes
 //     another webhook refuses never make a pass return a requeue and an error together (the capped backoff
 //     of rule 11 holds).
+//  15. The janitor's records belong to one mark: a time record older than marked-at is an earlier mark's
+//     (markRecord, recordedReturn), and on a ForeignCluster it sees without the mark — an unmark the gate
+//     did not see — it ends them itself (marks.go): first-seen-at, grace-ends-at, a grace-window plan and
+//     the unpeering record go, as the gate removes them with a mark (gate rule 7), and a return record stays
+//     as history under "ended with its mark: ". The next mark gets its whole grace window, and a return
+//     seen during an earlier mark never holds it.
 //
 // # Reading order
 //

@@ -130,7 +130,7 @@ func sooner(a, b time.Duration) time.Duration {
 }
 
 // read gets the ForeignCluster from the cache; it returns nil, and forgets it, when it is gone or not
-// marked.
+// marked (and then ends the records of a mark removed without the gate).
 func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.ForeignCluster, error) {
 	fc := &liqov1beta1.ForeignCluster{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: name}, fc); err != nil {
@@ -141,7 +141,7 @@ func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.Foreig
 	}
 	if !liqojanitor.IsMarked(fc.Annotations) {
 		r.forget(fc.Name, fc.UID)
-		return nil, nil
+		return nil, r.endStaleRecords(ctx, fc) // an unmark the gate did not see (janitor rule 15)
 	}
 	return fc, nil
 }

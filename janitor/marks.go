@@ -1,0 +1,65 @@
+package janitor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// The janitor's records belong to one mark (janitor rule 15). The gate removes the records of a mark
+// with it (gate rule 7: first-seen-at, grace-ends-at, a grace-window plan, the unpeering record), and the
+// janitor reads a time record older than marked-at as an earlier mark's (markRecord, recordedReturn). An
+// unmark made while the gate was down leaves them, and without the gate's stamps a record cannot be told
+// from the next mark's: the next mark would have no grace window at all, or, when the earlier mark had seen
+// its provider answer, never be acted on. So when the janitor sees a ForeignCluster without the mark that
+// still carries them, it ends them itself: it removes what the gate would have removed, and an earlier
+// mark's return record stays as history under endedMarkPrefix, which no reader takes for a current return.
+
+// endedMarkPrefix starts a cleanup annotation whose record belongs to a mark that was removed.
+const endedMarkPrefix = "ended with its mark: "
+
+// staleRecords is the patch that ends, on an unmarked ForeignCluster, the janitor's records of the mark it
+// had (nil when there is nothing to end): the keys the gate removes with a mark set to null, and a return
+// record kept as history.
+func staleRecords(fc *liqov1beta1.ForeignCluster) map[string]any {
+	out := map[string]any{}
+	for _, key := range []string{liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation, liqojanitor.UnpeeringAnnotation} {
+		if _, ok := fc.Annotations[key]; ok {
+			out[key] = nil
+		}
+	}
+	switch cleanup := fc.Annotations[liqojanitor.CleanupAnnotation]; {
+	case strings.HasPrefix(cleanup, liqojanitor.GracePlanPrefix):
+		out[liqojanitor.CleanupAnnotation] = nil
+	case strings.HasPrefix(cleanup, liqojanitor.ReturnedPrefix):
+		out[liqojanitor.CleanupAnnotation] = endedMarkPrefix + cleanup
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// endStaleRecords ends the records of a removed mark on fc (staleRecords), onto the version read: a
+// conflict or a refusal by another admission webhook is an error, retried with the controller's backoff.
+// A dry run writes nothing.
+func (r *reconciler) endStaleRecords(ctx context.Context, fc *liqov1beta1.ForeignCluster) error {
+	stale := staleRecords(fc)
+	if stale == nil || r.options.DryRun {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": stale, "resourceVersion": fc.ResourceVersion}})
+	target := &liqov1beta1.ForeignCluster{}
+	target.Name = fc.Name
+	if err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("ending the records of the removed mark: %w", err)
+	}
+	return nil
+}
