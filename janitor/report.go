@@ -211,11 +211,11 @@ func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string,
 func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness) error {
 	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
 	p.memory.waitChanged(fc, l.Wait)
-	fencedBy, isFenced := fenced(fc, l.Returned)
+	fencedBy, isFenced := fenced(fc, l.Returned, p.clock.Now())
 	if p.memory.returnedChanged(fc, !isFenced) {
 		p.publishReturned()
 	}
-	summary := returnSummary(fc, l.Returned)
+	summary := returnSummary(fc, l.Returned, p.clock.Now())
 	wrote, err := p.writeRecord(ctx, fc, summary, liveness{}, "")
 	switch {
 	case apierrors.IsConflict(err):

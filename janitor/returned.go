@@ -81,14 +81,19 @@ func recordedReturn(fc *liqov1beta1.ForeignCluster) (providerReturn, bool) {
 }
 
 // fenced reads the operator's fence record (FencedAnnotation) of a return: the rest of it ("by <user>:
-// <counts>"), when it was written at or after the return.
-func fenced(fc *liqov1beta1.ForeignCluster, r providerReturn) (string, bool) {
+// <counts>"), when it was stamped at or after the return and not after now (beyond maxClockSkew). A record
+// stamped before the return fences an earlier one, or was pre-placed; one from the future was never
+// stamped by the gate (gate rule 15 stamps the time of the request).
+func fenced(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Time) (string, bool) {
 	at, rest, ok := liqojanitor.ParseFenced(fc.Annotations[liqojanitor.FencedAnnotation])
-	if !ok || at.Before(r.at.Truncate(time.Second)) {
+	if !ok || at.Before(r.at.Truncate(time.Second)) || at.After(now.Add(maxClockSkew)) {
 		return "", false
 	}
 	return rest, true
 }
+
+// maxClockSkew is how far ahead of the janitor's clock a stamp of the gate (another replica's clock) may be.
+const maxClockSkew = 5 * time.Second
 
 // The parts of the return's record after its first ("provider returned at <time> (<how>)").
 const (
@@ -101,7 +106,7 @@ const (
 // when, how many pods the janitor had force-deleted, the clean-up's record as it was, and last what comes
 // next — the fence command, or the operator's fence record once it is there. A recorded return keeps its
 // first parts as written.
-func returnSummary(fc *liqov1beta1.ForeignCluster, r providerReturn) string {
+func returnSummary(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Time) string {
 	head := fc.Annotations[liqojanitor.CleanupAnnotation]
 	if r.recorded {
 		head, _ = cutLast(head, returnNextPart, returnFencedPart)
@@ -113,7 +118,7 @@ func returnSummary(fc *liqov1beta1.ForeignCluster, r providerReturn) string {
 			head += returnBeforePart + before.summary(allKinds, 0, nil, false)
 		}
 	}
-	if f, ok := fenced(fc, r); ok {
+	if f, ok := fenced(fc, r, now); ok {
 		return head + returnFencedPart + f
 	}
 	return head + returnNextPart + fenceCommand(fc)
@@ -172,6 +177,6 @@ func RecordedReturn(fc *liqov1beta1.ForeignCluster) (Return, bool) {
 	if !ok || !liqojanitor.IsMarked(fc.Annotations) {
 		return Return{}, false
 	}
-	f, _ := fenced(fc, r)
+	f, _ := fenced(fc, r, time.Now())
 	return Return{At: r.at, How: r.how, Fenced: f}, true
 }

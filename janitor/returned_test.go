@@ -68,7 +68,8 @@ func TestTheReturnSummarySaysItFirstAndKeepsItsRecord(t *testing.T) {
 	fc := established(now, liqojanitor.MarkedByAnnotation, "alice", liqojanitor.FirstSeenAnnotation, now.Add(-time.Minute).Format(time.RFC3339),
 		liqojanitor.CleanupAnnotation, "pods 118/120, resourceslices 3/3")
 	l := assess(fc, observed{firstSeen: now.Add(-time.Minute)}, now, 30*time.Second)
-	first := returnSummary(fc, l.Returned)
+	later := now.Add(2 * time.Minute) // the janitor's clock when it writes the summaries
+	first := returnSummary(fc, l.Returned, later)
 	for _, want := range []string{liqojanitor.ReturnedPrefix, "marked dead by alice", "pods force-deleted by the janitor: 118",
 		"before: pods 118/120, resourceslices 3/3", "next: kubectl liqo-janitor fence x "} {
 		if !strings.Contains(first, want) {
@@ -82,18 +83,23 @@ func TestTheReturnSummarySaysItFirstAndKeepsItsRecord(t *testing.T) {
 	fc.Annotations[liqojanitor.CleanupAnnotation] = first
 	fc.Status.Conditions[0].Status = liqov1beta1.ConditionStatusError
 	l = assess(fc, observed{firstSeen: now.Add(-time.Minute)}, now, 30*time.Second)
-	if l.Wait != WaitReturned || !l.Returned.recorded || returnSummary(fc, l.Returned) != first {
-		t.Fatalf("a recorded return: %+v, summary %q, want it unchanged %q", l, returnSummary(fc, l.Returned), first)
+	if l.Wait != WaitReturned || !l.Returned.recorded || returnSummary(fc, l.Returned, later) != first {
+		t.Fatalf("a recorded return: %+v, summary %q, want it unchanged %q", l, returnSummary(fc, l.Returned, later), first)
 	}
 	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FencedRecord(now.Add(time.Minute), "bob", "shadowpods 12, pods 12")
-	fencedSummary := returnSummary(fc, l.Returned)
+	fencedSummary := returnSummary(fc, l.Returned, later)
 	head, _ := cutLast(first, returnNextPart)
 	if want := head + "; fenced by bob: shadowpods 12, pods 12"; fencedSummary != want {
 		t.Fatalf("fenced: %q, want %q", fencedSummary, want)
 	}
+	// A fence record from the future was not stamped by the gate.
+	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FencedRecord(later.Add(time.Hour), "mallory", "shadowpods 0")
+	if got := returnSummary(fc, l.Returned, later); got != first {
+		t.Fatalf("a future-dated fence record: %q, want %q", got, first)
+	}
 	// A fence record older than the return is not this return's.
 	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FencedRecord(now.Add(-time.Hour), "bob", "shadowpods 1")
-	if got := returnSummary(fc, l.Returned); got != first {
+	if got := returnSummary(fc, l.Returned, later); got != first {
 		t.Fatalf("an old fence record: %q, want %q", got, first)
 	}
 	if n := recordOf(fc, allKinds).done[podKind]; n != 0 {
