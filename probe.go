@@ -3,6 +3,7 @@ package liqojanitor
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"net/http"
 	"net/url"
@@ -97,4 +98,46 @@ func (p *Prober) answers(ctx context.Context, base string) bool {
 	}
 	_ = resp.Body.Close()
 	return true
+}
+
+// Targets are where a provider's API server is and how Liqo reaches it: its URL, the proxy Liqo's client
+// dials it through (an in-band peering's foreignProxyUrl, the identity kubeconfig's proxy-url:
+// pkg/utils/kubeconfig GenerateKubeconfig), and the CA its certificate is signed by (the control-plane
+// Identity's spec.authParams.ca).
+type Targets struct {
+	APIServer string `json:"apiServer,omitempty"`
+	Proxy     string `json:"proxy,omitempty"`
+	CA        []byte `json:"ca,omitempty"`
+}
+
+// ProbeTargets asks the API server t names, through t's proxy when there is one (HTTP CONNECT, as Liqo's
+// client does), for /readyz. With the provider's CA known, an answer counts only when the server's
+// certificate verifies against it (an HTTPS proxy or a recycled address answers with another one); without
+// it, any answer counts, unverified. It returns the URL that answered ("" when none did) and whether the
+// answer was verified.
+func (p *Prober) ProbeTargets(ctx context.Context, t Targets) (answered string, verified bool) {
+	u, err := url.Parse(t.APIServer)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		return "", false
+	}
+	base := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/")}).String()
+	transport := p.client.Transport.(*http.Transport).Clone()
+	if proxy, err := url.Parse(t.Proxy); err == nil && (proxy.Scheme == "http" || proxy.Scheme == "https") && proxy.Host != "" {
+		transport.Proxy = http.ProxyURL(proxy)
+	}
+	if pool := x509.NewCertPool(); len(t.CA) > 0 && pool.AppendCertsFromPEM(t.CA) {
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
+		verified = true
+	}
+	c := &http.Client{Transport: transport, Timeout: p.client.Timeout, CheckRedirect: p.client.CheckRedirect}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+probePath, http.NoBody)
+	if err != nil {
+		return "", false
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", false
+	}
+	_ = resp.Body.Close()
+	return base, verified
 }

@@ -105,6 +105,13 @@
 //     the unpeering record go, as the gate removes them with a mark (gate rule 7), and a return record stays
 //     as history under "ended with its mark: ". The next mark gets its whole grace window, and a return
 //     seen during an earlier mark never holds it.
+//  16. A return is seen whatever Liqo forgot (targets.go): at its first sight of a confirmed mark the
+//     janitor keeps where the provider's API server is and how Liqo reaches it — the status' URLs and the
+//     control-plane Identity's authParams (apiServer, proxyURL, ca) — in the ConfigMap liqo-janitor-records
+//     of its own namespace, one key per ForeignCluster, for that mark; its probe then uses those targets
+//     after Liqo has cleared the status (force unpeer), through Liqo's proxy when there is one, and counts
+//     an answer only when the server's certificate verifies against the provider's CA (without a CA any
+//     answer counts, and the return says it was not verified).
 //
 // # Reading order
 //

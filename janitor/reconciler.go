@@ -48,7 +48,8 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 	o = o.Default()
 	mem := newMemory()
 	return &reconciler{
-		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), probe: newReturnProbe(c, clk, o), memory: mem,
+		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), memory: mem,
+		probe: newReturnProbe(c, targetStore{client: c, reader: live, namespace: o.Namespace}, clk, o),
 		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods, now: clk.Now, settle: o.FabricSettle},
 			recorder: recorder, options: o},
 		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, options: o},
@@ -67,6 +68,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("ForeignCluster", klog.KObj(fc), "clusterID", fc.Spec.ClusterID))
 
 	live, l, fcs, err := r.assessLive(ctx, fc.Name)
+	if err == nil && live != nil && l.Wait != WaitNotMarked {
+		err = r.probe.keepTargets(ctx, r.apiReader, live) // at the first sight of the confirmed mark (janitor rule 16)
+	}
 	switch {
 	case err != nil:
 		return ctrl.Result{}, err
@@ -141,7 +145,8 @@ func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.Foreig
 	}
 	if !liqojanitor.IsMarked(fc.Annotations) {
 		r.forget(fc.Name, fc.UID)
-		return nil, r.endStaleRecords(ctx, fc) // an unmark the gate did not see (janitor rule 15)
+		// an unmark the gate did not see (janitor rule 15); the targets kept for the mark (rule 16)
+		return nil, errors.Join(r.endStaleRecords(ctx, fc), r.probe.forgetTargets(ctx, fc.UID))
 	}
 	return fc, nil
 }

@@ -30,6 +30,21 @@ import (
 type answer struct {
 	at  time.Time
 	url string
+	// verified: the server's certificate verified against the provider's CA; kept: the URL is one the
+	// janitor kept at its first sight of the mark (janitor rule 16).
+	verified, kept bool
+}
+
+// how says what the answer was, for a person.
+func (a answer) how() string {
+	s := "its API server at " + a.url + " answered the janitor's probe"
+	switch {
+	case a.verified:
+		s += " with a certificate of the provider's CA"
+	case a.kept:
+		s += " (no CA of the provider is known: its certificate was not verified)"
+	}
+	return s
 }
 
 // providerReturn is when and how a marked cluster's provider was seen answering again.
@@ -57,7 +72,7 @@ func returnOf(fc *liqov1beta1.ForeignCluster, seen observed) (providerReturn, bo
 		return providerReturn{at: c.LastTransitionTime.Time, how: "Liqo's APIServerStatus turned Established"}, true
 	}
 	if a := seen.answer; !a.at.IsZero() && !a.at.Before(start) {
-		return providerReturn{at: a.at, how: "its API server at " + a.url + " answered the janitor's probe"}, true
+		return providerReturn{at: a.at, how: a.how()}, true
 	}
 	return providerReturn{}, false
 }

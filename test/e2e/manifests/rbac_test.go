@@ -48,7 +48,7 @@ var needed = map[grant][]string{
 	{"", "ipam.liqo.io", "ips"}:                               {"list"},
 	{"", "ipam.liqo.io", "networks"}:                          {"list"},
 	{installNS, "coordination.k8s.io", "leases"}:              {"create", "get", "list", "patch", "update", "watch"},
-	{installNS, "", "configmaps"}:                             {"get", "list", "watch"}, // the janitor-wide brake, by name (janitor rule 14)
+	{installNS, "", "configmaps"}:                             {"create", "get", "list", "patch", "watch"}, // the brake (janitor rule 14) and the records (rule 16), by name
 	{installNS, "", "events"}:                                 {"create", "patch"},
 }
 
