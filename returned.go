@@ -42,9 +42,10 @@ type FenceRecord struct {
 }
 
 // String is the record's FencedAnnotation value: "<At> by <By>: <Counts>; fences the return at <Return>"
-// (times in RFC 3339, UTC).
+// (RFC 3339, UTC; At in whole seconds, Return to the fraction the janitor recorded, so that it reads back
+// as the very instant of the janitor's record).
 func (r FenceRecord) String() string {
-	return FencedRecord(r.At, r.By, r.Counts) + fencesReturnPart + r.Return.UTC().Format(time.RFC3339)
+	return FencedRecord(r.At, r.By, r.Counts) + fencesReturnPart + r.Return.UTC().Format(time.RFC3339Nano)
 }
 
 // FencedRecord is the value `kubectl liqo-janitor fence` sends: when, by whom, and what the fence stopped

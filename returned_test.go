@@ -31,6 +31,11 @@ func TestFenceRecord(t *testing.T) {
 			want:  FenceRecord{At: at, By: "system:serviceaccount:ops:fencer", Return: ret}, wantRecord: true,
 			wantAt: at, wantRest: "by system:serviceaccount:ops:fencer: ", wantOK: true,
 		},
+		"a return recorded to the millisecond, as the janitor records it, keeps its milliseconds": {
+			value: FenceRecord{At: at, By: "bob", Return: ret.Add(123 * time.Millisecond), Counts: "pods 1"}.String(),
+			want:  FenceRecord{At: at, By: "bob", Return: ret.Add(123 * time.Millisecond), Counts: "pods 1"}, wantRecord: true,
+			wantAt: at, wantRest: "by bob: pods 1", wantOK: true,
+		},
 		"a time in another zone is read as the same instant": {
 			value: "2026-12-02T03:10:00+01:00 by bob: pods 1; fences the return at 2026-12-02T02:50:00+01:00",
 			want:  FenceRecord{At: at, By: "bob", Return: ret, Counts: "pods 1"}, wantRecord: true,
@@ -100,6 +105,10 @@ func TestReturnRecordedAt(t *testing.T) {
 		"a record without a marked-at (a mark the gate did not stamp) counts": {
 			annotations: map[string]string{CleanupAnnotation: ReturnedPrefix + "2026-12-02T01:50:00Z"},
 			want:        ret, wantOK: true,
+		},
+		"a return recorded to the millisecond": {
+			annotations: map[string]string{MarkedAtAnnotation: markedAt, CleanupAnnotation: ReturnedPrefix + "2026-12-02T01:50:00.123Z (x)"},
+			want:        ret.Add(123 * time.Millisecond), wantOK: true,
 		},
 		"a return in the mark's second counts": {
 			annotations: map[string]string{MarkedAtAnnotation: "2026-12-02T01:50:00Z", CleanupAnnotation: ReturnedPrefix + "2026-12-02T01:50:00Z (x)"},
