@@ -37,7 +37,8 @@ const (
 	// CleanupAnnotation is the janitor's short progress summary.
 	CleanupAnnotation = AnnotationPrefix + "cleanup"
 	// NoEvidenceAnnotation is the extra key gate rule 12 asks for when Liqo keeps no APIServerStatus for
-	// the ForeignCluster (no reachability evidence at all): it must equal spec.clusterID.
+	// the ForeignCluster (no reachability evidence at all): it must equal spec.clusterID, and come in the
+	// marking request itself.
 	NoEvidenceAnnotation = AnnotationPrefix + "no-reachability-evidence"
 	// FirstSeenAnnotation is the janitor's own record (RFC 3339, UTC) of when it first saw the confirmed
 	// mark: the grace period ends no sooner than this plus --grace-period, across restarts and failovers.

@@ -160,11 +160,42 @@ func unpauses(old, fc *liqov1beta1.ForeignCluster) bool {
 		old.Annotations[liqojanitor.PausedAnnotation] == "true" && fc.Annotations[liqojanitor.PausedAnnotation] != "true"
 }
 
+// sets reports whether the request sets the annotation key or changes its value (removing it is not
+// setting it); old is nil on CREATE.
+func sets(old, fc *liqov1beta1.ForeignCluster, key string) bool {
+	if _, set := fc.Annotations[key]; !set {
+		return false
+	}
+	var before map[string]string
+	if old != nil {
+		before = old.Annotations
+	}
+	return differs(before, fc.Annotations, key)
+}
+
 // fences reports whether the request sets or changes the operator's fence record on a cluster that stays
 // marked (rule 15): the record ends the janitor's count of a returned provider, and its critical alert.
 func fences(old, fc *liqov1beta1.ForeignCluster) bool {
-	_, set := fc.Annotations[liqojanitor.FencedAnnotation]
-	return transitionOf(old, fc) == staysMarked && set && differs(old.Annotations, fc.Annotations, liqojanitor.FencedAnnotation)
+	return transitionOf(old, fc) == staysMarked && sets(old, fc, liqojanitor.FencedAnnotation)
+}
+
+// armingKeys are the keys that, set ahead of the mark, count for a later mark that does not carry them —
+// liqoctl force unpeer's bare mark (rule 19): the confirmation (rule 1) and the reason the clean-up's
+// events quote as the marker's.
+var armingKeys = []string{liqojanitor.ConfirmAnnotation, liqojanitor.ReasonAnnotation}
+
+// arms reports whether the request sets or changes, on a ForeignCluster unmarked before and after it, a
+// key that arms a later bare mark (rule 19).
+func arms(old, fc *liqov1beta1.ForeignCluster) bool {
+	if transitionOf(old, fc) != notMarked {
+		return false
+	}
+	for _, key := range armingKeys {
+		if sets(old, fc, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // setsOverride reports whether the request sets or changes the break-glass override of the deletion rule
@@ -185,11 +216,11 @@ func setsOverride(old, fc *liqov1beta1.ForeignCluster) bool {
 }
 
 // needsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
-// removes the mark (rule 5), unpauses a marked cluster (rule 10), records a fence on one (rule 15) or sets
-// the deletion override on one (rule 17).
+// removes the mark (rule 5), unpauses a marked cluster (rule 10), records a fence on one (rule 15), sets
+// the deletion override on one (rule 17) or arms a bare mark on an unmarked one (rule 19).
 func needsPermission(old, fc *liqov1beta1.ForeignCluster) bool {
 	t := transitionOf(old, fc)
-	return t == marking || t == unmarking || unpauses(old, fc) || fences(old, fc) || setsOverride(old, fc)
+	return t == marking || t == unmarking || unpauses(old, fc) || fences(old, fc) || setsOverride(old, fc) || arms(old, fc)
 }
 
 // needsClusterContext reports whether the decision needs the local cluster ID and the other
@@ -230,7 +261,11 @@ const (
 	ReasonUnmarked        = "Unmarked"
 	ReasonUnpaused        = "Unpaused"
 	ReasonFenceRecord     = "FenceRecord"
+	ReasonFenceUnmarked   = "FenceWithoutMark"
+	ReasonNothingToFence  = "NothingToFence"
 	ReasonFenced          = "Fenced"
+	ReasonEvidenceEarly   = "NoEvidenceBeforeMark"
+	ReasonArmed           = "KeysArmed"
 	ReasonOverride        = "DeleteOverride"
 	ReasonOverrideValue   = "DeleteOverrideValue"
 	ReasonOverrideSet     = "DeleteOverrideSet"
@@ -260,6 +295,7 @@ var (
 	labelsPath      = field.NewPath("metadata", "labels")
 	noEvidencePath  = annotationsPath.Key(liqojanitor.NoEvidenceAnnotation)
 	overridePath    = annotationsPath.Key(liqojanitor.AllowDeleteAnnotation)
+	fencedPath      = annotationsPath.Key(liqojanitor.FencedAnnotation)
 )
 
 // lockedLabels are Liqo's labels that decide which ForeignCluster Liqo's lookup finds and whether Liqo's
@@ -288,6 +324,7 @@ func decide(r *inputs, opts Options) verdict {
 		v.deny(ReasonReachable, checkUnreachable(r, opts))
 		v.deny(ReasonProviderAnswers, checkProbe(r))
 		v.deny(ReasonNotStamped, checkStamped(r))
+		v.deny(ReasonFenceUnmarked, checkNoFenceIntoTheMark(r))
 		v.deny(ReasonOverrideValue, checkOverrideValue(r))
 		allowed = ReasonMarked
 		switch {
@@ -310,7 +347,11 @@ func decide(r *inputs, opts Options) verdict {
 			allowed = ReasonUnpaused
 		}
 		if fences(r.Old, r.New) {
-			v.deny(ReasonFenceRecord, checkFenceRecord(r))
+			if errs := checkReturnRecorded(r); len(errs) > 0 {
+				v.deny(ReasonNothingToFence, errs)
+			} else {
+				v.deny(ReasonFenceRecord, checkFenceRecord(r))
+			}
 			v.checkPermission(r, t)
 			allowed = ReasonFenced
 		}
@@ -322,6 +363,12 @@ func decide(r *inputs, opts Options) verdict {
 	case notMarked:
 		v.deny(ReasonConfirmation, checkConfirmation(r, false))
 		v.deny(ReasonStamps, checkNoStampsWithoutMark(r))
+		v.deny(ReasonFenceUnmarked, checkNoFenceWithoutMark(r))
+		v.deny(ReasonEvidenceEarly, checkNoEvidenceBeforeTheMark(r))
+		if arms(r.Old, r.New) {
+			v.checkPermission(r, t)
+			allowed = ReasonArmed
+		}
 	}
 	if v.Allowed() {
 		v.Reason = allowed
@@ -403,12 +450,53 @@ func checkNoDuplicate(r *inputs) field.ErrorList {
 // ForeignCluster names no API server (no status.apiServerURL and no status.foreignProxyURL:
 // foreigncluster-controller/apiserverchecker.go needCondition, Liqo v1.0.3 to v1.2.0) — identity deleted,
 // authentication off, a hand-made object — and Liqo ≥ v1.1's IsDead reads a missing condition as dead. The
-// operator must say, with a second key, that they know there is no evidence.
+// operator must say, with a second key in the marking request itself, that they know there is no evidence:
+// a key the object already carried (written while the gate was absent: checkNoEvidenceBeforeTheMark
+// refuses it otherwise) was typed by nobody who marks now, so it is refused, with the way to give it.
 func checkEvidence(r *inputs) field.ErrorList {
-	if liqojanitor.APIServerStatus(r.New) != nil || r.New.Annotations[liqojanitor.NoEvidenceAnnotation] == string(r.New.Spec.ClusterID) {
+	if liqojanitor.APIServerStatus(r.New) != nil {
+		return nil
+	}
+	var before map[string]string
+	if r.Old != nil {
+		before = r.Old.Annotations
+	}
+	if _, armed := before[liqojanitor.NoEvidenceAnnotation]; armed {
+		return field.ErrorList{field.Forbidden(noEvidencePath, msgNoEvidenceArmed(r.New))}
+	}
+	if r.New.Annotations[liqojanitor.NoEvidenceAnnotation] == string(r.New.Spec.ClusterID) {
 		return nil
 	}
 	return field.ErrorList{field.Required(noEvidencePath, msgNoEvidence(r.New))}
+}
+
+// checkNoEvidenceBeforeTheMark: the no-evidence key counts only in the request that sets the mark (rule
+// 12), so setting or changing it on a ForeignCluster that stays unmarked is refused, for everyone, with the
+// one request that gives it. Removing it is anyone's.
+func checkNoEvidenceBeforeTheMark(r *inputs) field.ErrorList {
+	if !sets(r.Old, r.New, liqojanitor.NoEvidenceAnnotation) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(noEvidencePath, msgNoEvidenceEarly(r.New))}
+}
+
+// checkNoFenceWithoutMark: the fence record is the gate's (rule 15); on a ForeignCluster unmarked after the
+// request there is no return to fence, and a record placed ahead of a mark would end that mark's alert
+// before it began. Setting or changing it is refused, for everyone; removing it is anyone's.
+func checkNoFenceWithoutMark(r *inputs) field.ErrorList {
+	if !sets(r.Old, r.New, liqojanitor.FencedAnnotation) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(fencedPath, msgFenceWithoutMark(r.New))}
+}
+
+// checkNoFenceIntoTheMark: a mark never starts fenced (rule 15). The mutating webhook drops any fence
+// record in a request that sets the mark; one still there means it did not run.
+func checkNoFenceIntoTheMark(r *inputs) field.ErrorList {
+	if _, carried := r.New.Annotations[liqojanitor.FencedAnnotation]; !carried {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(fencedPath, msgFenceIntoTheMark(r.New))}
 }
 
 // checkProbe: an answer to the gate's own probe vetoes the mark, whatever Liqo's status says (rule 4):
@@ -491,26 +579,40 @@ func checkStamped(r *inputs) field.ErrorList {
 	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.MarkedByAnnotation), msgNotStamped(r.New))}
 }
 
-// fenceRecord is the operator's fence record as the mutating webhook writes it: now, by the requester,
-// with the counts the request carried ("<time> by <user>: <counts>"; the whole value if it is not one).
-func fenceRecord(value, user string, now time.Time) string {
+// fenceRecord is the operator's fence record as the mutating webhook writes it (rule 15): now, by the
+// requester, naming the janitor's recorded return, with the counts the request carried (from either
+// spelling, "<time> by <user>: <counts>[; fences the return at <time>]"; the whole value if it is neither).
+func fenceRecord(value, user string, returned, now time.Time) string {
 	counts := value
 	if _, rest, ok := liqojanitor.ParseFenced(value); ok {
 		if _, c, found := strings.Cut(rest, ": "); found {
 			counts = c
 		}
 	}
-	return liqojanitor.FencedRecord(now, user, counts)
+	return liqojanitor.FenceRecord{At: now, By: user, Return: returned, Counts: counts}.String()
 }
 
-// checkFenceRecord: a fence record names the requester and is fresh, as the mutating webhook writes it
-// (rule 15): nobody records a fence in another's name, or backdated.
-func checkFenceRecord(r *inputs) field.ErrorList {
-	at, rest, ok := liqojanitor.ParseFenced(r.New.Annotations[liqojanitor.FencedAnnotation])
-	if ok && strings.HasPrefix(rest, "by "+r.User.Username+": ") && !at.After(r.Now.Add(clockSkew)) && r.Now.Sub(at) <= stampWindow {
+// checkReturnRecorded: a fence stops the copies a returned provider runs twice (rule 15), so there is
+// nothing to fence until the janitor has recorded a return of this mark (its cleanup annotation, which
+// only its identity writes: rule 14). The record is read on the stored object.
+func checkReturnRecorded(r *inputs) field.ErrorList {
+	if _, ok := liqojanitor.ReturnRecordedAt(r.Old.Annotations); ok {
 		return nil
 	}
-	return field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.FencedAnnotation), msgFenceRecord(r.New))}
+	return field.ErrorList{field.Forbidden(fencedPath, msgNothingToFence(r.New))}
+}
+
+// checkFenceRecord: a fence record names the requester, is fresh and names the janitor's recorded return,
+// as the mutating webhook writes it (rule 15): nobody records a fence in another's name, backdated,
+// future-dated, or for another return.
+func checkFenceRecord(r *inputs) field.ErrorList {
+	rec, ok := liqojanitor.ParseFencedRecord(r.New.Annotations[liqojanitor.FencedAnnotation])
+	returned, recorded := liqojanitor.ReturnRecordedAt(r.Old.Annotations)
+	if ok && recorded && rec.By == r.User.Username && rec.Return.Equal(returned) &&
+		!rec.At.After(r.Now.Add(clockSkew)) && r.Now.Sub(rec.At) <= stampWindow {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(fencedPath, msgFenceRecord(r.New))}
 }
 
 // checkOverrideValue: the deletion override, set on a marked ForeignCluster, names its cluster ID exactly
@@ -604,13 +706,16 @@ func stampsCurrent(fc *liqov1beta1.ForeignCluster, user string, now time.Time) b
 // goes too; one holding the summary of a clean-up that did happen stays.
 var unmarkRemoves = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
 	liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation,
-	liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation}
+	liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation, liqojanitor.FencedAnnotation}
 
 // stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
 // grace period, rule 6), and on a mark by Liqo's uninstaller (rule 18) also the confirmation and a reason
-// when the request carries none; on a fence record, its time and user (rule 15); on unmarking it removes
-// unmarkRemoves (rule 7). It returns the annotations to set and the keys to remove.
+// when the request carries none, and it drops a fence record (rule 15: a record placed before the mark
+// never survives into it); on a fence record on a marked cluster, its time, user and the janitor's
+// recorded return (rule 15; none recorded: left for the validating webhook to refuse); on unmarking it
+// removes unmarkRemoves, the fence record among them (rule 7). It returns the annotations to set and the
+// keys to remove.
 func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, now time.Time) (set map[string]string, remove []string) {
 	switch transitionOf(old, fc) {
 	case marking:
@@ -626,12 +731,16 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, n
 				set[liqojanitor.ReasonAnnotation] = uninstallerReason(user)
 			}
 		}
-		return set, nil
+		if _, ok := fc.Annotations[liqojanitor.FencedAnnotation]; ok {
+			remove = append(remove, liqojanitor.FencedAnnotation)
+		}
+		return set, remove
 	case staysMarked:
-		if !fences(old, fc) {
+		returned, recorded := liqojanitor.ReturnRecordedAt(old.Annotations)
+		if !fences(old, fc) || !recorded {
 			return nil, nil
 		}
-		return map[string]string{liqojanitor.FencedAnnotation: fenceRecord(fc.Annotations[liqojanitor.FencedAnnotation], user, now)}, nil
+		return map[string]string{liqojanitor.FencedAnnotation: fenceRecord(fc.Annotations[liqojanitor.FencedAnnotation], user, returned, now)}, nil
 	case unmarking:
 		for _, key := range unmarkRemoves {
 			if _, ok := fc.Annotations[key]; ok {

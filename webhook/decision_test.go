@@ -84,7 +84,16 @@ var (
 	marked    = with(stamped, liqojanitor.ConfirmAnnotation, id, liqojanitor.MarkAnnotation, "true")
 	down      = apiServer(liqov1beta1.ConditionStatusError, time.Hour)
 	permitted = permission{Allowed: true}
+	// returnedAt is when the janitor saw the provider of returned answer again, after its mark an hour ago.
+	returnedAt = now.Add(-10*time.Minute + 250*time.Millisecond)
+	returned   = with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339),
+		liqojanitor.CleanupAnnotation, liqojanitor.ReturnedPrefix+"2026-12-01T09:50:00.250Z (Liqo's APIServerStatus turned Established); …")
 )
+
+// fence is a fence record as the gate stamps it.
+func fence(at time.Time, by string, ret time.Time) string {
+	return liqojanitor.FenceRecord{At: at, By: by, Return: ret, Counts: "shadowpods 3"}.String()
+}
 
 func TestDecide(t *testing.T) {
 	t.Parallel()
@@ -123,13 +132,71 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{"kubectl annotate foreigncluster provider-a liqo-janitor.io/confirm-cluster-id=provider-a --overwrite"},
 		},
 		"a wrong confirmation added ahead of the mark is denied at once": {
-			review:    inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.ConfirmAnnotation, "provider-b"))},
+			review:    inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.ConfirmAnnotation, "provider-b")), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/confirm-cluster-id]"},
 			wantInMsg: []string{"liqo-janitor.io/confirm-cluster-id=provider-a"},
 		},
-		"a right confirmation added ahead of the mark is allowed": {
-			review:      inputs{Old: fc(id, nil), New: fc(id, confirmed)},
+		"a right confirmation added ahead of the mark by a holder of the verb is allowed (rule 19)": {
+			review:      inputs{Old: fc(id, nil), New: fc(id, confirmed), permission: permitted},
+			wantAllowed: true,
+		},
+		"a confirmation added ahead of the mark without the verb is forbidden, saying who may (rule 19)": {
+			review:    inputs{Old: fc(id, nil), New: fc(id, confirmed)},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+			wantInMsg: []string{`user "alice" may not set liqo-janitor.io/confirm-cluster-id or liqo-janitor.io/reason ahead of the mark`,
+				"liqoctl force unpeer", "kubectl create clusterrolebinding mark-unreachable-alice",
+				"ask a holder of the verb to confirm it (kubectl annotate foreigncluster provider-a liqo-janitor.io/confirm-cluster-id=provider-a --overwrite)",
+				"kubectl liqo-janitor mark provider-a"},
+		},
+		"a reason added ahead of the mark without the verb is forbidden (rule 19)": {
+			review:    inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.ReasonAnnotation, "dc lost"))},
+			wantCode:  http.StatusForbidden,
+			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+		},
+		"a reason changed ahead of the mark without the verb is forbidden (rule 19)": {
+			review:   inputs{Old: fc(id, with(nil, liqojanitor.ReasonAnnotation, "dc lost")), New: fc(id, with(nil, liqojanitor.ReasonAnnotation, "dc flooded"))},
+			wantCode: http.StatusForbidden,
+		},
+		"a ForeignCluster created with a confirmation by someone without the verb is forbidden (rule 19)": {
+			review:   inputs{New: fc(id, confirmed)},
+			wantCode: http.StatusForbidden,
+		},
+		"a confirmation ahead of the mark by Liqo's uninstaller needs the verb too (rule 18 exempts its mark only)": {
+			review:   inputs{Old: fc(id, nil), New: fc(id, confirmed), LiqoUninstaller: true},
+			wantCode: http.StatusForbidden,
+		},
+		"removing a confirmation and a reason ahead of the mark needs nothing": {
+			review:      inputs{Old: fc(id, with(confirmed, liqojanitor.ReasonAnnotation, "x")), New: fc(id, nil)},
+			wantAllowed: true,
+		},
+		"an unrelated change of an armed, unmarked cluster needs nothing (Liqo's own updates)": {
+			review:      inputs{Old: fc(id, with(confirmed, liqojanitor.ReasonAnnotation, "x")), New: fc(id, with(confirmed, liqojanitor.ReasonAnnotation, "x", "team", "blue"))},
+			wantAllowed: true,
+		},
+		"the no-evidence key ahead of the mark is refused, even from a holder of the verb (rule 12)": {
+			review:    inputs{Old: fc(id, confirmed), New: fc(id, with(confirmed, liqojanitor.NoEvidenceAnnotation, id)), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/no-reachability-evidence]"},
+			wantInMsg: []string{"counts only in the request that sets the mark", "kubectl liqo-janitor mark provider-a",
+				"kubectl annotate foreigncluster provider-a liqo-janitor.io/no-reachability-evidence=provider-a liqo-janitor.io/confirm-cluster-id=provider-a liqo.io/foreign-cluster-permanently-unreachable=true --overwrite"},
+		},
+		"removing a no-evidence key from an unmarked cluster needs nothing": {
+			review:      inputs{Old: fc(id, with(nil, liqojanitor.NoEvidenceAnnotation, id)), New: fc(id, nil)},
+			wantAllowed: true,
+		},
+		"a bare mark over a no-evidence key set earlier is refused: nobody who marks typed it (rule 12)": {
+			review: inputs{Old: fc(id, with(confirmed, liqojanitor.NoEvidenceAnnotation, id)),
+				New: fc(id, with(marked, liqojanitor.NoEvidenceAnnotation, id)), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/no-reachability-evidence]"},
+			wantInMsg: []string{"was set before this request", "kubectl annotate foreigncluster provider-a liqo-janitor.io/no-reachability-evidence-",
+				"then mark with it in one request"},
+		},
+		"a no-evidence key set earlier does not matter where Liqo keeps evidence": {
+			review: inputs{Old: fc(id, with(confirmed, liqojanitor.NoEvidenceAnnotation, id), down),
+				New: fc(id, with(marked, liqojanitor.NoEvidenceAnnotation, id), down), permission: permitted},
 			wantAllowed: true,
 		},
 		"a mark value other than true is denied": {
@@ -315,33 +382,82 @@ func TestDecide(t *testing.T) {
 			wantAllowed: true,
 		},
 		"recording a fence on a marked cluster without permission is forbidden (it ends a critical alert)": {
-			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
-				liqojanitor.FencedRecord(now, "alice", "shadowpods 3")), down)},
+			review: inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation,
+				fence(now, "alice", returnedAt)), down)},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
 			wantInMsg: []string{"may not record a fence (liqo-janitor.io/fenced)", "kubectl create clusterrolebinding mark-unreachable-alice"},
 		},
 		"a fence record naming another user is refused": {
-			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
-				liqojanitor.FencedRecord(now, "mallory", "shadowpods 3")), down), permission: permitted},
+			review: inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation,
+				fence(now, "mallory", returnedAt)), down), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
-			wantInMsg: []string{"one naming another user or another time is refused", "kubectl liqo-janitor fence provider-a"},
+			wantInMsg: []string{"one naming another user, another time or another return is refused", "kubectl liqo-janitor fence provider-a"},
 		},
 		"a backdated fence record is refused": {
-			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
-				liqojanitor.FencedRecord(now.Add(-time.Hour), "alice", "shadowpods 3")), down), permission: permitted},
+			review: inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation,
+				fence(now.Add(-time.Hour), "alice", returnedAt)), down), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
 		},
-		"a fresh fence record of the requester, with permission, is allowed": {
-			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
+		"a future-dated fence record is refused": {
+			review: inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation,
+				fence(now.Add(time.Hour), "alice", returnedAt)), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
+		},
+		"a fence record naming another return is refused": {
+			review: inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation,
+				fence(now, "alice", returnedAt.Add(time.Second))), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
+		},
+		"a fence record in the plugin's spelling, naming no return, is refused (the mutating webhook rewrites it)": {
+			review: inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation,
 				liqojanitor.FencedRecord(now, "alice", "shadowpods 3")), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
+		},
+		"a fresh fence record of the requester naming the recorded return, with permission, is allowed": {
+			review: inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation,
+				fence(now, "alice", returnedAt)), down), permission: permitted},
 			wantAllowed: true,
 		},
-		"a fence record on an unmarked cluster is nobody's business": {
-			review:      inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.FencedAnnotation, "anything"))},
+		"a fence record with no recorded return is refused: nothing to fence": {
+			review: inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation,
+				fence(now, "alice", returnedAt)), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
+			wantInMsg: []string{"nothing to fence: the janitor has recorded no return of this provider", "kubectl liqo-janitor status provider-a"},
+		},
+		"a fence record of a return recorded for an earlier mark is refused: nothing to fence": {
+			review: inputs{Old: fc(id, with(returned, liqojanitor.MarkedAtAnnotation, now.Add(-time.Minute).Format(time.RFC3339)), down),
+				New: fc(id, with(returned, liqojanitor.MarkedAtAnnotation, now.Add(-time.Minute).Format(time.RFC3339),
+					liqojanitor.FencedAnnotation, fence(now, "alice", returnedAt)), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantInMsg: []string{"nothing to fence"},
+		},
+		"a fence record on an unmarked cluster is refused, even from a holder of the verb (rule 15)": {
+			review:    inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.FencedAnnotation, fence(now, "alice", returnedAt))), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
+			wantInMsg: []string{"is not marked permanently unreachable", "nothing to fence", "kubectl annotate foreigncluster provider-a liqo-janitor.io/fenced-"},
+		},
+		"changing a fence record on an unmarked cluster is refused (rule 15)": {
+			review:   inputs{Old: fc(id, with(nil, liqojanitor.FencedAnnotation, "x")), New: fc(id, with(nil, liqojanitor.FencedAnnotation, "y"))},
+			wantCode: http.StatusUnprocessableEntity,
+		},
+		"removing a fence record from an unmarked cluster needs nothing": {
+			review:      inputs{Old: fc(id, with(nil, liqojanitor.FencedAnnotation, "x")), New: fc(id, nil)},
 			wantAllowed: true,
+		},
+		"a mark that carries a fence record is refused: the mutating webhook did not run (rule 15)": {
+			review: inputs{Old: fc(id, with(confirmed, liqojanitor.FencedAnnotation, "x"), down),
+				New: fc(id, with(marked, liqojanitor.FencedAnnotation, "x"), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
+			wantInMsg: []string{"a mark never starts fenced", "kubectl annotate foreigncluster provider-a liqo-janitor.io/fenced-"},
 		},
 		"unpausing an unmarked cluster needs nothing": {
 			review:      inputs{Old: fc(id, with(nil, liqojanitor.PausedAnnotation, "true")), New: fc(id, nil)},
@@ -536,9 +652,28 @@ func TestStamp(t *testing.T) {
 			old: fc(id, confirmed), new: fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true")),
 			wantSet: stamped,
 		},
-		"a fence record on a marked cluster gets the requester and the time, keeping its counts": {
-			old: fc(id, marked), new: fc(id, with(marked, liqojanitor.FencedAnnotation, "2020-01-01T00:00:00Z by mallory: shadowpods 3, pods 3")),
-			wantSet: map[string]string{liqojanitor.FencedAnnotation: now.Format(time.RFC3339) + " by alice: shadowpods 3, pods 3"},
+		"a fence record on a marked cluster gets the requester, the time and the recorded return, keeping its counts": {
+			old: fc(id, returned), new: fc(id, with(returned, liqojanitor.FencedAnnotation, "2020-01-01T00:00:00Z by mallory: shadowpods 3, pods 3")),
+			wantSet: map[string]string{liqojanitor.FencedAnnotation: now.Format(time.RFC3339) + " by alice: shadowpods 3, pods 3; fences the return at 2026-12-01T09:50:00.25Z"},
+		},
+		"a future-dated record naming another return is restamped": {
+			old: fc(id, returned), new: fc(id, with(returned, liqojanitor.FencedAnnotation, fence(now.Add(24*time.Hour), "alice", now.Add(time.Hour)))),
+			wantSet: map[string]string{liqojanitor.FencedAnnotation: fence(now, "alice", returnedAt)},
+		},
+		"a hand-written record is restamped, all of it the counts": {
+			old: fc(id, returned), new: fc(id, with(returned, liqojanitor.FencedAnnotation, "fenced by hand")),
+			wantSet: map[string]string{liqojanitor.FencedAnnotation: liqojanitor.FenceRecord{At: now, By: "alice", Return: returnedAt, Counts: "fenced by hand"}.String()},
+		},
+		"a fence record with no recorded return is left for the validating webhook to refuse": {
+			old: fc(id, marked), new: fc(id, with(marked, liqojanitor.FencedAnnotation, "x")),
+		},
+		"marking drops a fence record placed before the mark (rule 15)": {
+			old: fc(id, with(confirmed, liqojanitor.FencedAnnotation, "x")), new: fc(id, with(confirmed, liqojanitor.MarkAnnotation, "true", liqojanitor.FencedAnnotation, "x")),
+			wantSet: stamped, wantRemove: []string{liqojanitor.FencedAnnotation},
+		},
+		"unmarking drops the fence record with the mark (rule 15)": {
+			old: fc(id, with(returned, liqojanitor.FencedAnnotation, "x")), new: fc(id, without(with(returned, liqojanitor.FencedAnnotation, "x"), liqojanitor.MarkAnnotation)),
+			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation, liqojanitor.FencedAnnotation},
 		},
 		"an unchanged fence record is left alone": {
 			old: fc(id, with(marked, liqojanitor.FencedAnnotation, "x")), new: fc(id, with(marked, liqojanitor.FencedAnnotation, "x")),
@@ -637,8 +772,14 @@ func TestDecisionReasons(t *testing.T) {
 		"an allowed unmarking":    {inputs{Old: fc(id, marked, down), New: fc(id, nil, down), permission: permitted}, ReasonUnmarked},
 		"an allowed unpausing":    {inputs{Old: fc(id, with(marked, liqojanitor.PausedAnnotation, "true"), down), New: fc(id, marked, down), permission: permitted}, ReasonUnpaused},
 		"an unrelated change":     {inputs{Old: fc(id, nil), New: fc(id, with(nil, "team", "blue"))}, ReasonOther},
-		"a fence":                 {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation, liqojanitor.FencedRecord(now, "alice", "x")), down), permission: permitted}, ReasonFenced},
-		"a forged fence":          {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation, "x"), down), permission: permitted}, ReasonFenceRecord},
+		"a fence":                 {inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation, fence(now, "alice", returnedAt)), down), permission: permitted}, ReasonFenced},
+		"a forged fence":          {inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation, "x"), down), permission: permitted}, ReasonFenceRecord},
+		"nothing to fence":        {inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.FencedAnnotation, "x"), down), permission: permitted}, ReasonNothingToFence},
+		"a fence without a mark":  {inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.FencedAnnotation, "x"))}, ReasonFenceUnmarked},
+		"a fence into a mark":     {inputs{Old: fc(id, with(confirmed, liqojanitor.FencedAnnotation, "x"), down), New: fc(id, with(marked, liqojanitor.FencedAnnotation, "x"), down), permission: permitted}, ReasonFenceUnmarked},
+		"no evidence ahead":       {inputs{Old: fc(id, nil), New: fc(id, with(nil, liqojanitor.NoEvidenceAnnotation, id)), permission: permitted}, ReasonEvidenceEarly},
+		"keys armed":              {inputs{Old: fc(id, nil), New: fc(id, confirmed), permission: permitted}, ReasonArmed},
+		"keys armed, no verb":     {inputs{Old: fc(id, nil), New: fc(id, confirmed)}, ReasonPermission},
 		"the first refusing rule": {inputs{Old: fc(id, nil, down), New: fc(id, without(marked, liqojanitor.ConfirmAnnotation), down)}, ReasonConfirmation},
 		"a duplicate":             {inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted, Duplicates: []duplicate{{Name: "x"}}}, ReasonDuplicate},
 		"no evidence":             {inputs{Old: fc(id, confirmed), New: fc(id, marked), permission: permitted}, ReasonNoEvidence},

@@ -9,12 +9,13 @@
 //
 // # The gate's rules
 //
-// Rules 1 to 15 and 18 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the
+// Rules 1 to 15, 18 and 19 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the
 // mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable and the old one did
 // not. The code cites them by number.
 //
 //  1. Setting the mark needs liqo-janitor.io/confirm-cluster-id equal to spec.clusterID (it may come
-//     earlier). A wrong confirmation is refused wherever it is written.
+//     earlier, from a holder of rule 5's verb: rule 19). A wrong confirmation is refused wherever it is
+//     written.
 //  2. The mark's value is exactly "true", the only value Liqo reads.
 //  3. The cluster is not the local one (CLUSTER_ID of Liqo's cluster-ID ConfigMap); if that cannot be
 //     read, the mark is refused (fail closed).
@@ -34,8 +35,8 @@
 //     the confirmation, the no-evidence key, the janitor's grace-window record and plan, its record of the
 //     unpeering and the deletion override (rule 17) with it (the summary of a clean-up that happened stays).
 //  8. Everything else passes, and matchConditions keep it from reaching the gate at all: Liqo's status (a
-//     subresource), Liqo's labels and annotations on an unmarked ForeignCluster, pausing, and deleting an
-//     unmarked ForeignCluster never block when the gate is down.
+//     subresource), Liqo's labels and annotations on an unmarked ForeignCluster, pausing, removing a fence
+//     record, and deleting an unmarked ForeignCluster never block when the gate is down.
 //  9. One cluster ID, one ForeignCluster, the one Liqo finds: the mark goes only on a ForeignCluster whose
 //     liqo.io/remote-cluster-id label equals its spec.clusterID (Liqo's GetForeignClusterByID selects by
 //     that label, the oldest match wins: it probes, drains and replicates for that object only), and no
@@ -48,16 +49,26 @@
 //     carrying the second.
 //  12. No evidence is not evidence of death: a ForeignCluster with no APIServerStatus condition (Liqo
 //     deletes it when the status names no API server: apiserverchecker.go needCondition) is marked only
-//     with liqo-janitor.io/no-reachability-evidence equal to spec.clusterID.
+//     with liqo-janitor.io/no-reachability-evidence equal to spec.clusterID, in the marking request itself:
+//     setting or changing the key on a ForeignCluster that stays unmarked is refused, for everyone, and one
+//     the old object already carried (written while the gate was absent) does not count — the mark is
+//     refused, saying to remove it and give it with the mark. Removing it is anyone's.
 //  13. No ForeignCluster is created marked.
 //  14. Only the janitor's own identity (learnt at start with a SelfSubjectReview) sets, changes or removes
 //     the janitor's keys (liqo-janitor.io/cleanup, first-seen-at, grace-ends-at, unpeering), but for rule
 //     7's removal; liqo-janitor.io/reason is immutable while marked.
-//  15. The fence record (liqo-janitor.io/fenced, written by kubectl liqo-janitor fence once the consumer's
-//     workloads on a returned provider are stopped) ends the janitor's count of that returned provider and
-//     its critical alert: setting or changing it on a marked ForeignCluster needs rule 5's permission, and
-//     the mutating webhook writes its time and user (the request's), as it stamps a mark; the validating
-//     webhook accepts only a record naming the requester, a few seconds old.
+//  15. The fence record is the gate's. The record (liqo-janitor.io/fenced, written by kubectl liqo-janitor
+//     fence once the consumer's workloads on a returned provider are stopped) ends the janitor's count of
+//     that returned provider and its critical alert. Setting or changing it on a ForeignCluster unmarked
+//     after the request is refused, for everyone (removing it is anyone's), and the mutating webhook drops
+//     it from a request that sets or removes the mark, so a record placed before a mark never survives into
+//     it (the validating webhook refuses a mark still carrying one). On a marked ForeignCluster it needs
+//     rule 5's permission and a return the janitor recorded for the current mark (its cleanup annotation
+//     starting "provider returned at <RFC 3339>", not older than marked-at: liqojanitor.ReturnRecordedAt);
+//     without one it is refused, nothing to fence. The mutating webhook rewrites whatever the request
+//     carried into liqojanitor.FenceRecord — now, the requester and that recorded return, the request's
+//     counts kept — and the validating webhook accepts only that form: the requester, a few seconds old,
+//     naming the recorded return.
 //  16. A marked ForeignCluster is not deleted while its unpeering runs: while a tenant namespace of its
 //     cluster ID exists, found live as Liqo finds it (labelled liqo.io/tenant-namespace and
 //     liqo.io/remote-cluster-id=<spec.clusterID>: pkg/tenantNamespace GetNamespace, Liqo v1.0.3 to v1.2.0;
@@ -80,9 +91,21 @@
 //     the stamps naming that identity, and the validating webhook emits an Event MarkedByLiqoUninstaller.
 //     Rules 2, 3, 4 (the probe included), 6, 9, 11, 13 and 14 still hold; setting rule 17's override with it
 //     still needs the verb.
+//  19. Keys that arm a bare mark are typed by someone who may mark: setting or changing
+//     liqo-janitor.io/confirm-cluster-id or liqo-janitor.io/reason on a ForeignCluster unmarked before and
+//     after the request needs rule 5's verb (removing them is anyone's). liqoctl force unpeer sends, as the
+//     user, a bare merge patch of the mark alone, which counts a confirmation and a reason set earlier as
+//     the marker's; so they are refused from anyone who could not have marked (the gate does not record
+//     who confirmed: refusing at the write is the simpler of the two, and costs the one who marks nothing,
+//     since marking needs the verb anyway). Liqo's uninstaller keeps rule 18's exemption for its mark, not
+//     for keys ahead of it. A key written while neither the gate nor the policy ran cannot be told apart.
 //
 // The ValidatingAdmissionPolicy in manifests/policy enforces, with the gate absent, what CEL can: rules 1,
-// 2, 5, 10 and 15 through the authorizer, 6's immutability, 11, 13, 14 and 15's requester; 16 by the
-// janitor's record alone (read as text: it must contain "phase":"Complete"), and 17; 18 only where the
-// mutating webhook ran (a bare mark has no confirmation: with the gate absent it is refused).
+// 2, 5, 10, 15 and 19 through the authorizer, 6's immutability, 11, 13, 14; of 12, the no-evidence key
+// refused ahead of the mark and not counted from the old object (not the evidence itself); of 15, the
+// record refused on an unmarked ForeignCluster and in a request that sets the mark (with the gate absent
+// nothing drops it: remove it first), and on a marked one the requester's name and a recorded return (no
+// time: CEL has no clock; not the return's time); 16 by the janitor's record alone (read as text: it must
+// contain "phase":"Complete"), and 17; 18 only where the mutating webhook ran (a bare mark has no
+// confirmation: with the gate absent it is refused).
 package webhook

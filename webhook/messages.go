@@ -117,6 +117,46 @@ func msgNoEvidence(fc *liqov1beta1.ForeignCluster) string {
 			confirmKV(fc), liqojanitor.MarkAnnotation, liqojanitor.MarkValue)))
 }
 
+func msgNoEvidenceArmed(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s has no APIServerStatus condition, and its %s was set before this request: the key counts only "+
+		"in the request that sets the mark, typed by the one who marks (it got there while liqo-janitor's gate was not "+
+		"running); remove it: kubectl annotate foreigncluster %s %s-, then mark with it in one request: "+
+		"kubectl liqo-janitor mark %s, or %s",
+		describe(fc), liqojanitor.NoEvidenceAnnotation, fc.Name, liqojanitor.NoEvidenceAnnotation, fc.Name,
+		annotateCmd(fc, fmt.Sprintf("%s=%s %s %s=%s", liqojanitor.NoEvidenceAnnotation, fc.Spec.ClusterID,
+			confirmKV(fc), liqojanitor.MarkAnnotation, liqojanitor.MarkValue)))
+}
+
+func msgNoEvidenceEarly(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: %s counts only in the request that sets the mark (the one who marks says there is no "+
+		"reachability evidence), never ahead of it; leave it out now, and give it with the mark: "+
+		"kubectl liqo-janitor mark %s, or %s",
+		describe(fc), liqojanitor.NoEvidenceAnnotation, fc.Name,
+		annotateCmd(fc, fmt.Sprintf("%s=%s %s %s=%s", liqojanitor.NoEvidenceAnnotation, fc.Spec.ClusterID,
+			confirmKV(fc), liqojanitor.MarkAnnotation, liqojanitor.MarkValue)))
+}
+
+func msgFenceWithoutMark(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s is not marked permanently unreachable: %s records the fence of a marked provider that came back, "+
+		"written by kubectl liqo-janitor fence and stamped by the gate; on an unmarked cluster there is nothing to fence, and a "+
+		"record placed ahead of a mark would silence that mark's alert; leave it out (to remove one: kubectl annotate "+
+		"foreigncluster %s %s-)", describe(fc), liqojanitor.FencedAnnotation, fc.Name, liqojanitor.FencedAnnotation)
+}
+
+func msgFenceIntoTheMark(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: a mark never starts fenced: %s would end the alert of a return that has not happened; "+
+		"liqo-janitor's mutating webhook drops it when the mark is set, so it did not run (check: kubectl get "+
+		"mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor); remove it first: kubectl annotate "+
+		"foreigncluster %s %s-", describe(fc), liqojanitor.FencedAnnotation, fc.Name, liqojanitor.FencedAnnotation)
+}
+
+func msgNothingToFence(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: nothing to fence: the janitor has recorded no return of this provider (its %s does not "+
+		"start with %q for the current mark); a fence record ends the alert of a provider that answered again, so it "+
+		"comes after the janitor saw it answer: check with kubectl liqo-janitor status %s",
+		describe(fc), liqojanitor.CleanupAnnotation, liqojanitor.ReturnedPrefix, fc.Name)
+}
+
 func msgProviderAnswers(fc *liqov1beta1.ForeignCluster, url string) string {
 	return fmt.Sprintf("%s: Liqo's status says the provider is unreachable, but the provider answers at %s (liqo-janitor's "+
 		"own probe, just now): a cluster that answers is not dead; Liqo's status may be stale "+
@@ -188,10 +228,17 @@ func msgPermissionDenied(old, fc *liqov1beta1.ForeignCluster, user string, t tra
 		action = fmt.Sprintf("record a fence (%s), which ends the count of its returned provider and its alert", liqojanitor.FencedAnnotation)
 	case t == staysMarked:
 		action = fmt.Sprintf("set the break-glass override %s, which lets it be deleted while its unpeering runs", liqojanitor.AllowDeleteAnnotation)
+	case t == notMarked:
+		action = fmt.Sprintf("set %s or %s ahead of the mark (rule 19: they count for a later bare mark, such as "+
+			"liqoctl force unpeer's)", liqojanitor.ConfirmAnnotation, liqojanitor.ReasonAnnotation)
 	}
 	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+
 		"a cluster admin can grant it with: kubectl create clusterrolebinding %s --clusterrole=%s --user=%s",
 		describe(fc), user, action, MarkVerb, bindingName(user), MarkRoleName, user)
+	if t == notMarked {
+		msg += fmt.Sprintf("; or ask a holder of the verb to confirm it (%s) or to mark it in one request "+
+			"(kubectl liqo-janitor mark %s)", annotateCmd(fc, confirmKV(fc)), fc.Name)
+	}
 	if reason != "" {
 		msg += " (authorizer: " + reason + ")"
 	}
@@ -221,8 +268,9 @@ func warnUnmarked(fc *liqov1beta1.ForeignCluster) string {
 
 func msgFenceRecord(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s: %s is the operator's record of a fence, written by kubectl liqo-janitor fence and stamped by "+
-		"the gate with the time and the requesting user (\"<RFC 3339> by <user>: <counts>\"); one naming another user or "+
-		"another time is refused: run kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>",
+		"the gate with the time, the requesting user and the janitor's recorded return it fences "+
+		"(\"<RFC 3339> by <user>: <counts>; fences the return at <RFC 3339>\"); one naming another user, another time or "+
+		"another return is refused: run kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>",
 		describe(fc), liqojanitor.FencedAnnotation, fc.Spec.ClusterID)
 }
 

@@ -95,13 +95,17 @@ func fence(t *testing.T, stdin string, args ...string) (stdout, stderr string, e
 }
 
 // returned lays out a consumer whose marked provider answers again: a marked ForeignCluster on the
-// consumer, and the provider's cluster-ID ConfigMap naming it.
+// consumer with the janitor's record of the return (the gate takes a fence record only for a recorded
+// return: gate rule 15), and the provider's cluster-ID ConfigMap naming it.
 func returned(t *testing.T) (dead, live *fixture.Provider, prov *harness.Env) {
 	t.Helper()
 	prov = providerEnv(t)
 	dead, live = deadAndLive(t)
 	_, _, err := kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "data centre flooded", "--yes")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	record := liqojanitor.ReturnedPrefix + time.Now().UTC().Format(time.RFC3339Nano) + " (Liqo's APIServerStatus turned Established)"
+	NewWithT(t).Expect(fixture.Annotate(t.Context(), harness.Require(t).Client, dead.ForeignCluster,
+		map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed(), "the janitor's identity records the return")
 	setProviderID(t, prov, dead.ID)
 	return dead, live, prov
 }

@@ -259,6 +259,10 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 		return c
 	}
 	alice, bob := as("alice"), as("bob")
+	grantRole(t, "policy-janitor-z", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch"}}}, janitorUser)
+	janitor := impersonate(t, janitorUser)
+	returned := liqojanitor.ReturnedPrefix + "2026-03-01T10:05:00.000Z (Liqo's APIServerStatus turned Established)"
 
 	const id = "provider-z"
 	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: id}}
@@ -282,6 +286,7 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 		{"bob may pause the janitor", bob, map[string]*string{liqojanitor.PausedAnnotation: s("true")}, ""},
 		{"bob may not unpause it", bob, map[string]*string{liqojanitor.PausedAnnotation: nil}, `user "bob" may not unpause it`},
 		{"alice may", alice, map[string]*string{liqojanitor.PausedAnnotation: nil}, ""},
+		{"the janitor records a return", janitor, map[string]*string{liqojanitor.CleanupAnnotation: &returned}, ""},
 		{"bob may not record a fence", bob, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "bob", "shadowpods 1"))},
 			`user "bob" may not record a fence (liqo-janitor.io/fenced)`},
 		{"alice may, in her own name", alice, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "alice", "shadowpods 1"))}, ""},
@@ -305,7 +310,74 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	got := &liqov1beta1.ForeignCluster{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), got)).To(Succeed())
-	g.Expect(got.Annotations).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: id}))
+	g.Expect(got.Annotations).To(Equal(map[string]string{liqojanitor.ConfirmAnnotation: id, liqojanitor.CleanupAnnotation: returned}))
+}
+
+// TestPolicyKeepsTheKeysAheadOfTheMarkWithoutTheGate: gate rules 12, 15 and 19 as CEL can. Ahead of the
+// mark, the confirmation and the reason come from a holder of the verb only, the no-evidence key and a
+// fence record from nobody; a mark does not start with a fence record or a no-evidence key set before it; a
+// fence on a marked cluster needs a return the janitor recorded.
+func TestPolicyKeepsTheKeysAheadOfTheMarkWithoutTheGate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+	grantRole(t, "policy-armers", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "update", "patch"}}}, "alice", "bob", janitorUser)
+	grantRole(t, "policy-armer-marker", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"mark-unreachable"}}}, "alice")
+	alice, bob, janitor := impersonate(t, "alice"), impersonate(t, "bob"), impersonate(t, janitorUser)
+	const id = "provider-armed"
+	fc := createForeignCluster(t, id, nil)
+	fence := func(user string) *string { return s(liqojanitor.FencedRecord(time.Now(), user, "shadowpods 1")) }
+	// wait until the verb is granted (an early success of the dry run changes nothing)
+	g.Eventually(func() error {
+		return annotate(ctx, alice, id, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, client.DryRunAll)
+	}).Should(Succeed())
+
+	steps := []struct {
+		name        string
+		by          client.Client
+		annotations map[string]*string
+		code        int32    // 0: allowed
+		refused     []string // fragments of the refusal
+	}{
+		{"bob may not confirm ahead of the mark", bob, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, http.StatusForbidden,
+			[]string{`user "bob" may not set liqo-janitor.io/confirm-cluster-id or liqo-janitor.io/reason ahead of the mark`,
+				"liqoctl force unpeer", "--clusterrole=" + webhook.MarkRoleName + " --user=bob"}},
+		{"nor give the reason", bob, map[string]*string{liqojanitor.ReasonAnnotation: s("gone")}, http.StatusForbidden,
+			[]string{`user "bob" may not set`}},
+		{"nobody gives the no-evidence key ahead of the mark", alice, map[string]*string{liqojanitor.NoEvidenceAnnotation: s(id)},
+			http.StatusUnprocessableEntity, []string{"counts only in the request that sets the mark", "give it with the mark"}},
+		{"nobody records a fence on an unmarked cluster", alice, map[string]*string{liqojanitor.FencedAnnotation: fence("alice")},
+			http.StatusUnprocessableEntity, []string{"there is nothing to fence", "kubectl annotate foreigncluster " + id + " liqo-janitor.io/fenced-"}},
+		{"alice confirms and gives the reason ahead of the mark", alice, map[string]*string{
+			liqojanitor.ConfirmAnnotation: s(id), liqojanitor.ReasonAnnotation: s("data centre lost")}, 0, nil},
+		{"bob may not change her reason", bob, map[string]*string{liqojanitor.ReasonAnnotation: s("bob's")}, http.StatusForbidden,
+			[]string{`user "bob" may not set`}},
+		{"but may remove it", bob, map[string]*string{liqojanitor.ReasonAnnotation: nil}, 0, nil},
+		{"alice marks, with the no-evidence key in the marking request", alice, map[string]*string{
+			liqojanitor.MarkAnnotation: s("true"), liqojanitor.NoEvidenceAnnotation: s(id)}, 0, nil},
+		{"a fence with no recorded return is refused", alice, map[string]*string{liqojanitor.FencedAnnotation: fence("alice")},
+			http.StatusUnprocessableEntity, []string{"nothing to fence: the janitor has recorded no return", "kubectl liqo-janitor status " + id}},
+		{"the janitor records a return", janitor, map[string]*string{liqojanitor.CleanupAnnotation: s(liqojanitor.ReturnedPrefix + "2026-03-01T10:05:00.000Z (x)")}, 0, nil},
+		{"then alice fences", alice, map[string]*string{liqojanitor.FencedAnnotation: fence("alice")}, 0, nil},
+		{"alice unmarks (with the webhook absent the keys stay)", alice, map[string]*string{liqojanitor.MarkAnnotation: nil}, 0, nil},
+		{"a mark does not start fenced, nor with a no-evidence key set before it", alice, map[string]*string{liqojanitor.MarkAnnotation: s("true")},
+			http.StatusUnprocessableEntity, []string{"a mark never starts fenced", "remove it first: kubectl annotate foreigncluster " + id + " liqo-janitor.io/fenced-"}},
+		{"anyone removes the fence record of an unmarked cluster", bob, map[string]*string{liqojanitor.FencedAnnotation: nil}, 0, nil},
+		{"the no-evidence key set before the mark does not count", alice, map[string]*string{liqojanitor.MarkAnnotation: s("true")},
+			http.StatusUnprocessableEntity, []string{"this one was set before: remove it (kubectl annotate foreigncluster " + id + " liqo-janitor.io/no-reachability-evidence-)"}},
+		{"removed, the mark passes", alice, map[string]*string{liqojanitor.NoEvidenceAnnotation: nil}, 0, nil},
+		{"alice marks again", alice, map[string]*string{liqojanitor.MarkAnnotation: s("true")}, 0, nil},
+	}
+	for _, step := range steps {
+		err := annotate(ctx, step.by, fc.Name, step.annotations)
+		if step.code == 0 {
+			g.Expect(err).NotTo(HaveOccurred(), step.name)
+			continue
+		}
+		expectPolicyRefused(g, err, step.code, step.refused...)
+	}
 }
 
 // TestPolicyRefusesForeignClustersCreatedMarkedWithoutTheGate: gate rule 13. A ForeignCluster cannot be

@@ -1,0 +1,242 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+)
+
+// Keys written ahead of the mark (issue 25): the fence record is the gate's (rule 15), the no-evidence key
+// comes in the marking request (rule 12), and the confirmation and the reason ahead of the mark come from a
+// holder of the break-glass verb (rule 19). Each test fails without its rule.
+
+// gateAbsentLabel on a ForeignCluster keeps the API server from calling the gate about it while
+// withoutGate runs, as if the gate were not installed: how a key gets onto a ForeignCluster anyway.
+const gateAbsentLabel = "test.liqo-janitor.io/gate-absent"
+
+// gateAbsentCondition is the matchCondition withoutGate adds to every webhook of the gate (a DELETE's
+// object is null).
+var gateAbsentCondition = admissionregistrationv1.MatchCondition{
+	Name: "test-gate-absent",
+	Expression: fmt.Sprintf(`object == null || !has(object.metadata.labels) || !(%q in object.metadata.labels)`,
+		gateAbsentLabel),
+}
+
+// editGateWebhooks applies edit to the matchConditions of every webhook of the gate's installed
+// configurations.
+func editGateWebhooks(ctx context.Context, t *testing.T, edit func([]admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition) {
+	t.Helper()
+	env := harness.Require(t)
+	g := NewWithT(t)
+	mut, val, err := env.GeneratedWebhooks()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mut), mut)).To(Succeed())
+	for i := range mut.Webhooks {
+		mut.Webhooks[i].MatchConditions = edit(mut.Webhooks[i].MatchConditions)
+	}
+	g.Expect(env.Client.Update(ctx, mut)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(val), val)).To(Succeed())
+	for i := range val.Webhooks {
+		val.Webhooks[i].MatchConditions = edit(val.Webhooks[i].MatchConditions)
+	}
+	g.Expect(env.Client.Update(ctx, val)).To(Succeed())
+}
+
+// withoutGate writes kv onto the unmarked fc as c, as if the gate were not installed: the API server does not
+// call the gate for fc while it carries gateAbsentLabel. It returns with the keys stored, the label removed
+// (a request the gate sees and lets through: it changes none of its keys) and the gate back.
+func withoutGate(t *testing.T, c client.Client, fc *liqov1beta1.ForeignCluster, kv map[string]*string) {
+	t.Helper()
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	labelled := func(v *string) client.Patch {
+		return client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, gateAbsentLabel, jsonOrNull(v)))
+	}
+	target := &liqov1beta1.ForeignCluster{}
+	target.Name = fc.Name
+	g.Expect(env.Client.Patch(ctx, target, labelled(s("true")))).To(Succeed())
+	editGateWebhooks(ctx, t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+		return append(conds, gateAbsentCondition)
+	})
+	// the API server loads webhook configurations asynchronously: write until it no longer asks the gate
+	g.Eventually(func() error { return fixture.Annotate(ctx, c, fc, kv) }).Should(Succeed(), "written without the gate")
+	g.Expect(env.Client.Patch(ctx, target, labelled(nil))).To(Succeed())
+	editGateWebhooks(context.Background(), t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+		return slices.DeleteFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == gateAbsentCondition.Name })
+	})
+	// the gate is back once a fence record on a labelled, unmarked ForeignCluster is refused again
+	probe := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"},"annotations":{%q:"x"}}}`,
+		gateAbsentLabel, liqojanitor.FencedAnnotation))
+	g.Eventually(func() error { return env.Client.Patch(ctx, target.DeepCopy(), probe, client.DryRunAll) }).
+		Should(MatchError(ContainSubstring("is not marked permanently unreachable")), "the gate is called again")
+	for k, v := range kv {
+		if v != nil {
+			g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(k, *v), "stored without the gate")
+		}
+	}
+}
+
+func jsonOrNull(v *string) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%q", *v)
+}
+
+// recordReturn writes, as the janitor's identity (the suite's admin), the janitor's record of a return of
+// fc's provider at, and returns the time as the janitor records it (milliseconds).
+func recordReturn(t *testing.T, fc *liqov1beta1.ForeignCluster, at time.Time) time.Time {
+	t.Helper()
+	env := harness.Require(t)
+	at = at.UTC().Truncate(time.Millisecond)
+	record := liqojanitor.ReturnedPrefix + at.Format("2006-01-02T15:04:05.000Z07:00") +
+		" (its API server at https://10.0.0.7:6443 answered the janitor's probe); marked dead by alice"
+	NewWithT(t).Expect(fixture.Annotate(t.Context(), env.Client, fc, map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed())
+	return at
+}
+
+// fencedRecord reads fc's stored fence record in the gate's stamped form.
+func fencedRecord(t *testing.T, fc *liqov1beta1.ForeignCluster) liqojanitor.FenceRecord {
+	t.Helper()
+	v := get(t, fc).Annotations[liqojanitor.FencedAnnotation]
+	rec, ok := liqojanitor.ParseFencedRecord(v)
+	NewWithT(t).Expect(ok).To(BeTrue(), "the stored fence record %q is in the gate's stamped form", v)
+	return rec
+}
+
+// TestAFencePlacedAheadOfTheMarkNeverSurvivesIntoIt (rule 15): a fence record on an unmarked ForeignCluster
+// is refused, whoever writes it; one that got there anyway (written while the gate was absent) is dropped
+// when the mark is set, so the mark's return is never taken as fenced; removing the mark drops the record too.
+func TestAFencePlacedAheadOfTheMarkNeverSurvivesIntoIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	forged := "2099-01-01T00:00:00Z by admin@corp: shadowpods 12, pods 12"
+
+	for _, c := range []client.Client{bob, alice} {
+		err := fixture.Annotate(ctx, c, fc, map[string]*string{liqojanitor.FencedAnnotation: &forged})
+		expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/fenced]", fc,
+			"is not marked permanently unreachable", "a record placed ahead of a mark would silence that mark's alert",
+			"kubectl annotate foreigncluster "+fc.Name+" liqo-janitor.io/fenced-")
+	}
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.FencedAnnotation))
+
+	withoutGate(t, bob, fc, map[string]*string{liqojanitor.FencedAnnotation: &forged})
+	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(And(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"),
+		Not(HaveKey(liqojanitor.FencedAnnotation))), "the mark drops the record placed ahead of it")
+
+	// the mark's own fence, once the janitor recorded a return, goes with the mark
+	recordReturn(t, fc, time.Now())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), markerUser, "pods 1"))})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(HaveKey(liqojanitor.FencedAnnotation))
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.FencedAnnotation), "unmarking drops the record")
+
+	// removing a record from an unmarked ForeignCluster is anyone's
+	withoutGate(t, bob, fc, map[string]*string{liqojanitor.FencedAnnotation: &forged})
+	g.Expect(fixture.Annotate(ctx, bob, fc, map[string]*string{liqojanitor.FencedAnnotation: nil})).To(Succeed())
+}
+
+// TestAFenceRecordIsRestampedWithTheReturnItFences (rule 15): whatever the request says — a future date, a
+// hand-written value, the plugin's spelling without the return — the gate stores now, the requester and
+// the janitor's recorded return; with no return recorded there is nothing to fence.
+func TestAFenceRecordIsRestampedWithTheReturnItFences(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := markedProvider(t)
+
+	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), markerUser, "pods 3"))})
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/fenced]", fc,
+		"nothing to fence: the janitor has recorded no return of this provider", "kubectl liqo-janitor status "+fc.Name)
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.FencedAnnotation))
+
+	returned := recordReturn(t, fc, time.Now())
+	for value, counts := range map[string]string{
+		"2099-01-01T00:00:00Z by admin@corp: shadowpods 12, pods 12; fences the return at 2099-01-01T00:00:00Z": "shadowpods 12, pods 12",
+		"fenced by hand": "fenced by hand",
+		liqojanitor.FencedRecord(time.Now(), markerUser, "shadowpods 3, pods 3"): "shadowpods 3, pods 3",
+	} {
+		before := time.Now().Truncate(time.Second)
+		g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: &value})).To(Succeed(), "recording %q", value)
+		rec := fencedRecord(t, fc)
+		g.Expect(rec.By).To(Equal(markerUser), "the requester, not the request's %q", value)
+		g.Expect(rec.At).To(And(BeTemporally(">=", before), BeTemporally("<=", time.Now())), "the gate's time, not the request's")
+		g.Expect(rec.Return).To(BeTemporally("==", returned), "the janitor's recorded return")
+		g.Expect(rec.Counts).To(Equal(counts))
+	}
+}
+
+// TestPreArmedKeysThenABareMark (rules 12 and 19): liqoctl force unpeer sends a bare mark, so keys set
+// ahead of it must be typed by someone who may mark. A user without the verb cannot confirm or give the
+// reason ahead of the mark, nobody can give the no-evidence key ahead of it, and liqoctl's bare mark is
+// then refused with what to type first; one that got there anyway does not count. The same confirmation
+// by a holder of the verb, then liqoctl's bare mark, marks.
+func TestPreArmedKeysThenABareMark(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+
+	for key, value := range map[string]string{liqojanitor.ConfirmAnnotation: fc.Name, liqojanitor.ReasonAnnotation: "bob says it is gone"} {
+		err := fixture.Annotate(ctx, bob, fc, map[string]*string{key: s(value)})
+		expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
+			`user "bob" may not set liqo-janitor.io/confirm-cluster-id or liqo-janitor.io/reason ahead of the mark`,
+			"liqoctl force unpeer", "kubectl create clusterrolebinding mark-unreachable-bob",
+			"ask a holder of the verb to confirm it (kubectl annotate foreigncluster "+fc.Name+" liqo-janitor.io/confirm-cluster-id="+fc.Name+" --overwrite)")
+	}
+	for _, c := range []client.Client{bob, alice} {
+		err := fixture.Annotate(ctx, c, fc, map[string]*string{liqojanitor.NoEvidenceAnnotation: s(fc.Name)})
+		expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/no-reachability-evidence]", fc,
+			"counts only in the request that sets the mark", "kubectl liqo-janitor mark "+fc.Name)
+	}
+	g.Expect(get(t, fc).Annotations).To(BeEmpty())
+
+	err := liqoctlForceUnpeerPatch(t, alice, fc)
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", fc,
+		"with liqoctl force unpeer, confirm first: kubectl annotate foreigncluster "+fc.Name+" liqo-janitor.io/confirm-cluster-id="+fc.Name+" --overwrite",
+		"then run liqoctl force unpeer "+fc.Name+" again")
+	g.Expect(get(t, fc).Annotations).To(BeEmpty())
+
+	// the same confirmation and reason by a holder of the verb arm liqoctl's bare mark, which is hers
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{
+		liqojanitor.ConfirmAnnotation: s(fc.Name), liqojanitor.ReasonAnnotation: s("data centre lost")})).To(Succeed())
+	g.Expect(liqoctlForceUnpeerPatch(t, alice, fc)).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(And(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"),
+		HaveKeyWithValue(liqojanitor.MarkedByAnnotation, markerUser), HaveKeyWithValue(liqojanitor.ReasonAnnotation, "data centre lost")))
+}
+
+// TestANoEvidenceKeyWrittenAheadOfTheMarkDoesNotCount (rule 12): on a ForeignCluster without evidence, a
+// no-evidence key that got there ahead of the mark (written while the gate was absent) does not stand for
+// the one who marks: liqoctl's bare mark is refused, saying to remove it and mark with it in one request.
+func TestANoEvidenceKeyWrittenAheadOfTheMarkDoesNotCount(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, "", 0)
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ConfirmAnnotation: s(fc.Name)})).To(Succeed())
+	withoutGate(t, bob, fc, map[string]*string{liqojanitor.NoEvidenceAnnotation: s(fc.Name)})
+
+	err := liqoctlForceUnpeerPatch(t, alice, fc)
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/no-reachability-evidence]", fc,
+		"was set before this request", "kubectl annotate foreigncluster "+fc.Name+" liqo-janitor.io/no-reachability-evidence-",
+		"then mark with it in one request")
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.MarkAnnotation))
+
+	// removed, then given in the marking request by the one who marks: accepted
+	g.Expect(fixture.Annotate(ctx, bob, fc, map[string]*string{liqojanitor.NoEvidenceAnnotation: nil})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{
+		liqojanitor.NoEvidenceAnnotation: s(fc.Name), liqojanitor.MarkAnnotation: s("true")})).To(Succeed())
+}
