@@ -149,6 +149,8 @@ var defaultInstall = []string{
 	"Certificate " + installNS + "/" + servingCert,
 	"ValidatingAdmissionPolicy " + eventsPolicy,
 	"ValidatingAdmissionPolicyBinding " + eventsPolicy,
+	"ValidatingAdmissionPolicy " + certsPolicy,
+	"ValidatingAdmissionPolicyBinding " + certsPolicy,
 	"MutatingWebhookConfiguration " + appName,
 	"ValidatingWebhookConfiguration " + appName,
 }

@@ -70,6 +70,14 @@ liqo.uninstaller.users, or Liqo's pre-delete Job's ServiceAccount in liqo.namesp
 {{/* The name of both webhook configurations (--webhook-configuration with self-managed certificates). */}}
 {{- define "liqo-janitor.webhookConfiguration" -}}liqo-janitor{{- end }}
 
+{{/* Without cert-manager (--cert-management=self), the two Secrets of the release namespace the binary keeps
+its certificates in (webhook/certs CASecretName and CertSecretName; test/e2e/manifests checks they agree):
+the CA's and the serving certificate's. Named once here for the RBAC that narrows reads and patches to them,
+the policy that lets the janitor create only them (templates/certs-policy.yaml), and the identity-Secret
+policy that leaves them to that one. */}}
+{{- define "liqo-janitor.caSecret" -}}liqo-janitor-webhook-ca{{- end }}
+{{- define "liqo-janitor.certSecret" -}}liqo-janitor-webhook-cert{{- end }}
+
 {{/* cert-manager's CA Certificate and its Secret, the trust anchor the CA injector copies. */}}
 {{- define "liqo-janitor.caCertificate" -}}liqo-janitor-ca{{- end }}
 
