@@ -151,6 +151,9 @@ var defaultInstall = []string{
 	"ValidatingAdmissionPolicyBinding " + eventsPolicy,
 	"ValidatingAdmissionPolicy " + certsPolicy,
 	"ValidatingAdmissionPolicyBinding " + certsPolicy,
+	// the gate's fallback, on by default (policy.enabled) where the API server serves it
+	"ValidatingAdmissionPolicy " + policyName,
+	"ValidatingAdmissionPolicyBinding " + policyName,
 	"MutatingWebhookConfiguration " + appName,
 	"ValidatingWebhookConfiguration " + appName,
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-janitor/liqo-janitor/manifests"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 	"github.com/liqo-janitor/liqo-janitor/webhook/certs"
 )
@@ -105,8 +106,49 @@ func TestChartOptionsCoexistOnTheAPIServer(t *testing.T) {
 	}
 }
 
+// TestPolicyFallbackIsOnByDefaultWhereTheClusterServesIt: the gate's fallback is rendered by default
+// wherever ValidatingAdmissionPolicy is served (a client-only render for Kubernetes 1.30, as install.yaml is
+// made, or a cluster whose API list names the kind), not where a cluster's API list lacks it, and not when
+// turned off. Installed with Helm against the API server, Helm's discovery finds it served.
+func TestPolicyFallbackIsOnByDefaultWhereTheClusterServesIt(t *testing.T) {
+	const (
+		webhookKind = "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration"
+		policyKind  = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+	)
+	tests := map[string]struct {
+		values  map[string]any
+		cluster manifests.Cluster
+		want    bool
+	}{
+		"a client-only render for Kubernetes 1.30":           {want: true},
+		"a client-only render for a later Kubernetes":        {cluster: manifests.Cluster{KubeVersion: "v1.34.0"}, want: true},
+		"a cluster that lists ValidatingAdmissionPolicy":     {cluster: manifests.Cluster{APIVersions: []string{webhookKind, policyKind}}, want: true},
+		"a cluster whose API list lacks it (API turned off)": {cluster: manifests.Cluster{APIVersions: []string{webhookKind}}},
+		"turned off": {values: map[string]any{"policy": map[string]any{"enabled": false}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			r, err := manifests.RenderForCluster(t.Context(), installNS, tc.values, tc.cluster)
+			g.Expect(err).NotTo(HaveOccurred())
+			b := fromYAML(t, "the chart", r.Manifest)
+			var names []string
+			for _, p := range all[*admissionregistrationv1.ValidatingAdmissionPolicy](b) {
+				names = append(names, p.Name)
+			}
+			if tc.want {
+				g.Expect(names).To(ContainElement(policyName))
+				g.Expect(all[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](b)).To(ContainElement(HaveField("Name", policyName)))
+			} else {
+				g.Expect(names).NotTo(ContainElement(policyName))
+			}
+		})
+	}
+}
+
 // TestSelfManagedCertificatesAndIdentitySecretsAsTheServiceAccount installs the chart with Helm's library
-// with self-managed certificates and the identity-Secret opt-in, then runs the real binary with the Deployment's own arguments as the chart's
+// with self-managed certificates and the identity-Secret opt-in (and the default policy fallback, which
+// Helm finds served), then runs the real binary with the Deployment's own arguments as the chart's
 // ServiceAccount (a token from the TokenRequest API): it creates its two certificate Secrets, injects the
 // CA bundle and becomes ready, and renews a spoilt serving certificate (a patch of its Secret) — neither the
 // identity-Secret policy nor the certificates' policy stands in its way.
@@ -119,7 +161,7 @@ func TestSelfManagedCertificatesAndIdentitySecretsAsTheServiceAccount(t *testing
 	h := newHelmIn(t, ns)
 	t.Cleanup(h.uninstall)
 	h.install(map[string]any{"certManager": map[string]any{"enabled": false}, "identitySecrets": map[string]any{"enabled": true}})
-	for _, name := range []string{identityPolicy, certsPolicy} {
+	for _, name := range []string{policyName, identityPolicy, certsPolicy} {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicy{})).To(Succeed(), name)
 	}
 

@@ -61,6 +61,17 @@ liqo.uninstaller.users, or Liqo's pre-delete Job's ServiceAccount in liqo.namesp
 {{- end }}
 {{- end }}
 
+{{- /* "true" where the cluster serves ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes
+1.30), else "". Installed or upgraded against a cluster (or given --api-versions), Helm lists each served
+kind: the policy's kind decides. A client-only render (`helm template`, make manifests) lists API groups
+only: the Kubernetes version decides (--kube-version; the chart's kubeVersion already asks for 1.30). */}}
+{{- define "liqo-janitor.validatingAdmissionPolicySupported" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true
+{{- else if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration" }}
+{{- else if semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version }}true
+{{- end }}
+{{- end }}
+
 {{/* The DNS names the API server calls the webhook Service by. */}}
 {{- define "liqo-janitor.webhookService" -}}liqo-janitor-webhook{{- end }}
 
