@@ -269,7 +269,7 @@ func TestCertsPolicyNarrowsWhatTheServiceAccountWrites(t *testing.T) {
 		return map[string]any{"op": "add", "path": fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", i), "value": bundle}
 	}
 	refusedPatches := map[string][]map[string]any{
-		"failing open": {{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}},
+		"failing open":                   {{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}},
 		"failing open with the caBundle": {setBundle(0), {"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}},
 		"a longer timeout":               {{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 30}},
 		"no match conditions":            {{"op": "remove", "path": "/webhooks/0/matchConditions"}},
@@ -295,16 +295,25 @@ func TestCertsPolicyNarrowsWhatTheServiceAccountWrites(t *testing.T) {
 			map[string]any{"op": "replace", "path": "/webhooks/0/reinvocationPolicy", "value": "Never"}), certsPolicy, http.StatusForbidden,
 			"may change nothing of MutatingWebhookConfiguration "+appName)
 	})
-	// Beyond the chart's RBAC, as a widened role one day might: deleting or creating one is refused too.
+	// Beyond the chart's RBAC, as a widened role one day might: deleting or creating one, or injecting a
+	// CA bundle into another configuration (the same webhooks under another name), is refused too.
 	grantRole(t, "certs-widened", []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"},
-		Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"create", "delete"}}}, serviceAccountUser(ns))
-	t.Run("deleting or creating a webhook configuration", func(t *testing.T) {
+		Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"create", "delete", "patch"}}}, serviceAccountUser(ns))
+	other := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "not-the-gate"}, Webhooks: slices.Clone(val.Webhooks)}
+	for i := range other.Webhooks { // never called: its webhooks match no object
+		other.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"certs-policy-test": "never"}}
+	}
+	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), other) })
+	t.Run("deleting, creating or injecting into another webhook configuration", func(t *testing.T) {
 		g := NewWithT(t)
 		expectRefusedByPolicy(g, janitor.Delete(t.Context(), val.DeepCopy(), client.DryRunAll), certsPolicy, http.StatusForbidden,
 			"may not delete ValidatingWebhookConfiguration "+appName)
 		made := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "janitor-made"}}
 		expectRefusedByPolicy(g, janitor.Create(t.Context(), made, client.DryRunAll), certsPolicy, http.StatusForbidden,
 			"may not create ValidatingWebhookConfiguration janitor-made")
+		expectRefusedByPolicy(g, jsonPatch(t.Context(), janitor, other, setBundle(0)), certsPolicy, http.StatusForbidden,
+			"may not change ValidatingWebhookConfiguration not-the-gate: it injects the CA bundle only into the webhook configurations of the gate, "+appName)
 	})
 
 	// What the binary does: the caBundle of every webhook, in both configurations, under the resourceVersion read.
