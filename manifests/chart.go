@@ -4,6 +4,7 @@
 package manifests
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
@@ -93,6 +94,29 @@ func Render(ctx context.Context, namespace string, values map[string]any) (*Rend
 // RenderChart renders ch as Render renders this chart: the tests render a parent chart that has this one
 // as a dependency with it.
 func RenderChart(ctx context.Context, ch *chart.Chart, namespace string, values map[string]any) (*Rendered, error) {
+	return renderChart(ctx, ch, namespace, values, Cluster{})
+}
+
+// Cluster is what a client-side render is told of the cluster, as `helm template --kube-version
+// --api-versions` is.
+type Cluster struct {
+	// KubeVersion is the cluster's Kubernetes version; "" for MinKubeVersion.
+	KubeVersion string
+	// APIVersions are served, beside Helm's defaults (API groups only): "group/version" or, as Helm lists
+	// them when it asks a cluster, "group/version/Kind".
+	APIVersions []string
+}
+
+// RenderForCluster renders the chart as Render does, for the given cluster.
+func RenderForCluster(ctx context.Context, namespace string, values map[string]any, cluster Cluster) (*Rendered, error) {
+	ch, err := Chart()
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	return renderChart(ctx, ch, namespace, values, cluster)
+}
+
+func renderChart(ctx context.Context, ch *chart.Chart, namespace string, values map[string]any, cluster Cluster) (*Rendered, error) {
 	var err error
 	install := action.NewInstall(action.NewConfiguration())
 	install.DryRunStrategy = action.DryRunClient
@@ -100,10 +124,12 @@ func RenderChart(ctx context.Context, ch *chart.Chart, namespace string, values 
 	install.Namespace = namespace
 	install.Replace = true
 	// Helm takes the Kubernetes version of client-only renders from the binary's client-go module, which
-	// a test binary does not record: render for the oldest Kubernetes the chart supports.
-	if install.KubeVersion, err = common.ParseKubeVersion(MinKubeVersion); err != nil {
+	// a test binary does not record: render for the oldest Kubernetes the chart supports unless told.
+	kubeVersion := cmp.Or(cluster.KubeVersion, MinKubeVersion)
+	if install.KubeVersion, err = common.ParseKubeVersion(kubeVersion); err != nil {
 		return nil, err
 	}
+	install.APIVersions = cluster.APIVersions
 	rel, err := install.RunWithContext(ctx, ch, values)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the chart: %w", err)

@@ -65,7 +65,7 @@ var valueMatrix = map[string]map[string]any{
 	"defaults":                           {},
 	"the namespace, as install.yaml":     manifests.InstallValues(),
 	"certificates managed by the binary": {"certManager": map[string]any{"enabled": false, "certificateValidityDays": 30, "caValidityDays": 90}},
-	"the policy fallback":                {"policy": map[string]any{"enabled": true}},
+	"the policy fallback off":            {"policy": map[string]any{"enabled": false}},
 	"identity secrets":                   {"identitySecrets": map[string]any{"enabled": true}},
 	"one replica without leader election": {"replicaCount": 1, "leaderElection": map[string]any{"enabled": false},
 		"prometheusRule": map[string]any{"enabled": true}},

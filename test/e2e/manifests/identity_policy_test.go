@@ -26,8 +26,14 @@ const identityPolicy = appName + "-identity-secrets"
 // of it rendered, until the test ends.
 func applyTemplate(t *testing.T, values map[string]any, template string) {
 	t.Helper()
+	applyTemplateIn(t, installNS, values, template)
+}
+
+// applyTemplateIn is applyTemplate for the chart rendered into namespace ns.
+func applyTemplateIn(t *testing.T, ns string, values map[string]any, template string) {
+	t.Helper()
 	env := harness.Require(t)
-	_, r := render(t, installNS, values)
+	_, r := render(t, ns, values)
 	data := r.Template(template)
 	NewWithT(t).Expect(data).NotTo(BeEmpty(), "%s renders nothing", template)
 	b := fromYAML(t, template, data)

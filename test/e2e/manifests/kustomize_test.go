@@ -149,6 +149,11 @@ var defaultInstall = []string{
 	"Certificate " + installNS + "/" + servingCert,
 	"ValidatingAdmissionPolicy " + eventsPolicy,
 	"ValidatingAdmissionPolicyBinding " + eventsPolicy,
+	"ValidatingAdmissionPolicy " + certsPolicy,
+	"ValidatingAdmissionPolicyBinding " + certsPolicy,
+	// the gate's fallback, on by default (policy.enabled) where the API server serves it
+	"ValidatingAdmissionPolicy " + policyName,
+	"ValidatingAdmissionPolicyBinding " + policyName,
 	"MutatingWebhookConfiguration " + appName,
 	"ValidatingWebhookConfiguration " + appName,
 }

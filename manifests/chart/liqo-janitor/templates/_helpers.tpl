@@ -61,6 +61,17 @@ liqo.uninstaller.users, or Liqo's pre-delete Job's ServiceAccount in liqo.namesp
 {{- end }}
 {{- end }}
 
+{{- /* "true" where the cluster serves ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes
+1.30), else "". Installed or upgraded against a cluster (or given --api-versions), Helm lists each served
+kind: the policy's kind decides. A client-only render (`helm template`, make manifests) lists API groups
+only: the Kubernetes version decides (--kube-version; the chart's kubeVersion already asks for 1.30). */}}
+{{- define "liqo-janitor.validatingAdmissionPolicySupported" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true
+{{- else if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration" }}
+{{- else if semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version }}true
+{{- end }}
+{{- end }}
+
 {{/* The DNS names the API server calls the webhook Service by. */}}
 {{- define "liqo-janitor.webhookService" -}}liqo-janitor-webhook{{- end }}
 
@@ -69,6 +80,14 @@ liqo.uninstaller.users, or Liqo's pre-delete Job's ServiceAccount in liqo.namesp
 
 {{/* The name of both webhook configurations (--webhook-configuration with self-managed certificates). */}}
 {{- define "liqo-janitor.webhookConfiguration" -}}liqo-janitor{{- end }}
+
+{{/* Without cert-manager (--cert-management=self), the two Secrets of the release namespace the binary keeps
+its certificates in (webhook/certs CASecretName and CertSecretName; test/e2e/manifests checks they agree):
+the CA's and the serving certificate's. Named once here for the RBAC that narrows reads and patches to them,
+the policy that lets the janitor create only them (templates/certs-policy.yaml), and the identity-Secret
+policy that leaves them to that one. */}}
+{{- define "liqo-janitor.caSecret" -}}liqo-janitor-webhook-ca{{- end }}
+{{- define "liqo-janitor.certSecret" -}}liqo-janitor-webhook-cert{{- end }}
 
 {{/* cert-manager's CA Certificate and its Secret, the trust anchor the CA injector copies. */}}
 {{- define "liqo-janitor.caCertificate" -}}liqo-janitor-ca{{- end }}
