@@ -101,7 +101,10 @@ func TestAProviderThatAnswersAgainIsReportedOncePerReturnAndGetsNothingMore(t *t
 	g.Expect(cleanupAnnotation(t, p)()).To(Equal(summary), "the record of the return stays as written")
 
 	// The operator fences: the janitor records it, says so once, and stops counting the cluster.
-	fence := liqojanitor.FencedRecord(time.Now(), "bob", "shadowpods 3, pods 3")
+	// (no gate here: the test writes the record as the gate stamps it, for the recorded return)
+	ret, ok := janitor.RecordedReturn(get(t, p.ForeignCluster))
+	g.Expect(ok).To(BeTrue())
+	fence := liqojanitor.FenceRecord{At: time.Now(), By: "bob", Return: ret.At, Counts: "shadowpods 3, pods 3"}.String()
 	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqojanitor.FencedAnnotation: &fence})).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, p)).Should(HaveSuffix("; fenced by bob: shadowpods 3, pods 3"))
 	g.Expect(strings.HasPrefix(cleanupAnnotation(t, p)(), liqojanitor.ReturnedPrefix)).To(BeTrue())

@@ -95,16 +95,17 @@ func recordedReturn(fc *liqov1beta1.ForeignCluster) (providerReturn, bool) {
 	return providerReturn{at: at, how: how, recorded: true}, true
 }
 
-// fenced reads the operator's fence record (FencedAnnotation) of a return: the rest of it ("by <user>:
-// <counts>"), when it was stamped at or after the return and not after now (beyond maxClockSkew). A record
-// stamped before the return fences an earlier one, or was pre-placed; one from the future was never
-// stamped by the gate (gate rule 15 stamps the time of the request).
+// fenced reads the operator's fence record (FencedAnnotation) of a return: "by <user>: <counts>", when the
+// gate stamped it for this very return (gate rule 15: liqojanitor.FenceRecord names the janitor's recorded
+// return, to the millisecond it wrote), at or after the return and not after now (beyond maxClockSkew). A
+// record of another return, of the plugin's unstamped spelling (written past the gate), stamped before the
+// return or in the future does not count: the return stays unfenced, and its alert on.
 func fenced(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Time) (string, bool) {
-	at, rest, ok := liqojanitor.ParseFenced(fc.Annotations[liqojanitor.FencedAnnotation])
-	if !ok || at.Before(r.at.Truncate(time.Second)) || at.After(now.Add(maxClockSkew)) {
+	rec, ok := liqojanitor.ParseFencedRecord(fc.Annotations[liqojanitor.FencedAnnotation])
+	if !ok || !rec.Return.Equal(r.at) || rec.At.Before(r.at.Truncate(time.Second)) || rec.At.After(now.Add(maxClockSkew)) {
 		return "", false
 	}
-	return rest, true
+	return "by " + rec.By + ": " + rec.Counts, true
 }
 
 // maxClockSkew is how far ahead of the janitor's clock a stamp of the gate (another replica's clock) may be.

@@ -86,19 +86,31 @@ func TestTheReturnSummarySaysItFirstAndKeepsItsRecord(t *testing.T) {
 	if l.Wait != WaitReturned || !l.Returned.recorded || returnSummary(fc, l.Returned, later) != first {
 		t.Fatalf("a recorded return: %+v, summary %q, want it unchanged %q", l, returnSummary(fc, l.Returned, later), first)
 	}
+	stamped := func(at time.Time, by, counts string) string { // as the gate stamps it, for this return
+		return liqojanitor.FenceRecord{At: at, By: by, Return: l.Returned.at, Counts: counts}.String()
+	}
 	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FencedRecord(now.Add(time.Minute), "bob", "shadowpods 12, pods 12")
+	if got := returnSummary(fc, l.Returned, later); got != first {
+		t.Fatalf("a fence record the gate did not stamp: %q, want %q", got, first)
+	}
+	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FenceRecord{At: now.Add(time.Minute), By: "bob",
+		Return: l.Returned.at.Add(-time.Hour), Counts: "shadowpods 12, pods 12"}.String()
+	if got := returnSummary(fc, l.Returned, later); got != first {
+		t.Fatalf("a fence record of another return: %q, want %q", got, first)
+	}
+	fc.Annotations[liqojanitor.FencedAnnotation] = stamped(now.Add(time.Minute), "bob", "shadowpods 12, pods 12")
 	fencedSummary := returnSummary(fc, l.Returned, later)
 	head, _ := cutLast(first, returnNextPart)
 	if want := head + "; fenced by bob: shadowpods 12, pods 12"; fencedSummary != want {
 		t.Fatalf("fenced: %q, want %q", fencedSummary, want)
 	}
 	// A fence record from the future was not stamped by the gate.
-	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FencedRecord(later.Add(time.Hour), "mallory", "shadowpods 0")
+	fc.Annotations[liqojanitor.FencedAnnotation] = stamped(later.Add(time.Hour), "mallory", "shadowpods 0")
 	if got := returnSummary(fc, l.Returned, later); got != first {
 		t.Fatalf("a future-dated fence record: %q, want %q", got, first)
 	}
 	// A fence record older than the return is not this return's.
-	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FencedRecord(now.Add(-time.Hour), "bob", "shadowpods 1")
+	fc.Annotations[liqojanitor.FencedAnnotation] = stamped(now.Add(-time.Hour), "bob", "shadowpods 1")
 	if got := returnSummary(fc, l.Returned, later); got != first {
 		t.Fatalf("an old fence record: %q, want %q", got, first)
 	}
