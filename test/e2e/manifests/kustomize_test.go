@@ -137,6 +137,9 @@ var defaultInstall = []string{
 	"RoleBinding " + liqoNS + "/" + appName,
 	"Role " + installNS + "/" + leaderElection,
 	"RoleBinding " + installNS + "/" + leaderElection,
+	// the janitor's own ConfigMaps: the janitor-wide brake and its records (janitor rules 14, 16)
+	"Role " + installNS + "/" + appName + "-brake",
+	"RoleBinding " + installNS + "/" + appName + "-brake",
 	"ClusterRole " + webhook.MarkRoleName,
 	"ClusterRole " + appName + ":metrics-reader",
 	"Deployment " + installNS + "/" + appName,
