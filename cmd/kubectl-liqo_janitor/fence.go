@@ -126,7 +126,7 @@ func (e *env) fence(ctx context.Context, arg string, o fenceOptions) error {
 		fmt.Fprintln(e.progress(o), "\nDry run: nothing was deleted on the provider, nothing was written on this cluster.")
 		return nil
 	}
-	if err := e.confirmFence(s, o); err != nil {
+	if err := e.confirmFence(s, plan, o); err != nil {
 		return err
 	}
 	res, err := e.runFence(ctx, s, plan, o)
@@ -187,14 +187,18 @@ func notMarked(fc *liqov1beta1.ForeignCluster) error {
 // confirmFence asks the operator to type the provider's cluster ID as fence read it there (unless --yes):
 // what is typed names the one cluster fence acts on, not this consumer, whose ID is the same for all
 // its providers.
-func (e *env) confirmFence(s *fenceScope, o fenceOptions) error {
+func (e *env) confirmFence(s *fenceScope, plan *fencePlan, o fenceOptions) error {
 	if o.yes {
 		return nil
 	}
 	w := e.progress(o)
 	want := s.providerRead.id
-	fmt.Fprintf(w, "\nThis deletes on provider %s what this consumer left running there; nothing brings it back.\n"+
-		"Type the PROVIDER's cluster ID, as read there (%s, %s), to confirm: ", printable(want), printable(want), s.providerRead.from)
+	if plan.empty() {
+		fmt.Fprintf(w, "\nThis records provider %s %s on the ForeignCluster, which ends its returned-provider alarm.\n", printable(want), verifiedClean)
+	} else {
+		fmt.Fprintf(w, "\nThis deletes on provider %s what this consumer left running there; nothing brings it back.\n", printable(want))
+	}
+	fmt.Fprintf(w, "Type the PROVIDER's cluster ID, as read there (%s, %s), to confirm: ", printable(want), s.providerRead.from)
 	got, err := e.readLine()
 	if err != nil {
 		return fmt.Errorf("reading the confirmation: %w", err)

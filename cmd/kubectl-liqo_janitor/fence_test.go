@@ -278,6 +278,20 @@ func tenantNamespace(name, consumer string) *corev1.Namespace {
 		Labels: map[string]string{tenantNamespaceLabel: "true", consts.RemoteClusterID: consumer}}}
 }
 
+// dropTenantNamespace, at the end of the test, unlabels and deletes a tenant namespace of the provider, so
+// that no later fence --all lists it while the namespace controller empties it.
+func dropTenantNamespace(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		patch := []byte(`{"metadata":{"labels":{"` + tenantNamespaceLabel + `":null,"` + consts.RemoteClusterID + `":null}}}`)
+		if err := c.Patch(context.Background(), ns, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Errorf("unlabelling tenant namespace %s: %v", name, err)
+		}
+		_ = c.Delete(context.Background(), ns)
+	})
+}
+
 // fakeNamespaceMapController does on the provider what Liqo's namespacemap controller does when a
 // NamespaceMap copy is deleted (NamespaceMapDeletionProcess): it deletes the namespaces annotated as
 // managed by it and, once they are gone, removes its finalizer.
@@ -414,6 +428,7 @@ func controlPlaneIdentity(t *testing.T, dead *fixture.Provider, prov *harness.En
 	role.Name = "liqo-remote-controlplane-" + strings.ToLower(dead.ID)
 	g.Expect(prov.Client.Create(t.Context(), role)).To(Succeed())
 	g.Expect(prov.Client.Create(t.Context(), tenantNamespace(remoteTenant, consumerID))).To(Succeed())
+	dropTenantNamespace(t, prov.Client, remoteTenant)
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "remote-controlplane", Namespace: remoteTenant},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
