@@ -115,12 +115,12 @@ func TestFenceNeverRunsAnExecPluginFromATenantSecret(t *testing.T) {
 		_, stderr, err := fence(t, "", append([]string{dead.ID}, args...)...)
 		g.Expect(err).To(HaveOccurred(), "fence %s", strings.Join(args, " "))
 		t.Log("fence " + strings.Join(args, " ") + " refused:\n" + stderr)
+		_, statErr := os.Stat(marker)
+		g.Expect(os.IsNotExist(statErr)).To(BeTrue(), "the exec plugin never ran (fence %s)", strings.Join(args, " "))
 		g.Expect(stderr).To(ContainSubstring(fmt.Sprintf(`no --provider-kubeconfig, and the kubeconfig in Secret %s/%s (key "kubeconfig") uses an exec credential plugin (command "/bin/sh").`,
 			dead.TenantNS, dead.IdentitySecret.Name)))
 		g.Expect(stderr).To(ContainSubstring("it never runs its exec or auth-provider credential plugins nor reads files it names, not even with --dry-run"))
 		g.Expect(stderr).To(ContainSubstring("Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider " + dead.ID + "."))
-		_, statErr := os.Stat(marker)
-		g.Expect(os.IsNotExist(statErr)).To(BeTrue(), "the exec plugin never ran (fence %s)", strings.Join(args, " "))
 	}
 	g.Expect(providerRVs(t, prov, append(w.mine, w.kept...))).To(Equal(before), "nothing was deleted on the provider")
 	g.Expect(rvs(t, dead)).To(Equal(consumerBefore), "nothing was written on the consumer")
