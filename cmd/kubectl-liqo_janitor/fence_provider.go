@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -125,6 +126,19 @@ func secretKubeconfig(data []byte) (*rest.Config, error) {
 	if auth == nil || cluster == nil {
 		return nil, fmt.Errorf("names in its current context %q a user or cluster it does not define", kc.CurrentContext)
 	}
+	if err := inlineCredentials(auth, cluster); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("is not a usable kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// inlineCredentials refuses the user and cluster of a kubeconfig found in the cluster unless their
+// credentials are inline: a client certificate and key, or a token.
+func inlineCredentials(auth *clientcmdapi.AuthInfo, cluster *clientcmdapi.Cluster) error {
 	var refused []string
 	if auth.Exec != nil {
 		refused = append(refused, fmt.Sprintf("an exec credential plugin (command %q)", auth.Exec.Command))
@@ -142,16 +156,12 @@ func secretKubeconfig(data []byte) (*rest.Config, error) {
 		refused = append(refused, "basic authentication")
 	}
 	if len(refused) > 0 {
-		return nil, fmt.Errorf("uses %s", strings.Join(refused, ", "))
+		return fmt.Errorf("uses %s", strings.Join(refused, ", "))
 	}
 	if auth.Token == "" && (len(auth.ClientCertificateData) == 0 || len(auth.ClientKeyData) == 0) {
-		return nil, errors.New("carries no inline client certificate and key, nor token")
+		return errors.New("carries no inline client certificate and key, nor token")
 	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("is not a usable kubeconfig: %w", err)
-	}
-	return cfg, nil
+	return nil
 }
 
 // awsIdentity is identityManager.isAwsIdentity (pkg/identityManager/certificate.go, v1.0.3, v1.1.0 and
