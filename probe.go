@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Our own look at the provider: the gate's before it accepts a mark (gate rule 4), the janitor's at a low
@@ -140,4 +143,37 @@ func (p *Prober) ProbeTargets(ctx context.Context, t Targets) (answered string, 
 	}
 	_ = resp.Body.Close()
 	return base, verified
+}
+
+// ProviderTargets gathers where fc's provider is, as Liqo knows it now: the status' URLs, and the
+// control-plane Identity of its tenant namespace (status.tenantNamespace.local, which Liqo's
+// foreigncluster controller takes from that Identity's namespace: status.go
+// handleAuthenticationModuleStatus) whose spec.clusterID is the cluster's — its authParams are what Liqo's
+// identity kubeconfig is made of. from says where they come from, for a person.
+func ProviderTargets(ctx context.Context, reader client.Reader, fc *liqov1beta1.ForeignCluster) (t Targets, from string) {
+	t = Targets{APIServer: fc.Status.APIServerURL, Proxy: fc.Status.ForeignProxyURL}
+	from = "the ForeignCluster's status"
+	ns := fc.Status.TenantNamespace.Local
+	if ns == "" {
+		return t, from
+	}
+	var ids authv1beta1.IdentityList
+	if err := reader.List(ctx, &ids, client.InNamespace(ns)); err != nil {
+		return t, from
+	}
+	for _, id := range ids.Items {
+		if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Spec.ClusterID != fc.Spec.ClusterID {
+			continue
+		}
+		p := id.Spec.AuthParams
+		t.CA = p.CA
+		if p.APIServer != "" {
+			t.APIServer = p.APIServer
+		}
+		if p.ProxyURL != nil && *p.ProxyURL != "" {
+			t.Proxy = *p.ProxyURL
+		}
+		return t, fmt.Sprintf("the ForeignCluster's status and Identity %s/%s", ns, id.Name)
+	}
+	return t, from
 }

@@ -65,7 +65,7 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	case err != nil:
 		return err
 	case !stored:
-		t, from := targetsOf(ctx, live, fc)
+		t, from := liqojanitor.ProviderTargets(ctx, live, fc)
 		if t.APIServer == "" && t.Proxy == "" {
 			return nil // nothing to keep yet: the plan and the status say the mark has no target
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,36 +102,4 @@ func (s targetStore) forget(ctx context.Context, uid types.UID) error {
 	patch, _ := json.Marshal(map[string]any{"data": map[string]any{string(uid): nil}})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: recordsConfigMap}}
 	return client.IgnoreNotFound(s.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)))
-}
-
-// targetsOf gathers where fc's provider is, as Liqo knows it now: the status' URLs and the control-plane
-// Identity of its tenant namespace (status.tenantNamespace.local, which Liqo's foreigncluster controller
-// takes from that Identity's namespace: status.go handleAuthenticationModuleStatus) whose spec.clusterID
-// is the cluster's.
-func targetsOf(ctx context.Context, reader client.Reader, fc *liqov1beta1.ForeignCluster) (liqojanitor.Targets, string) {
-	t := liqojanitor.Targets{APIServer: fc.Status.APIServerURL, Proxy: fc.Status.ForeignProxyURL}
-	from := "the ForeignCluster's status"
-	ns := fc.Status.TenantNamespace.Local
-	if ns == "" {
-		return t, from
-	}
-	var ids authv1beta1.IdentityList
-	if err := reader.List(ctx, &ids, client.InNamespace(ns)); err != nil {
-		return t, from
-	}
-	for _, id := range ids.Items {
-		if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Spec.ClusterID != fc.Spec.ClusterID {
-			continue
-		}
-		p := id.Spec.AuthParams
-		t.CA = p.CA
-		if p.APIServer != "" {
-			t.APIServer = p.APIServer
-		}
-		if p.ProxyURL != nil && *p.ProxyURL != "" {
-			t.Proxy = *p.ProxyURL
-		}
-		return t, fmt.Sprintf("the ForeignCluster's status and Identity %s/%s", ns, id.Name)
-	}
-	return t, from
 }

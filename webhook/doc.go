@@ -24,7 +24,10 @@
 //     https status.apiServerUrl or status.foreignProxyUrl), the gate also probes it itself, bounded by
 //     --probe-timeout (2 s): an answer vetoes the mark whatever the status says, since Liqo writes that
 //     status only on a transition, only while its controller runs and only for the ForeignCluster its
-//     lookup finds (the root package's probe.go).
+//     lookup finds (the root package's probe.go). Where the consumer holds the provider's CA (the
+//     control-plane Identity's authParams, in the tenant namespace the status names), the probe goes to
+//     the Identity's API server, through its proxy URL as Liqo's client does, and only an answer whose
+//     certificate verifies against that CA vetoes (ProviderTargets, ProbeTargets).
 //  5. Break-glass: setting and removing the mark need verb mark-unreachable on
 //     foreignclusters.core.liqo.io (SubjectAccessReview), beyond update.
 //  6. Only the mutating webhook writes liqo-janitor.io/marked-by and marked-at: on every request that sets

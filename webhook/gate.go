@@ -117,8 +117,15 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	g := &gate{client: mgr.GetClient(), reader: mgr.GetCache(), apiReader: mgr.GetAPIReader(), options: o,
 		recorder: mgr.GetEventRecorder(liqojanitor.Name)}
 	if o.ProbeTimeout > 0 {
-		prober := liqojanitor.NewProber(o.ProbeTimeout)
+		prober, live := liqojanitor.NewProber(o.ProbeTimeout), mgr.GetAPIReader()
 		g.probe = func(ctx context.Context, fc *liqov1beta1.ForeignCluster) probeResult {
+			// With the provider's CA known (its control-plane Identity), only an answer with a certificate of
+			// that CA vetoes: an HTTPS proxy or a recycled address answering does not make the provider
+			// unmarkable. Without it, any answer at the status' URLs does (the safe direction).
+			if t, _ := liqojanitor.ProviderTargets(ctx, live, fc); len(t.CA) > 0 {
+				u, _ := prober.ProbeTargets(ctx, t)
+				return probeResult{Answered: u}
+			}
 			return probeResult{Answered: prober.Probe(ctx, fc)}
 		}
 	}

@@ -27,20 +27,21 @@ import (
 const fencePollInterval = time.Second
 
 type fenceOptions struct {
-	providerKubeconfig, liqoNamespace string
-	output                            *outputFlag
-	all, dryRun, yes                  bool
-	timeout                           time.Duration
+	providerKubeconfig, liqoNamespace, providerLiqoNamespace string
+	output                                                   *outputFlag
+	all, dryRun, yes                                         bool
+	timeout                                                  time.Duration
 }
 
 // fenceScope is what one fence knows: the consumer, the marked ForeignCluster, both cluster IDs and the
-// provider's API server.
+// provider's API server. A scope exists only for a provider fence identified: providerRead is the Liqo
+// cluster ID read on it, which is providerID.
 type fenceScope struct {
 	consumer            client.Client
 	fc                  *liqov1beta1.ForeignCluster
 	localID, providerID string
 	provider            *providerConn
-	providerLiqoID      string
+	providerRead        clusterIDRead
 	all                 bool
 }
 
@@ -50,17 +51,24 @@ func (e *env) fenceCommand() *cobra.Command {
 		Use:   "fence <cluster-id|foreigncluster> [--provider-kubeconfig <file>]",
 		Short: "Stop, on a marked provider that answers again, the workloads this consumer left running there",
 		Long: `fence connects to a provider this consumer marked permanently unreachable and that answers again, where
-the consumer's offloaded pods still run while the consumer already force-deleted its own copies. It shows the
-plan, asks you to type THIS cluster's ID, deletes this consumer's ShadowPods there (the garbage collector then
-deletes their pods) and waits until they are gone; with --all, then the copies of this consumer's
-ResourceSlices, NamespaceMaps and Renews in its tenant namespace there (Liqo then deletes the remote
-namespaces). It removes no finalizer. Done, it records what it stopped on the ForeignCluster
-(` + liqojanitor.FencedAnnotation + `).`,
+the consumer's offloaded pods still run while the consumer already force-deleted its own copies. It acts only
+on the marked provider itself: it reads Liqo's cluster ID on the provider (its cluster-ID ConfigMap in
+--provider-liqo-namespace) and refuses, deleting and recording nothing, unless it is the ForeignCluster's
+spec.clusterID. It shows the plan, asks you to type that provider's cluster ID, deletes this consumer's
+ShadowPods there (the garbage collector then deletes their pods) and waits until they are gone; with --all,
+then the copies of this consumer's ResourceSlices, NamespaceMaps and Renews in its tenant namespace there
+(Liqo then deletes the remote namespaces). It removes no finalizer. Done, it records what it stopped on the
+ForeignCluster (` + liqojanitor.FencedAnnotation + `), or "` + verifiedClean + `" when nothing of this consumer was left
+there. Without --provider-kubeconfig it tries this consumer's control-plane identity Secret for the provider,
+with its inline credentials only: it never runs a credential plugin from a kubeconfig found in the cluster.`,
 		Example: `  # what fence would stop, written nowhere
   kubectl liqo-janitor fence provider-a --provider-kubeconfig provider.kubeconfig --dry-run
 
   # stop this consumer's pods there, then its replicated copies in its tenant namespace there
-  kubectl liqo-janitor fence 0f8a2d7c-provider --provider-kubeconfig provider.kubeconfig --all`,
+  kubectl liqo-janitor fence 0f8a2d7c-provider --provider-kubeconfig provider.kubeconfig --all
+
+  # Liqo runs in namespace liqo-system on the provider (in liqo on this consumer)
+  kubectl liqo-janitor fence provider-a --provider-kubeconfig provider.kubeconfig --provider-liqo-namespace liqo-system`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeClusters(isMarked),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,10 +83,13 @@ namespaces). It removes no finalizer. Done, it records what it stopped on the Fo
 		"a kubeconfig of an admin of the provider (default: try this consumer's control-plane identity for it)")
 	f.BoolVar(&o.all, "all", false, "also delete this consumer's replicated copies in its tenant namespace on the provider")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan and write nothing")
-	f.BoolVar(&o.yes, "yes", false, "skip typing this cluster's ID (for automation)")
+	f.BoolVar(&o.yes, "yes", false, "skip typing the provider's cluster ID (for automation); fence still acts only on a provider whose "+
+		"Liqo cluster ID it read there and that matches")
 	o.output = addOutputFlag(cmd)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for what fence deleted to be gone")
-	f.StringVar(&o.liqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap, on both clusters")
+	f.StringVar(&o.liqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap on this cluster (the consumer)")
+	f.StringVar(&o.providerLiqoNamespace, "provider-liqo-namespace", webhook.DefaultLiqoNamespace,
+		"the namespace of Liqo's cluster-ID ConfigMap on the provider")
 	return cmd
 }
 
@@ -115,7 +126,7 @@ func (e *env) fence(ctx context.Context, arg string, o fenceOptions) error {
 		fmt.Fprintln(e.progress(o), "\nDry run: nothing was deleted on the provider, nothing was written on this cluster.")
 		return nil
 	}
-	if err := e.confirmFence(s, o); err != nil {
+	if err := e.confirmFence(s, plan, o); err != nil {
 		return err
 	}
 	res, err := e.runFence(ctx, s, plan, o)
@@ -141,15 +152,11 @@ func (e *env) fenceScope(ctx context.Context, arg string, o fenceOptions) (*fenc
 	if !liqojanitor.IsMarked(fc.Annotations) {
 		return nil, notMarked(fc)
 	}
-	localID, err := liqoClusterID(ctx, c, o.liqoNamespace)
-	if err == nil && localID == "" {
-		err = fmt.Errorf("no ConfigMap labelled %s=%s with a %s key in namespace %s (--liqo-namespace)",
-			liqojanitor.ClusterIDConfigMapNameLabel, liqojanitor.ClusterIDConfigMapNameValue, liqojanitor.ClusterIDConfigMapKey, o.liqoNamespace)
-	}
+	local, err := readClusterID(ctx, c, o.liqoNamespace)
 	if err != nil {
-		return nil, fmt.Errorf("reading this cluster's Liqo cluster ID: %w; nothing was read on the provider", err)
+		return nil, fmt.Errorf("reading this cluster's Liqo cluster ID (--liqo-namespace %s): %w; nothing was read on the provider", o.liqoNamespace, err)
 	}
-	s := &fenceScope{consumer: c, fc: fc, localID: localID, providerID: string(fc.Spec.ClusterID), all: o.all}
+	s := &fenceScope{consumer: c, fc: fc, localID: local.id, providerID: string(fc.Spec.ClusterID), all: o.all}
 	if s.provider, err = e.connectProvider(ctx, c, fc, o.providerKubeconfig); err != nil {
 		return nil, err
 	}
@@ -161,8 +168,10 @@ func (e *env) fenceScope(ctx context.Context, arg string, o fenceOptions) (*fenc
 	if err := checkNotConsumer(ctx, c, s.provider); err != nil {
 		return nil, err
 	}
-	s.providerLiqoID, err = checkProviderID(ctx, s.provider, o.liqoNamespace, fc, localID)
-	return s, err
+	if s.providerRead, err = checkProviderID(ctx, s.provider, o.providerLiqoNamespace, fc, s.localID); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func notMarked(fc *liqov1beta1.ForeignCluster) error {
@@ -175,27 +184,34 @@ func notMarked(fc *liqov1beta1.ForeignCluster) error {
 	}
 }
 
-// confirmFence asks the operator to type this cluster's own ID (unless --yes).
-func (e *env) confirmFence(s *fenceScope, o fenceOptions) error {
+// confirmFence asks the operator to type the provider's cluster ID as fence read it there (unless --yes):
+// what is typed names the one cluster fence acts on, not this consumer, whose ID is the same for all
+// its providers.
+func (e *env) confirmFence(s *fenceScope, plan *fencePlan, o fenceOptions) error {
 	if o.yes {
 		return nil
 	}
 	w := e.progress(o)
-	fmt.Fprintf(w, "\nThis deletes on provider %s what this consumer left running there; nothing brings it back.\n"+
-		"Type THIS cluster's ID (%s, the consumer whose workloads stop there) to confirm: ", printable(s.providerID), printable(s.localID))
+	want := s.providerRead.id
+	if plan.empty() {
+		fmt.Fprintf(w, "\nThis records provider %s %s on the ForeignCluster, which ends its returned-provider alarm.\n", printable(want), verifiedClean)
+	} else {
+		fmt.Fprintf(w, "\nThis deletes on provider %s what this consumer left running there; nothing brings it back.\n", printable(want))
+	}
+	fmt.Fprintf(w, "Type the PROVIDER's cluster ID, as read there (%s, %s), to confirm: ", printable(want), s.providerRead.from)
 	got, err := e.readLine()
 	if err != nil {
 		return fmt.Errorf("reading the confirmation: %w", err)
 	}
 	fmt.Fprintln(w)
-	if got == s.localID {
+	if got == want {
 		return nil
 	}
 	hint := ""
-	if got == s.providerID {
-		hint = " (that is the provider's: type this consumer's own)"
+	if got == s.localID {
+		hint = " (that is this consumer's own: type the provider's)"
 	}
-	return fmt.Errorf("you typed %q, not this cluster's ID %q%s: nothing was deleted or written", got, s.localID, hint)
+	return fmt.Errorf("you typed %q, not the provider's cluster ID %q%s: nothing was deleted or written", got, want, hint)
 }
 
 // fenceReport is `fence -o json|yaml`, kind FenceReport: the plan first, and after the confirmation a
@@ -227,7 +243,10 @@ func (e *env) showFence(o fenceOptions, r *fenceReport) error {
 	if r.Plan != nil {
 		printFencePlan(e.Out, r.Plan)
 	}
-	if r.Result != nil && r.Result.Record != "" {
+	if r.Result != nil && r.Result.Record != "" && strings.HasPrefix(r.Result.Counts, verifiedClean) {
+		fmt.Fprintf(e.Out, "\nVerified clean: nothing of this consumer is on the provider.\nRecorded on the ForeignCluster: %s=%s\n",
+			liqojanitor.FencedAnnotation, printable(r.Result.Record))
+	} else if r.Result != nil && r.Result.Record != "" {
 		fmt.Fprintf(e.Out, "\nFenced: nothing this consumer left is running on the provider any more (%s).\n"+
 			"Recorded on the ForeignCluster: %s=%s\n", r.Result.Counts, liqojanitor.FencedAnnotation, printable(r.Result.Record))
 	}
@@ -239,6 +258,10 @@ func (e *env) runFence(ctx context.Context, s *fenceScope, plan *fencePlan, o fe
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	res := &fenceResult{}
+	if plan.empty() {
+		res.Counts = verifiedClean + " (" + countsOf(nil, s.all) + ")"
+		return res, nil
+	}
 	w := e.progress(o)
 	steps, err := deleteShadowPods(ctx, s, plan)
 	res.Steps = append(res.Steps, steps...)

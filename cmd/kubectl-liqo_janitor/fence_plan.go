@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/liqotech/liqo/pkg/consts"
 	corev1 "k8s.io/api/core/v1"
@@ -65,11 +64,13 @@ type fencePlan struct {
 	// Provider is the provider's API server, and Via how fence reaches it.
 	Provider string `json:"provider"`
 	Via      string `json:"via"`
-	// ProviderLiqoClusterID is what the provider's own cluster-ID ConfigMap says, or why it was not read.
-	ProviderLiqoClusterID string             `json:"providerLiqoClusterID"`
-	Namespaces            []plannedNamespace `json:"namespaces"`
-	All                   bool               `json:"all"`
-	TenantNamespaces      []plannedTenant    `json:"tenantNamespaces,omitempty"`
+	// ProviderLiqoClusterID is what the provider's own cluster-ID ConfigMap says (fence goes no further
+	// unless it is ProviderClusterID), and ProviderLiqoClusterIDFrom that ConfigMap.
+	ProviderLiqoClusterID     string             `json:"providerLiqoClusterID"`
+	ProviderLiqoClusterIDFrom string             `json:"providerLiqoClusterIDFrom"`
+	Namespaces                []plannedNamespace `json:"namespaces"`
+	All                       bool               `json:"all"`
+	TenantNamespaces          []plannedTenant    `json:"tenantNamespaces,omitempty"`
 
 	shadowPods []offloadingv1beta1.ShadowPod
 	tenants    []*tenantFootprint
@@ -121,7 +122,8 @@ func (s *fenceScope) ownsCopy(obj client.Object) bool {
 // computePlan lists, on the provider, what fence removes.
 func computePlan(ctx context.Context, s *fenceScope) (*fencePlan, error) {
 	p := &fencePlan{ForeignCluster: s.fc.Name, ProviderClusterID: s.providerID, LocalClusterID: s.localID,
-		Provider: s.provider.host, Via: s.provider.via, ProviderLiqoClusterID: s.providerLiqoID, All: s.all}
+		Provider: s.provider.host, Via: s.provider.via, ProviderLiqoClusterID: s.providerRead.id,
+		ProviderLiqoClusterIDFrom: s.providerRead.from, All: s.all}
 	if err := p.listShadowPods(ctx, s); err != nil {
 		return nil, err
 	}
@@ -271,6 +273,7 @@ func (p *fencePlan) escaped() *fencePlan {
 	out := *p
 	out.ForeignCluster, out.ProviderClusterID, out.LocalClusterID = printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.LocalClusterID)
 	out.ProviderLiqoClusterID, out.Via, out.Provider = printable(p.ProviderLiqoClusterID), printable(p.Via), printable(p.Provider)
+	out.ProviderLiqoClusterIDFrom = printable(p.ProviderLiqoClusterIDFrom)
 	return &out
 }
 
@@ -278,7 +281,8 @@ func (p *fencePlan) escaped() *fencePlan {
 func printFencePlan(out io.Writer, p *fencePlan) {
 	fmt.Fprintf(out, "Fence: ForeignCluster %s (cluster ID %s) answers again at %s (%s).\n",
 		printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.Provider), printable(p.Via))
-	fmt.Fprintf(out, "Its Liqo cluster ID there: %s. This consumer: cluster ID %s.\n\n", printable(p.ProviderLiqoClusterID), printable(p.LocalClusterID))
+	fmt.Fprintf(out, "Its Liqo cluster ID there: %s (%s there). This consumer: cluster ID %s.\n\n",
+		printable(p.ProviderLiqoClusterID), printable(p.ProviderLiqoClusterIDFrom), printable(p.LocalClusterID))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAMESPACE\tSHADOWPODS\tPODS (deleted by the garbage collector)")
 	for _, ns := range p.Namespaces {
@@ -290,9 +294,30 @@ func printFencePlan(out io.Writer, p *fencePlan) {
 	_ = w.Flush()
 	if !p.All {
 		fmt.Fprintln(out, "\nWith --all, also this consumer's replicated copies in its tenant namespace there.")
-		return
+	} else {
+		printTenants(out, p.TenantNamespaces)
 	}
-	printTenants(out, p.TenantNamespaces)
+	if p.empty() {
+		fmt.Fprintf(out, "\nNothing of this consumer is left on the provider: fence deletes nothing there and records it %s.\n", verifiedClean)
+	}
+}
+
+// verifiedClean starts the counts of the fenced record of a fence that found nothing of this consumer on
+// the identified provider: "verified clean (shadowpods 0, pods 0)". Like any fence record it ends the
+// returned-provider alarm.
+const verifiedClean = "verified clean"
+
+// empty: the plan found nothing of this consumer on the provider.
+func (p *fencePlan) empty() bool {
+	if len(p.shadowPods) > 0 {
+		return false
+	}
+	for _, t := range p.tenants {
+		if len(t.resourceSlices)+len(t.namespaceMaps)+len(t.renews)+len(t.remoteNamespaces) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func printTenants(out io.Writer, ts []plannedTenant) {
@@ -313,10 +338,4 @@ func printTenants(out io.Writer, ts []plannedTenant) {
 				strings.Join(t.RemoteNamespaces, ", "))
 		}
 	}
-}
-
-// foreignClusterTenant is the consumer's tenant namespace for fc (Liqo writes it in the ForeignCluster's
-// status).
-func foreignClusterTenant(fc *liqov1beta1.ForeignCluster) string {
-	return fc.Status.TenantNamespace.Local
 }

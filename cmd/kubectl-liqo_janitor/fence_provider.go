@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -12,9 +12,9 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -71,23 +71,36 @@ func (e *env) connectProvider(ctx context.Context, c client.Client, fc *liqov1be
 	return newProviderConn(cfg, "--provider-kubeconfig "+path)
 }
 
-// identityConn reaches the provider with the consumer's control-plane identity: the Secret labelled
-// liqo.io/remote-cluster-id=<provider>, liqo.io/identity-type=ControlPlane in the consumer's tenant
-// namespace, whose data key "kubeconfig" (consts.KubeconfigSecretField, pkg/consts/authentication.go; read
-// there by the crdReplicator, internal/crdReplicator/crdReplicator-operator.go, and by
-// pkg/utils/kubeconfig/restcfg.go, in v1.0.3, v1.1.0 and v1.2.0) holds a kubeconfig for the provider.
+// identityConn reaches the provider with the consumer's control-plane identity: the Secret chosen as
+// Liqo chooses it (identitySecret), whose data key "kubeconfig" (consts.KubeconfigSecretField,
+// pkg/consts/authentication.go; read by kubeconfig.BuildConfigFromSecret, pkg/utils/kubeconfig/restcfg.go,
+// for the crdReplicator and the identity manager, in v1.0.3, v1.1.0 and v1.2.0) holds a kubeconfig for the
+// provider — used only with the inline credentials secretKubeconfig lets through.
 func (e *env) identityConn(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*providerConn, error) {
 	secret, err := identitySecret(ctx, c, fc)
 	if err != nil {
 		return nil, err
 	}
-	data := secret.Data[consts.KubeconfigSecretField]
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("the %q key of Secret %s/%s is not a kubeconfig: %w; %s", consts.KubeconfigSecretField,
-			secret.Namespace, secret.Name, err, passKubeconfig(fc))
+	name := printable(secret.Namespace + "/" + secret.Name)
+	if awsIdentity(secret) {
+		return nil, fmt.Errorf("no --provider-kubeconfig, and Secret %s is an AWS IAM identity: Liqo gets its token from AWS "+
+			"(identityManager.mutateIAMConfig), fence does not; nothing was read on the provider or written: %s", name, passKubeconfig(fc))
 	}
-	p, err := newProviderConn(cfg, fmt.Sprintf("the control-plane identity of Secret %s/%s", secret.Namespace, secret.Name))
+	data, ok := secret.Data[consts.KubeconfigSecretField]
+	if !ok {
+		return nil, fmt.Errorf("no --provider-kubeconfig, and Secret %s has no %q key: %s", name, consts.KubeconfigSecretField, passKubeconfig(fc))
+	}
+	cfg, err := secretKubeconfig(data)
+	if err != nil {
+		return nil, lines{
+			fmt.Sprintf("no --provider-kubeconfig, and the kubeconfig in Secret %s (key %q) %s.", name, consts.KubeconfigSecretField, printable(err.Error())),
+			"fence uses a kubeconfig it finds in the cluster only with inline credentials (a client certificate and key, or a token): " +
+				"it never runs its exec or auth-provider credential plugins nor reads files it names, not even with --dry-run. " +
+				"Nothing was run, read on the provider or written.",
+			"Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider " + printable(string(fc.Spec.ClusterID)) + ".",
+		}
+	}
+	p, err := newProviderConn(cfg, "the control-plane identity of Secret "+name)
 	if err != nil {
 		return nil, err
 	}
@@ -95,29 +108,105 @@ func (e *env) identityConn(ctx context.Context, c client.Client, fc *liqov1beta1
 	return p, nil
 }
 
+// secretKubeconfig is the REST config of a kubeconfig found in a Secret of the cluster. Whoever may write
+// that Secret wrote it, so its context in use may carry credentials only inline — a client certificate and
+// key, or a token (and impersonation) — and nothing that makes the plugin run a program (exec), load an
+// auth-provider plugin, or read a file on the operator's machine (token, certificate, key or CA files);
+// basic authentication is no Liqo identity's either. It is checked before any client is built from it.
+func secretKubeconfig(data []byte) (*rest.Config, error) {
+	kc, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("is not a kubeconfig: %w", err)
+	}
+	kctx, ok := kc.Contexts[kc.CurrentContext]
+	if !ok {
+		return nil, fmt.Errorf("has no current context (%q)", kc.CurrentContext)
+	}
+	auth, cluster := kc.AuthInfos[kctx.AuthInfo], kc.Clusters[kctx.Cluster]
+	if auth == nil || cluster == nil {
+		return nil, fmt.Errorf("names in its current context %q a user or cluster it does not define", kc.CurrentContext)
+	}
+	if err := inlineCredentials(auth, cluster); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("is not a usable kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// inlineCredentials refuses the user and cluster of a kubeconfig found in the cluster unless their
+// credentials are inline: a client certificate and key, or a token.
+func inlineCredentials(auth *clientcmdapi.AuthInfo, cluster *clientcmdapi.Cluster) error {
+	var refused []string
+	if auth.Exec != nil {
+		refused = append(refused, fmt.Sprintf("an exec credential plugin (command %q)", auth.Exec.Command))
+	}
+	if auth.AuthProvider != nil {
+		refused = append(refused, fmt.Sprintf("an auth-provider plugin (%q)", auth.AuthProvider.Name))
+	}
+	for _, f := range []struct{ what, value string }{{"a token file", auth.TokenFile}, {"a client-certificate file", auth.ClientCertificate},
+		{"a client-key file", auth.ClientKey}, {"a certificate-authority file", cluster.CertificateAuthority}} {
+		if f.value != "" {
+			refused = append(refused, fmt.Sprintf("%s (%s)", f.what, f.value))
+		}
+	}
+	if auth.Username != "" || auth.Password != "" {
+		refused = append(refused, "basic authentication")
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("uses %s", strings.Join(refused, ", "))
+	}
+	if auth.Token == "" && (len(auth.ClientCertificateData) == 0 || len(auth.ClientKeyData) == 0) {
+		return errors.New("carries no inline client certificate and key, nor token")
+	}
+	return nil
+}
+
+// awsIdentity is identityManager.isAwsIdentity (pkg/identityManager/certificate.go, v1.0.3, v1.1.0 and
+// v1.2.0): a Secret with the five AWS keys (const.go) is an IAM identity, whose token Liqo gets from AWS.
+func awsIdentity(secret *corev1.Secret) bool {
+	for _, k := range []string{"awsAccessKeyID", "awsSecretAccessKey", "awsRegion", "awsEksClusterID", "awsIamUserArn"} {
+		if _, ok := secret.Data[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // passKubeconfig is the next step when fence cannot use the consumer's identity.
 func passKubeconfig(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider %s", printable(string(fc.Spec.ClusterID)))
 }
 
+// identitySecret is the consumer's control-plane identity Secret for fc's provider, chosen as Liqo's own
+// getter chooses it (getters.GetControlPlaneKubeconfigSecretByClusterID, pkg/utils/getters/k8sGetters.go,
+// the same in v1.0.3, v1.1.0 and v1.2.0; used by the crdReplicator, internal/crdReplicator/crdReplicator-operator.go,
+// and the identity manager, pkg/identityManager/client.go): the Secrets of every namespace labelled
+// liqo.io/remote-cluster-id=<provider> and liqo.io/identity-type=ControlPlane, exactly one — none or
+// several, Liqo errs, and fence refuses, naming them.
 func identitySecret(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*corev1.Secret, error) {
 	id := string(fc.Spec.ClusterID)
-	ns := foreignClusterTenant(fc)
-	if ns == "" {
-		return nil, fmt.Errorf("no --provider-kubeconfig, and ForeignCluster %s names no tenant namespace (status.tenantNamespace.local) "+
-			"where its control-plane identity would be: %s", printable(fc.Name), passKubeconfig(fc))
-	}
+	selector := fmt.Sprintf("%s=%s,%s=%s", liqojanitor.RemoteClusterIDLabel, printable(id), liqojanitor.IdentityTypeLabel, liqojanitor.ControlPlaneIdentity)
 	var list corev1.SecretList
-	err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
-		liqojanitor.RemoteClusterIDLabel: id, liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity})
+	err := c.List(ctx, &list, client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: id, liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity})
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("no --provider-kubeconfig, and you may not read the control-plane identity Secret in namespace %s: %s", ns, passKubeconfig(fc))
+		return nil, fmt.Errorf("no --provider-kubeconfig, and you may not list the Secrets labelled %s in every namespace "+
+			"(where Liqo looks for the control-plane identity): %s", selector, passKubeconfig(fc))
 	case err != nil:
-		return nil, fmt.Errorf("listing Secrets in namespace %s: %w", ns, err)
+		return nil, fmt.Errorf("listing the Secrets labelled %s: %w", selector, err)
 	case len(list.Items) == 0:
-		return nil, fmt.Errorf("no --provider-kubeconfig, and no Secret labelled %s=%s,%s=%s in namespace %s: %s",
-			liqojanitor.RemoteClusterIDLabel, printable(id), liqojanitor.IdentityTypeLabel, liqojanitor.ControlPlaneIdentity, ns, passKubeconfig(fc))
+		return nil, fmt.Errorf("no --provider-kubeconfig, and no Secret labelled %s in any namespace: %s", selector, passKubeconfig(fc))
+	case len(list.Items) > 1:
+		names := make([]string, 0, len(list.Items))
+		for i := range list.Items {
+			names = append(names, printable(list.Items[i].Namespace+"/"+list.Items[i].Name))
+		}
+		return nil, fmt.Errorf("no --provider-kubeconfig, and %d Secrets labelled %s (%s), where Liqo takes exactly one "+
+			"(GetControlPlaneKubeconfigSecretByClusterID): fence cannot tell which is the identity; nothing was read on the provider "+
+			"or written: %s", len(list.Items), selector, strings.Join(names, ", "), passKubeconfig(fc))
 	}
 	return &list.Items[0], nil
 }
@@ -189,97 +278,6 @@ func checkIdentity(ctx context.Context, w io.Writer, p *providerConn, all bool) 
 		"ShadowPods are deletable by the ResourceSlice identities only, in the remote namespaces.",
 		"Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider.",
 	}
-}
-
-// kubeSystemUID is the UID of namespace kube-system: one per cluster, so two API servers with the same
-// are the same cluster.
-func kubeSystemUID(ctx context.Context, c client.Client) (string, error) {
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
-		return "", err
-	}
-	return string(ns.UID), nil
-}
-
-// checkNotConsumer refuses a provider connection that reaches the consumer itself.
-func checkNotConsumer(ctx context.Context, consumer client.Client, p *providerConn) error {
-	local, err := kubeSystemUID(ctx, consumer)
-	if err != nil {
-		return fmt.Errorf("reading namespace kube-system on this cluster: %w (fence compares its UID with the provider's, "+
-			"to be sure %s does not reach this cluster itself); nothing was written", err, printable(p.via))
-	}
-	remote, err := kubeSystemUID(ctx, p.c)
-	if err != nil {
-		return providerErr("reading namespace kube-system (fence compares its UID with this cluster's, to be sure "+
-			printable(p.via)+" does not reach this cluster itself)", err)
-	}
-	if local == remote {
-		return lines{
-			fmt.Sprintf("%s reaches this cluster itself, not the provider: namespace kube-system has the same UID %s on both API servers.",
-				printable(p.via), local),
-			"Nothing was deleted or written. Pass --provider-kubeconfig <file> with a kubeconfig of the provider.",
-		}
-	}
-	return nil
-}
-
-// checkProviderID reads Liqo's cluster-ID ConfigMap on the provider, if it may: it must name the
-// ForeignCluster's cluster ID. It returns what the plan says of it.
-func checkProviderID(ctx context.Context, p *providerConn, liqoNS string, fc *liqov1beta1.ForeignCluster, localID string) (string, error) {
-	id, err := liqoClusterID(ctx, p.c, liqoNS)
-	switch {
-	case apierrors.IsForbidden(err):
-		return "not checked (you may not list ConfigMaps in namespace " + liqoNS + " there)", nil
-	case err != nil:
-		return "", providerErr("reading Liqo's cluster-ID ConfigMap", err)
-	case id == "":
-		return "not checked (no cluster-ID ConfigMap in namespace " + liqoNS + " there)", nil
-	case id == localID:
-		return "", lines{
-			fmt.Sprintf("%s reaches a cluster whose Liqo cluster ID is %s: this consumer's own.", printable(p.via), printable(id)),
-			"Nothing was deleted or written. Pass --provider-kubeconfig <file> with a kubeconfig of the provider " + printable(string(fc.Spec.ClusterID)) + ".",
-		}
-	case id != string(fc.Spec.ClusterID):
-		return "", lines{
-			fmt.Sprintf("wrong provider: %s reaches the Liqo cluster %s, not %s (ForeignCluster %s).",
-				printable(p.via), printable(id), printable(string(fc.Spec.ClusterID)), printable(fc.Name)),
-			"Nothing was deleted or written. Pass --provider-kubeconfig <file> with a kubeconfig of the provider " + printable(string(fc.Spec.ClusterID)) + ".",
-		}
-	}
-	return id + " (Liqo's cluster-ID ConfigMap there)", nil
-}
-
-// liqoClusterID reads CLUSTER_ID from Liqo's cluster-ID ConfigMap in namespace ns, selected by its label
-// as Liqo does (utils.GetClusterIDWithControllerClient, pkg/utils/cluster_info.go; the gate reads the
-// local one the same way): "" when there is none.
-func liqoClusterID(ctx context.Context, c client.Client, ns string) (string, error) {
-	var cms corev1.ConfigMapList
-	if err := c.List(ctx, &cms, client.InNamespace(ns),
-		client.MatchingLabels{liqojanitor.ClusterIDConfigMapNameLabel: liqojanitor.ClusterIDConfigMapNameValue}); err != nil {
-		return "", err
-	}
-	ids := map[string]bool{}
-	for i := range cms.Items {
-		if id := cms.Items[i].Data[liqojanitor.ClusterIDConfigMapKey]; id != "" {
-			ids[id] = true
-		}
-	}
-	if len(ids) > 1 {
-		return "", fmt.Errorf("several cluster-ID ConfigMaps in namespace %s disagree: %s", ns, strings.Join(sortedKeys(ids), ", "))
-	}
-	for id := range ids {
-		return id, nil
-	}
-	return "", nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // providerErr words a failed request to the provider.

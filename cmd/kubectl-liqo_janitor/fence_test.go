@@ -13,7 +13,6 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/liqotech/liqo/pkg/consts"
 	. "github.com/onsi/gomega"
@@ -201,7 +200,7 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 	t.Log("fence --dry-run:\n" + out)
 	g.Expect(out).To(MatchRegexp(`(?m)^%s\s+2\s+2$`, nsA))
 	g.Expect(out).To(MatchRegexp(`(?m)^%s\s+1\s+1$`, nsB))
-	g.Expect(out).To(ContainSubstring("Its Liqo cluster ID there: " + dead.ID + " (Liqo's cluster-ID ConfigMap there)"))
+	g.Expect(out).To(ContainSubstring("Its Liqo cluster ID there: " + dead.ID + " (ConfigMap liqo/liqo-clusterid-configmap there)"))
 	g.Expect(out).To(ContainSubstring("Dry run: nothing was deleted"))
 
 	out, _, err = fence(t, "", append([]string{id, "--dry-run", "-o", "json"}, kubeconfig...)...)
@@ -212,17 +211,18 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 		plannedNamespace{Namespace: nsB, ShadowPods: 1, Pods: 1}))
 	g.Expect(report.Plan.LocalClusterID).To(Equal(consumerID))
 
-	_, stderr, err := fence(t, dead.ID+"\n", append([]string{id}, kubeconfig...)...)
+	_, stderr, err := fence(t, consumerID+"\n", append([]string{id}, kubeconfig...)...)
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(stderr).To(ContainSubstring("that is the provider's: type this consumer's own"))
+	g.Expect(stderr).To(ContainSubstring(fmt.Sprintf("you typed %q, not the provider's cluster ID %q (that is this consumer's own: type the provider's)",
+		consumerID, dead.ID)))
 	g.Expect(stderr).To(ContainSubstring("nothing was deleted or written"))
 	g.Expect(providerRVs(t, prov, append(w.mine, w.kept...))).To(Equal(providerBefore), "a dry run and a wrong ID write nothing on the provider")
 	g.Expect(rvs(t, dead, live)).To(Equal(consumerBefore), "nor on the consumer")
 
-	out, _, err = fence(t, consumerID+"\n", append([]string{id, "--timeout", "2m"}, kubeconfig...)...)
+	out, _, err = fence(t, dead.ID+"\n", append([]string{id, "--timeout", "2m"}, kubeconfig...)...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("fence:\n" + out)
-	g.Expect(out).To(ContainSubstring("Type THIS cluster's ID (" + consumerID + ", the consumer"))
+	g.Expect(out).To(ContainSubstring("Type the PROVIDER's cluster ID, as read there (" + dead.ID + ", ConfigMap liqo/liqo-clusterid-configmap)"))
 	g.Expect(out).To(ContainSubstring(fmt.Sprintf("namespace %s: shadowpods 2 deleted, pods 2 → 0 left", nsA)))
 	g.Expect(out).To(ContainSubstring(fmt.Sprintf("namespace %s: shadowpods 1 deleted, pods 1 → 0 left", nsB)))
 	g.Expect(allGone(t, prov, w.mine)()).To(BeEmpty(), "this consumer's ShadowPods and their pods are gone")
@@ -259,7 +259,7 @@ func TestFenceRefusesAClusterThatIsNotTheMarkedProvider(t *testing.T) {
 	setProviderID(t, prov, "somebody-else")
 	_, stderr, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(stderr).To(ContainSubstring("wrong provider: --provider-kubeconfig " + prov.KubeconfigPath + " reaches the Liqo cluster somebody-else, not " + dead.ID))
+	g.Expect(stderr).To(ContainSubstring("wrong provider: --provider-kubeconfig " + prov.KubeconfigPath + " reaches the Liqo cluster somebody-else (ConfigMap liqo/liqo-clusterid-configmap there), not " + dead.ID))
 
 	setProviderID(t, prov, consumerID)
 	_, stderr, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
@@ -280,6 +280,20 @@ func copyOf(origin string) metav1.ObjectMeta {
 func tenantNamespace(name, consumer string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{tenantNamespaceLabel: "true", consts.RemoteClusterID: consumer}}}
+}
+
+// dropTenantNamespace, at the end of the test, unlabels and deletes a tenant namespace of the provider, so
+// that no later fence --all lists it while the namespace controller empties it.
+func dropTenantNamespace(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		patch := []byte(`{"metadata":{"labels":{"` + tenantNamespaceLabel + `":null,"` + consts.RemoteClusterID + `":null}}}`)
+		if err := c.Patch(context.Background(), ns, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Errorf("unlabelling tenant namespace %s: %v", name, err)
+		}
+		_ = c.Delete(context.Background(), ns)
+	})
 }
 
 // fakeNamespaceMapController does on the provider what Liqo's namespacemap controller does when a
@@ -363,7 +377,7 @@ func TestFenceAllRemovesThisConsumersTenantCopiesInLiqosOrder(t *testing.T) {
 	g.Expect(report.Plan.TenantNamespaces).To(ConsistOf(plannedTenant{Namespace: tenant, ResourceSlices: 1, NamespaceMaps: 1, Renews: 1,
 		RemoteNamespaces: []string{remoteA, remoteB}}))
 
-	out, _, err = fence(t, consumerID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--timeout", "2m")
+	out, _, err = fence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--timeout", "2m")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("fence --all:\n" + out)
 	iRS := strings.Index(out, "tenant namespace "+tenant+": resourceslices 1 deleted, 1 → 0 left")
@@ -418,6 +432,7 @@ func controlPlaneIdentity(t *testing.T, dead *fixture.Provider, prov *harness.En
 	role.Name = "liqo-remote-controlplane-" + strings.ToLower(dead.ID)
 	g.Expect(prov.Client.Create(t.Context(), role)).To(Succeed())
 	g.Expect(prov.Client.Create(t.Context(), tenantNamespace(remoteTenant, consumerID))).To(Succeed())
+	dropTenantNamespace(t, prov.Client, remoteTenant)
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "remote-controlplane", Namespace: remoteTenant},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
@@ -437,15 +452,6 @@ func controlPlaneIdentity(t *testing.T, dead *fixture.Provider, prov *harness.En
 	g.Expect(testEnv.Client.Update(t.Context(), secret)).To(Succeed())
 }
 
-func setLocalTenant(t *testing.T, p *fixture.Provider, ns string) {
-	t.Helper()
-	testEnv := harness.Require(t)
-	fc := &liqov1beta1.ForeignCluster{}
-	NewWithT(t).Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(p.ForeignCluster), fc)).To(Succeed())
-	fc.Status.TenantNamespace.Local = ns
-	NewWithT(t).Expect(testEnv.Client.Status().Update(t.Context(), fc)).To(Succeed())
-}
-
 func TestFenceWithoutAKubeconfigShowsWhatTheControlPlaneIdentityMayDo(t *testing.T) {
 	g := NewWithT(t)
 	dead, _, prov := returned(t)
@@ -454,17 +460,12 @@ func TestFenceWithoutAKubeconfigShowsWhatTheControlPlaneIdentityMayDo(t *testing
 
 	_, stderr, err := fence(t, "", dead.ID, "--yes")
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(stderr).To(ContainSubstring("names no tenant namespace (status.tenantNamespace.local)"))
+	g.Expect(stderr).To(ContainSubstring(fmt.Sprintf(`no --provider-kubeconfig, and Secret %s/%s has no "kubeconfig" key`,
+		dead.TenantNS, dead.IdentitySecret.Name)))
 	g.Expect(stderr).To(ContainSubstring("pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider " + dead.ID))
-
-	setLocalTenant(t, dead, metav1.NamespaceDefault)
-	_, stderr, err = fence(t, "", dead.ID, "--yes")
-	g.Expect(err).To(HaveOccurred())
-	g.Expect(stderr).To(ContainSubstring(fmt.Sprintf("no Secret labelled liqo.io/remote-cluster-id=%s,liqo.io/identity-type=ControlPlane in namespace default", dead.ID)))
 
 	remoteTenant := "liqo-tenant-" + consumerID + "-" + strings.ToLower(dead.ID)
 	controlPlaneIdentity(t, dead, prov, "liqo-controlplane-"+consumerID, remoteTenant)
-	setLocalTenant(t, dead, dead.TenantNS)
 	out, stderr, err := fence(t, "", dead.ID, "--yes", "--all")
 	g.Expect(err).To(HaveOccurred())
 	t.Log("fence without --provider-kubeconfig:\n" + out + stderr)

@@ -97,17 +97,18 @@ func (d *demo) showGauge(want float64) error {
 }
 
 // fence runs `kubectl liqo-janitor fence` as the operator who marked the cluster (the fence record is
-// break-glass, gate rule 15), typing this cluster's ID when asked.
+// break-glass, gate rule 15), typing the provider's cluster ID, as fence read it there, when asked.
 func (d *demo) fence(ctx context.Context) error {
-	d.out.note(fmt.Sprintf("The operator fences the provider with its admin's kubeconfig, typing THIS cluster's ID when "+
-		"asked (fence deletes the %d ShadowPods, then waits for the provider's garbage collector to delete their pods):",
+	d.out.note(fmt.Sprintf("The operator fences the provider with its admin's kubeconfig, typing the PROVIDER's cluster ID, as "+
+		"fence read it there, when asked (fence deletes the %d ShadowPods, then waits for the provider's garbage collector to delete their pods):",
 		len(d.remote.mine)/2))
 	t0 := time.Now()
-	out, err := d.plugin(ctx, localClusterID+"\n", "fence", d.dead().ID, "--provider-kubeconfig", d.remote.partition.Kubeconfig)
+	id := d.dead().ID
+	out, err := d.plugin(ctx, id+"\n", "fence", id, "--provider-kubeconfig", d.remote.partition.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("the fence failed: %w", err)
 	}
-	d.out.shown(strings.Replace(out, "to confirm: ", "to confirm: "+localClusterID+"\n", 1))
+	d.out.shown(strings.Replace(out, "to confirm: ", "to confirm: "+id+"\n", 1))
 	d.out.done(fmt.Sprintf("fenced in %s", time.Since(t0).Round(100*time.Millisecond)))
 	return nil
 }
