@@ -1,13 +1,6 @@
 package janitor_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"testing"
 	"time"
 
@@ -51,7 +44,7 @@ func returnAfterLiqoForgets(t *testing.T, providersCA bool) {
 	link.Down()
 	ca := provider.Config.CAData
 	if !providersCA {
-		ca = otherCA(t)
+		ca = harness.AnotherCA(t)
 	}
 	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Name: "controlplane-" + p.ID, Namespace: p.TenantNS},
 		Spec: authv1beta1.IdentitySpec{ClusterID: liqov1beta1.ClusterID(p.ID), Type: authv1beta1.ControlPlaneIdentityType,
@@ -85,17 +78,4 @@ func returnAfterLiqoForgets(t *testing.T, providersCA bool) {
 	}
 	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(10 * time.Second).Should(And(HavePrefix(liqojanitor.ReturnedPrefix),
 		ContainSubstring("https://"+link.Addr+" answered the janitor's probe with a certificate of the provider's CA")))
-}
-
-// otherCA is the PEM of a CA that signed nothing the provider serves.
-func otherCA(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "another CA"}, IsCA: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -1,13 +1,7 @@
 package webhook_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -38,7 +32,7 @@ func TestOnlyTheProvidersCertificateVetoes(t *testing.T) {
 			t.Cleanup(server.Close)
 			ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
 			if !providersCA {
-				ca = anotherCA(t)
+				ca = harness.AnotherCA(t)
 			}
 			fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 			ns := env.Namespace(t)
@@ -57,15 +51,4 @@ func TestOnlyTheProvidersCertificateVetoes(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), "an answer with another CA's certificate is not the provider's")
 		})
 	}
-}
-
-func anotherCA(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "another CA"}, IsCA: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
