@@ -145,6 +145,14 @@ func unpeerOnLiqo(t *testing.T, version string) {
 			Should(ContainElement(legacyFabricFinalizer), "on Liqo v1.2 it is Liqo's own controller's to release")
 		dropFinalizer(ctx, t, c, deadFabric, legacyFabricFinalizer) // v1.2.0's internalfabric controller
 	}
+	// The namespace controller marks the live cluster's objects deleting (a write of its own, whenever it gets
+	// there): from then on nobody but the janitor could write them.
+	for _, obj := range []client.Object{liveFabric, liveRoute, liveFirewall} {
+		g.Eventually(func() bool {
+			fresh := obj.DeepCopyObject().(client.Object)
+			return c.Get(ctx, client.ObjectKeyFromObject(obj), fresh) == nil && !fresh.GetDeletionTimestamp().IsZero()
+		}).WithTimeout(time.Minute).Should(BeTrue(), "the namespace controller deletes %s", obj.GetName())
+	}
 	liveRVs := rvsIn(ctx, t, c, liveFabric, liveRoute, liveFirewall)
 	g.Expect(finalizersOf(ctx, c, deadRoute)).To(ContainElement(routeFinalizer), "the janitor never strips the fabric's finalizers")
 	g.Expect(finalizersOf(ctx, c, deadFirewall)).To(ContainElement(firewallFinalizer))
