@@ -90,12 +90,15 @@ func (p *Prober) Probe(ctx context.Context, fc *liqov1beta1.ForeignCluster) stri
 }
 
 // answers reports whether the API server at base gives any HTTP answer to an unauthenticated GET.
-func (p *Prober) answers(ctx context.Context, base string) bool {
+func (p *Prober) answers(ctx context.Context, base string) bool { return answers(ctx, p.client, base) }
+
+// answers reports whether the API server at base gives c any HTTP answer to an unauthenticated GET.
+func answers(ctx context.Context, c *http.Client, base string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+probePath, http.NoBody)
 	if err != nil {
 		return false
 	}
-	resp, err := p.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return false
 	}
@@ -133,15 +136,9 @@ func (p *Prober) ProbeTargets(ctx context.Context, t Targets) (answered string, 
 		verified = true
 	}
 	c := &http.Client{Transport: transport, Timeout: p.client.Timeout, CheckRedirect: p.client.CheckRedirect}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+probePath, http.NoBody)
-	if err != nil {
+	if !answers(ctx, c, base) {
 		return "", false
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", false
-	}
-	_ = resp.Body.Close()
 	return base, verified
 }
 

@@ -51,17 +51,8 @@ func (b brake) on(ctx context.Context) (reason string, set bool, err error) {
 // brakeCache watches the brake's ConfigMap alone (its namespace, its name), so that setting or removing it
 // starts a pass of every marked cluster.
 func brakeCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	return ownCache(mgr, "the brake", cache.Options{
 		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
 		DefaultFieldSelector: fields.OneTermEqualSelector("metadata.name", liqojanitor.BrakeConfigMap),
-		DefaultTransform:     cache.TransformStripManagedFields(),
 	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the cache of the brake: %w", err)
-	}
-	if err := mgr.Add(c); err != nil {
-		return nil, err
-	}
-	return c, nil
 }

@@ -314,9 +314,7 @@ func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
 	if reason == "" {
 		return ""
 	}
-	if len(reason) > maxReasonLen {
-		reason = strings.ToValidUTF8(reason[:maxReasonLen], "") + "…"
-	}
+	reason = truncate(reason, maxReasonLen)
 	by := fc.Annotations[liqojanitor.MarkedByAnnotation]
 	if by == "" {
 		return fmt.Sprintf(" (marked dead: %q)", reason)
@@ -370,8 +368,13 @@ func quoted(reason string) string {
 	if reason == "" {
 		return ""
 	}
-	if len(reason) > maxReasonLen {
-		reason = strings.ToValidUTF8(reason[:maxReasonLen], "") + "…"
+	return fmt.Sprintf(": %q", truncate(reason, maxReasonLen))
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return fmt.Sprintf(": %q", reason)
+	return strings.ToValidUTF8(s[:n-len("…")], "") + "…"
 }

@@ -79,18 +79,11 @@ func returnOf(fc *liqov1beta1.ForeignCluster, seen observed) (providerReturn, bo
 
 // recordedReturn reads the janitor's record of a return of fc's current mark.
 func recordedReturn(fc *liqov1beta1.ForeignCluster) (providerReturn, bool) {
-	rest, ok := strings.CutPrefix(fc.Annotations[liqojanitor.CleanupAnnotation], liqojanitor.ReturnedPrefix)
+	at, ok := liqojanitor.ReturnRecordedAt(fc.Annotations)
 	if !ok {
 		return providerReturn{}, false
 	}
-	ts, rest, _ := strings.Cut(rest, " ")
-	at, err := time.Parse(time.RFC3339, ts)
-	if err != nil {
-		return providerReturn{}, false
-	}
-	if markedAt, ok := liqojanitor.MarkedAt(fc); ok && at.Before(markedAt.Truncate(time.Second)) {
-		return providerReturn{}, false
-	}
+	_, rest, _ := strings.Cut(strings.TrimPrefix(fc.Annotations[liqojanitor.CleanupAnnotation], liqojanitor.ReturnedPrefix), " ")
 	how, _, _ := strings.Cut(strings.TrimPrefix(rest, "("), ")")
 	return providerReturn{at: at, how: how, recorded: true}, true
 }

@@ -120,13 +120,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 // metadata-only): the manager's cache of namespaces holds only offloaded ones (one label selector per
 // kind), and the unpeering (janitor rule 13) follows a tenant namespace until it is gone.
 func tenantNamespaceCache(mgr ctrl.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	return ownCache(mgr, "tenant namespaces", cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*must(labels.NewRequirement(tenantNamespaceLabel, selection.Exists, nil))),
-		DefaultTransform:     cache.TransformStripManagedFields(),
 	})
+}
+
+// ownCache is a cache of the janitor's own beside the manager's (which holds one selector per kind), with
+// o's selectors, the manager's client, scheme and mapper, managed fields dropped, started with the manager.
+func ownCache(mgr ctrl.Manager, what string, o cache.Options) (cache.Cache, error) {
+	o.HTTPClient, o.Scheme, o.Mapper = mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper()
+	o.DefaultTransform = cache.TransformStripManagedFields()
+	c, err := cache.New(mgr.GetConfig(), o)
 	if err != nil {
-		return nil, fmt.Errorf("creating the cache of tenant namespaces: %w", err)
+		return nil, fmt.Errorf("creating the cache of %s: %w", what, err)
 	}
 	if err := mgr.Add(c); err != nil {
 		return nil, err

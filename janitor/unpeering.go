@@ -446,7 +446,7 @@ func (p *reporter) unpeered(ctx context.Context, s *scope) {
 			"Unpeering complete: the consumer's side of the peering with cluster %s is gone (%s); the ForeignCluster may now be deleted%s",
 			s.clusterID, goneWhat(prev), reasonGiven(s.fc))
 	case !next.Complete() && leftChanged(prev, next):
-		p.recorder.Eventf(s.fc, nil, "Normal", "UnpeeringInProgress", "Unpeer", "%s", truncateMessage(next.Summary()))
+		p.recorder.Eventf(s.fc, nil, "Normal", "UnpeeringInProgress", "Unpeer", "%s", truncate(next.Summary(), maxEventMessage))
 	}
 }
 
@@ -465,13 +465,6 @@ func leftChanged(prev, next liqojanitor.Unpeering) bool {
 
 // maxEventMessage bounds an event's message (the API server refuses more than 1 KiB in a note).
 const maxEventMessage = 1000
-
-func truncateMessage(s string) string {
-	if len(s) <= maxEventMessage {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxEventMessage-len("…")], "") + "…"
-}
 
 // publishUnpeering sets liqo_janitor_unpeering_objects to the sums, per kind and releasability, over the
 // remembered clusters.
