@@ -110,7 +110,8 @@ func unpeerOnLiqo(t *testing.T, version string) {
 	liveFabric, liveRoute, liveFirewall := networking(ctx, t, c, live)
 
 	g.Expect(fixture.Kill(ctx, c, dead)).To(Succeed())
-	stop, err := env.StartJanitor(janitor.Options{FabricSettle: time.Second, ReleaseIdentitySecrets: true})
+	const settle = 20 * time.Second // Liqo's fabric's turn first
+	stop, err := env.StartJanitor(janitor.Options{FabricSettle: settle, ReleaseIdentitySecrets: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(stop()).To(Succeed()) })
 	g.Expect(fixture.Mark(ctx, c, dead)).To(Succeed())
@@ -118,6 +119,12 @@ func unpeerOnLiqo(t *testing.T, version string) {
 	for _, p := range []*fixture.Provider{dead, live} {
 		g.Expect(c.Delete(ctx, &corev1.Namespace{ObjectMeta: objectMeta(p.TenantNS)})).To(Succeed())
 	}
+	g.Eventually(func() bool {
+		fresh := deadFabric.DeepCopy()
+		return c.Get(ctx, client.ObjectKeyFromObject(deadFabric), fresh) == nil && !fresh.GetDeletionTimestamp().IsZero()
+	}).WithTimeout(time.Minute).Should(BeTrue(), "the namespace controller deletes the InternalFabric")
+	g.Consistently(func() []string { return finalizersOf(ctx, c, deadFabric) }).WithTimeout(3*time.Second).
+		Should(ContainElement(legacyFabricFinalizer), "before the settle time Liqo's fabric has its turn, on every version")
 
 	// The record names the fabric's finalizers, which the janitor never releases, and the version.
 	g.Eventually(unpeeringOf(ctx, c, dead)).WithTimeout(time.Minute).Should(SatisfyAll(
