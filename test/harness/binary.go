@@ -109,6 +109,11 @@ func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 	if err := waitHTTPOK(context.Background(), "http://"+probe+"/readyz"); err != nil {
 		return nil, fmt.Errorf("replica %s did not become ready (log: %s): %w", name, r.Log, err)
 	}
+	// controller-runtime starts the metrics server beside the probe server (both HTTPServers runnables),
+	// so /readyz can answer before the metrics listener is bound: a scrape right after would be refused.
+	if err := waitListening(context.Background(), metrics); err != nil {
+		return nil, fmt.Errorf("replica %s: its metrics server did not listen on %s (log: %s): %w", name, metrics, r.Log, err)
+	}
 	return r, nil
 }
 
@@ -244,6 +249,18 @@ func waitHTTPOK(ctx context.Context, url string) error {
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// waitListening polls until addr accepts a TCP connection.
+func waitListening(ctx context.Context, addr string) error {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
+		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		_ = conn.Close()
+		return true, nil
 	})
 }
 
