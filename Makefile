@@ -18,6 +18,11 @@ K8S_LDFLAGS  := -s -w \
   -X k8s.io/client-go/pkg/version.gitMajor=1 \
   -X k8s.io/client-go/pkg/version.gitMinor=$(K8S_MINOR)
 K8S_STAMP    := $(K8S_BIN)/.version-$(K8S_VERSION)
+LIQO_DIR     := test/liqo
+LIQO_BIN     := $(BIN)/liqo
+# The Liqo release whose webhook the tools module builds: the one its go.mod requires.
+LIQO_VERSION := $(shell awk '$$1 == "github.com/liqotech/liqo" {print $$2}' $(LIQO_DIR)/go.mod)
+LIQO_STAMP   := $(LIQO_BIN)/.version-$(LIQO_VERSION)
 
 .PHONY: help
 help: ## Show this help
@@ -52,6 +57,20 @@ $(K8S_STAMP): $(CP_DIR)/go.mod $(CP_DIR)/go.sum
 	@cd $(CP_DIR) && go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $(K8S_BIN)/ \
 	  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 	@cd $(CP_DIR) && go build -trimpath -ldflags '-s -w' -o $(K8S_BIN)/etcd go.etcd.io/etcd/server/v3
+	@touch $@
+
+.PHONY: liqo-webhook
+liqo-webhook: $(LIQO_STAMP) ## Build the admission webhook of the Liqo release test/liqo pins into bin/liqo/webhook (cached)
+
+# Liqo's real webhook binary (cmd/webhook of the Liqo module), which the harness runs against its API
+# server for tests of what the janitor does while Liqo's webhook is down (harness.StartLiqoWebhook). Built
+# from the tools module test/liqo, with Liqo's own dependencies, and rebuilt only when that module changes;
+# a first build on an empty Go cache takes about five minutes on two cores.
+$(LIQO_STAMP): $(LIQO_DIR)/go.mod $(LIQO_DIR)/go.sum
+	@echo ">> building Liqo $(LIQO_VERSION)'s webhook into $(LIQO_BIN) (first time: ~5 min)"
+	@rm -f $(LIQO_BIN)/.version-*
+	@mkdir -p $(LIQO_BIN)
+	@cd $(LIQO_DIR) && go build -trimpath -ldflags '-s -w' -o $(LIQO_BIN)/webhook github.com/liqotech/liqo/cmd/webhook
 	@touch $@
 
 ##@ Development
@@ -115,7 +134,7 @@ image: ## Build the image (linux/amd64, linux/arm64) into bin/image: an OCI layo
 # starts on a package's first such test, never for its pure ones. The harness builds the binaries it runs
 # from the checkout (go build, cached), so neither lane needs `make build`.
 .PHONY: test
-test: control-plane $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
+test: control-plane liqo-webhook $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
 	@# the summary is printed on a failure too: each module's status is kept, not the recipe's shell's
 	@set +e; status=0; : > $(BIN)/test.log; \
 	  $(call go-test,.,$(ROOT_PKGS),$(TEST_FLAGS),test.log,TEST_OUTPUT) \

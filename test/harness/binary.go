@@ -45,9 +45,7 @@ type Replica struct {
 	// Log is the path of its log.
 	Log string
 
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
+	*process
 }
 
 // StartReplica runs one more liqo-janitor process named name until Stop, Kill or Terminate, with the
@@ -68,8 +66,7 @@ func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 		return nil, err
 	}
 	wo := e.WebhookOptions()
-	r := &Replica{Name: name, Probe: probe, Metrics: metrics, WebhookPort: wo.Port,
-		Log: filepath.Join(e.dir, name+".log"), exited: make(chan struct{})}
+	r := &Replica{Name: name, Probe: probe, Metrics: metrics, WebhookPort: wo.Port, Log: filepath.Join(e.dir, name+".log")}
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, "--webhook-port="); ok {
 			if r.WebhookPort, err = strconv.Atoi(v); err != nil {
@@ -77,35 +74,13 @@ func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 			}
 		}
 	}
-	logFile, err := os.Create(r.Log)
-	if err != nil {
-		return nil, err
-	}
-	r.cmd = exec.Command(binary, append([]string{"--kubeconfig=" + e.KubeconfigPath,
+	if r.process, err = e.startProcess("replica "+name, r.Log, exec.Command(binary, append([]string{
+		"--kubeconfig=" + e.KubeconfigPath,
 		"--webhook-port=" + strconv.Itoa(wo.Port), "--webhook-cert-dir=" + wo.CertDir,
 		"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics,
-		"--metrics-secure=false"}, args...)...) // tests scrape plain HTTP; the secure endpoint has its own tests
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	if !e.detached {
-		r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive this process
+		"--metrics-secure=false"}, args...)...)); err != nil { // tests scrape plain HTTP; the secure endpoint has its own tests
+		return nil, err
 	}
-	if err := r.cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	go func() {
-		r.err = r.cmd.Wait()
-		_ = logFile.Close()
-		close(r.exited)
-	}()
-	e.Go(func(ctx context.Context) error {
-		select {
-		case <-ctx.Done():
-			return r.Terminate(30 * time.Second)
-		case <-r.exited:
-			return nil
-		}
-	})
 	if err := waitHTTPOK(context.Background(), "http://"+probe+"/readyz"); err != nil {
 		return nil, fmt.Errorf("replica %s did not become ready (log: %s): %w", name, r.Log, err)
 	}
@@ -115,6 +90,47 @@ func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 		return nil, fmt.Errorf("replica %s: its metrics server did not listen on %s (log: %s): %w", name, metrics, r.Log, err)
 	}
 	return r, nil
+}
+
+// process is a child process of the test process, started by startProcess.
+type process struct {
+	what, log string
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	err       error
+}
+
+// startProcess starts cmd, named what in errors, with its output appended to the file log, until Env.Stop
+// terminates it (or Kill or Terminate ends it before): unless the Env is Detached, it dies with the test
+// process too.
+func (e *Env) startProcess(what, log string, cmd *exec.Cmd) (*process, error) {
+	logFile, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	p := &process{what: what, log: log, cmd: cmd, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if !e.detached {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive this process
+	}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		_ = logFile.Close()
+		close(p.exited)
+	}()
+	e.Go(func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return p.Terminate(30 * time.Second)
+		case <-p.exited:
+			return nil
+		}
+	})
+	return p, nil
 }
 
 // RSS is the replica's resident memory now (VmRSS), in bytes.
@@ -138,34 +154,34 @@ func (r *Replica) status(field string) (int64, error) {
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, r.cmd.Process.Pid)
 }
 
-// Exited is closed once the replica's process has exited.
-func (r *Replica) Exited() <-chan struct{} { return r.exited }
+// Exited is closed once the process has exited.
+func (p *process) Exited() <-chan struct{} { return p.exited }
 
-// Kill ends the replica with SIGKILL, as a node failure would, and waits for it to be gone.
-func (r *Replica) Kill() error {
-	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+// Kill ends the process with SIGKILL, as a node failure would, and waits for it to be gone.
+func (p *process) Kill() error {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
-	<-r.exited
+	<-p.exited
 	return nil
 }
 
-// Terminate sends SIGTERM (a graceful stop, as the kubelet sends) and waits up to timeout for the replica
-// to exit; it returns an error if the replica did not exit on its own, or exited with a failure.
-func (r *Replica) Terminate(timeout time.Duration) error {
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+// Terminate sends SIGTERM (a graceful stop, as the kubelet sends) and waits up to timeout for the process
+// to exit; it returns an error if the process did not exit on its own, or exited with a failure.
+func (p *process) Terminate(timeout time.Duration) error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	select {
-	case <-r.exited:
+	case <-p.exited:
 	case <-time.After(timeout):
-		_ = r.cmd.Process.Kill()
-		<-r.exited
-		return fmt.Errorf("replica %s did not stop within %s of SIGTERM (log: %s)", r.Name, timeout, r.Log)
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("%s did not stop within %s of SIGTERM (log: %s)", p.what, timeout, p.log)
 	}
 	var exit *exec.ExitError
-	if errors.As(r.err, &exit) && exit.ExitCode() != 0 {
-		return fmt.Errorf("replica %s exited after SIGTERM (log: %s): %w", r.Name, r.Log, r.err)
+	if errors.As(p.err, &exit) && exit.ExitCode() != 0 {
+		return fmt.Errorf("%s exited after SIGTERM (log: %s): %w", p.what, p.log, p.err)
 	}
 	return nil
 }

@@ -121,32 +121,38 @@ func reset(c net.Conn) {
 }
 
 // hold binds the proxy's address without listening, right after the listener closed. o.mu must be held.
-// It binds without SO_REUSEADDR, so that nobody else can bind the port (Go's listeners set it); where a
-// connection the proxy closed earlier still holds the port in TIME_WAIT, only with it. Best effort: if it
-// cannot bind at all, the address is only free for the outage.
-func (o *Outage) hold() {
-	if o.bind(false) != nil {
-		_ = o.bind(true)
+func (o *Outage) hold() { o.held = holdAddr(o.Addr) }
+
+// holdAddr binds a socket to addr (an IPv4 host:port) without listening, and returns it (-1 if it could
+// not): connections to addr are refused, and no other process can take the port meanwhile. It binds
+// without SO_REUSEADDR, so that nobody else can bind the port (Go's listeners set it); where a connection
+// closed earlier still holds the port in TIME_WAIT, only with it. Best effort: if it cannot bind at all,
+// the address is free until the socket's owner listens there again.
+func holdAddr(addr string) int {
+	fd, err := bindAddr(addr, false)
+	if err != nil {
+		fd, _ = bindAddr(addr, true)
 	}
+	return fd
 }
 
-// bind binds a socket to the proxy's address, with or without SO_REUSEADDR, and keeps it in o.held.
-func (o *Outage) bind(reuse bool) error {
-	host, port, err := net.SplitHostPort(o.Addr)
+// bindAddr binds a socket to addr, with or without SO_REUSEADDR, and returns it (-1 on an error).
+func bindAddr(addr string, reuse bool) (int, error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	ip := net.ParseIP(host).To4()
 	if ip == nil {
-		return fmt.Errorf("%s is not an IPv4 address", o.Addr)
+		return -1, fmt.Errorf("%s is not an IPv4 address", addr)
 	}
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	sa := &syscall.SockaddrInet4{Port: p}
 	copy(sa.Addr[:], ip)
@@ -158,10 +164,9 @@ func (o *Outage) bind(reuse bool) error {
 	}
 	if err != nil {
 		_ = syscall.Close(fd)
-		return err
+		return -1, err
 	}
-	o.held = fd
-	return nil
+	return fd, nil
 }
 
 // release unbinds the address hold bound. o.mu must be held.

@@ -93,19 +93,36 @@ func LiqoCRDDirOf(version string) (string, error) {
 // ModuleDir returns the directory of a module the repository (at root) depends on, as pinned in go.mod
 // (`go list -m`), in the read-only module cache.
 func ModuleDir(root, module string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
-	cmd.Dir = root
+	dir, _, err := listModule(root, module)
+	return dir, err
+}
+
+// LiqoModuleDir is the tools module that builds Liqo's webhook (`make liqo-webhook`), relative to the
+// repository root: the Liqo release its go.mod requires is the one whose webhook the tests run.
+const LiqoModuleDir = "test/liqo"
+
+// LiqoModule returns the directory, in the module cache, and the version of the Liqo release the tools
+// module LiqoModuleDir requires: the release whose webhook LiqoWebhookBinary is.
+func LiqoModule(root string) (dir, version string, err error) {
+	return listModule(filepath.Join(root, LiqoModuleDir), "github.com/liqotech/liqo")
+}
+
+// listModule returns the directory, in the module cache, and the version of a module the Go module in
+// modDir depends on (`go list -m`).
+func listModule(modDir, module string) (dir, version string, err error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", module)
+	cmd.Dir = modDir
 	out, err := cmd.Output()
 	if err != nil {
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) {
-			return "", fmt.Errorf("resolving the directory of module %s: %w: %s", module, err, exitErr.Stderr)
+			return "", "", fmt.Errorf("resolving the directory of module %s: %w: %s", module, err, exitErr.Stderr)
 		}
-		return "", fmt.Errorf("resolving the directory of module %s: %w", module, err)
+		return "", "", fmt.Errorf("resolving the directory of module %s: %w", module, err)
 	}
-	dir := strings.TrimSpace(string(out))
+	dir, version, _ = strings.Cut(strings.TrimSpace(string(out)), " ")
 	if dir == "" {
-		return "", fmt.Errorf("module %s is not downloaded: run `go mod download` in the repository root", module)
+		return "", "", fmt.Errorf("module %s is not downloaded: run `go mod download` in %s", module, modDir)
 	}
-	return dir, nil
+	return dir, version, nil
 }
