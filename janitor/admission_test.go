@@ -2,11 +2,13 @@ package janitor_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +62,37 @@ func liqoWebhookDown(t *testing.T, probe *fixture.Provider) (recover func()) {
 	return recover
 }
 
+// liqoWebhooks runs a test twice: against stand-ins for Liqo's webhooks (liqoWebhookDown), and against
+// Liqo v1.2.0's real webhook binary with its chart's configurations, started before the test builds its
+// peering (Liqo's webhooks must have seen the objects they later admit) and stopped by down.
+func liqoWebhooks(t *testing.T, test func(t *testing.T, down func(*testing.T, *fixture.Provider) (recover func()))) {
+	t.Run("stand-in", func(t *testing.T) { test(t, liqoWebhookDown) })
+	t.Run("Liqo's real webhook", func(t *testing.T) {
+		env := harness.Require(t)
+		g := NewWithT(t)
+		ns := fmt.Sprintf("liqo-%d", fixtures.Add(1)) // Liqo's namespace, which InstallLocalClusterID creates
+		g.Expect(env.InstallLocalClusterID(t.Context(), ns, "consumer")).To(Succeed())
+		t.Cleanup(func() {
+			_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		})
+		w, err := env.StartLiqoWebhook(t.Context(), ns)
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { g.Expect(w.Remove(context.Background())).To(Succeed()) })
+		test(t, func(t *testing.T, p *fixture.Provider) func() {
+			g.Expect(w.Stop()).To(Succeed())
+			g.Eventually(func() error {
+				return fixture.Annotate(t.Context(), env.Client, p.ForeignCluster, map[string]*string{"example.com/probe": ptr.To("1")}, client.DryRunAll)
+			}).Should(MatchError(ContainSubstring(`failed calling webhook "` + liqoFCWebhook + `"`)))
+			return func() { g.Expect(w.Start(context.Background())).To(Succeed()) }
+		})
+	})
+}
+
 func TestWhileLiqosWebhookIsDownTheJanitorSaysSoAndFinishesSoonAfterItReturns(t *testing.T) {
+	liqoWebhooks(t, janitorWhileLiqosWebhookIsDown)
+}
+
+func janitorWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, *fixture.Provider) func()) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -113,4 +145,87 @@ func eventNote(t *testing.T, p *fixture.Provider, reason string) string {
 		}
 	}
 	return ""
+}
+
+// A return the janitor cannot write onto the ForeignCluster — Liqo's webhook refusing every ForeignCluster
+// write — is kept in the janitor's namespace first (janitor rule 17), said once, and read by the next
+// leader: a janitor restarted after the provider went again releases nothing, and writes the return's
+// record once Liqo's webhook answers, without a second ProviderReturned.
+func TestAReturnLiqosWebhookRefusesIsKeptAndSurvivesARestart(t *testing.T) {
+	liqoWebhooks(t, returnKeptWhileLiqosWebhookIsDown)
+}
+
+func returnKeptWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, *fixture.Provider) func()) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3}).Providers[0]
+	kill(t, p)
+	g.Expect(fixture.Mark(ctx, env.Client, p, markedAtNow()...)).To(Succeed())
+	recover := liqoWebhookDown(t, p)
+	// Liqo sees the provider answer again, within the grace window (its status is no annotation write).
+	g.Expect(fixture.Revive(ctx, env.Client, p)).To(Succeed())
+	opts := janitor.Options{Namespace: ns, GracePeriod: 2 * time.Second}
+	stop := startJanitor(t, opts)
+
+	kept := func() string {
+		cm := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "liqo-janitor-records"}, cm); err != nil {
+			return ""
+		}
+		return cm.Data[string(p.ForeignCluster.UID)]
+	}
+	g.Eventually(kept).WithTimeout(30 * time.Second).Should(ContainSubstring(`"how":"Liqo's APIServerStatus turned Established"`))
+	g.Eventually(func() int { return countReason(t, p, "ProviderReturned") }).Should(Equal(1), "said once, though not written onto the ForeignCluster")
+	g.Eventually(func() string { return eventNote(t, p, "BlockedByWebhook") }).Should(ContainSubstring("the return record"))
+	g.Expect(cleanupAnnotation(t, p)()).NotTo(HavePrefix(liqojanitor.ReturnedPrefix), "Liqo's webhook refuses the record")
+
+	// The provider is gone again, and the janitor restarts: it reads the kept return before its first
+	// verdict, long after the grace window.
+	kill(t, p)
+	stop()
+	returnedPasses := map[string]string{"reason": string(janitor.WaitReturned)}
+	before := counter("liqo_janitor_waits_total", returnedPasses)
+	startJanitor(t, opts)
+	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", returnedPasses) }).WithTimeout(30*time.Second).
+		Should(BeNumerically(">", before), "the next janitor knows the return")
+	g.Expect(podsLeft(t, p)).To(Equal(3), "nothing released after the return")
+
+	recover()
+	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30 * time.Second).Should(HavePrefix(liqojanitor.ReturnedPrefix))
+	g.Expect(cleanupAnnotation(t, p)()).To(ContainSubstring("Liqo's APIServerStatus turned Established"))
+	g.Consistently(func() int { return countReason(t, p, "ProviderReturned") }).WithTimeout(time.Second).Should(Equal(1))
+	g.Expect(podsLeft(t, p)).To(Equal(3))
+
+	// Unmarked: the kept return goes with its mark, and the cluster is no longer counted.
+	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	g.Eventually(kept).Should(BeEmpty())
+	g.Eventually(returned).Should(BeZero())
+}
+
+// A grace-window plan Liqo's webhook refuses to let the janitor write is no error (janitor rules 9, 11): the
+// Waiting event shows it, and the pass returns a requeue alone — never an error, which would put the
+// ForeignCluster on the controller's exponential backoff and drop the requeue.
+func TestAPlanLiqosWebhookRefusesIsNoError(t *testing.T) {
+	liqoWebhooks(t, planWhileLiqosWebhookIsDown)
+}
+
+func planWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, *fixture.Provider) func()) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3}).Providers[0]
+	kill(t, p)
+	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
+	liqoWebhookDown(t, p)
+	reconcileErrors := func() float64 {
+		return counter("controller_runtime_reconcile_errors_total", map[string]string{"controller": "liqo-janitor"})
+	}
+	before := reconcileErrors()
+	startJanitor(t, janitor.Options{GracePeriod: time.Hour})
+	g.Eventually(func() string { return eventNote(t, p, "Waiting") }).WithTimeout(30 * time.Second).Should(ContainSubstring("; then it would release pods 3"))
+	g.Consistently(reconcileErrors).WithTimeout(3*time.Second).Should(Equal(before), "the refused plan is no reconcile error")
+	g.Expect(cleanupAnnotation(t, p)()).To(BeEmpty(), "Liqo's webhook refused the plan's write")
+	g.Expect(podsLeft(t, p)).To(Equal(3))
 }

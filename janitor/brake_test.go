@@ -20,6 +20,10 @@ import (
 // liqo-janitor-brake in the janitor's namespace. Set before a pass, nothing is released; set during one,
 // at most the batch under way goes (it is read before every batch); deleted, the clean-up goes on.
 func TestTheBrakeStopsACleanupThatNoForeignClusterWriteCanStop(t *testing.T) {
+	liqoWebhooks(t, brakeWhileLiqosWebhookIsDown)
+}
+
+func brakeWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, *fixture.Provider) func()) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()

@@ -68,10 +68,12 @@ type liveness struct {
 func (l liveness) Dead() bool { return l.dead }
 
 // observed is what the janitor itself saw of a marked ForeignCluster, beyond the object: its first sight
-// of the mark, and its probe's first answer from the provider since then (zero when none).
+// of the mark, its probe's first answer from the provider since then (zero when none), and its kept return.
 type observed struct {
 	firstSeen time.Time
 	answer    answer
+	// kept is the return the janitor kept in its namespace for this mark (janitor rule 17), zero if none.
+	kept providerReturn
 }
 
 // assess decides whether fc is dead for the janitor: the mark is "true", the provider has not answered

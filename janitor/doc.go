@@ -111,7 +111,14 @@
 //     of its own namespace, one key per ForeignCluster, for that mark; its probe then uses those targets
 //     after Liqo has cleared the status (force unpeer), through Liqo's proxy when there is one, and counts
 //     an answer only when the server's certificate verifies against the provider's CA (without a CA any
-//     answer counts, and the return says it was not verified).
+//     answer counts, and the return says it was not verified). The plugin's plan and status name these
+//     targets, or say that a mark has none.
+//  17. A return is never forgotten (targets.go, returnprobe.go): the janitor keeps a return in
+//     liqo-janitor-records before it writes it onto the ForeignCluster, where another webhook may refuse it
+//     (Liqo's fc.mutate.liqo.io while Liqo's webhook is down); ProviderReturned fires on the first of the
+//     two records. Every leader reads the ConfigMap before its first verdict, so a restart or a failover
+//     never forgets a return and never releases after it; the refused record write is named in a
+//     BlockedByWebhook event and retried on rule 11's capped backoff (a requeue, never with an error).
 //
 // # Reading order
 //

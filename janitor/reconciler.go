@@ -79,7 +79,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	case l.Wait == WaitReturned:
 		r.releaser.forget(live.Name)
-		return ctrl.Result{}, r.reporter.returned(ctx, live, l)
+		return r.returned(ctx, live, l)
 	case l.Wait == WaitGracePeriod:
 		return r.showPlan(ctx, live, l, fcs)
 	case !l.Dead():
@@ -87,6 +87,16 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.reporter.wait(ctx, live, l), nil
 	}
 	return r.cleanUp(ctx, live, l, fcs)
+}
+
+// returned keeps a provider's return in the janitor's namespace first, where no other admission webhook
+// can refuse it (janitor rule 17), then reports it on the ForeignCluster (rule 10).
+func (r *reconciler) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness) (ctrl.Result, error) {
+	first, err := r.probe.keepReturn(ctx, fc, l.Returned)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.reporter.returned(ctx, fc, l, first)
 }
 
 // cleanUp is a pass over a dead cluster: unless the janitor-wide brake is set, release what it left stuck,
@@ -145,8 +155,8 @@ func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.Foreig
 	}
 	if !liqojanitor.IsMarked(fc.Annotations) {
 		r.forget(fc.Name, fc.UID)
-		// an unmark the gate did not see (janitor rule 15); the targets kept for the mark (rule 16)
-		return nil, errors.Join(r.endStaleRecords(ctx, fc), r.probe.forgetTargets(ctx, fc.UID))
+		// an unmark the gate did not see (janitor rule 15); the targets and the return kept for the mark (rules 16, 17)
+		return nil, errors.Join(r.endStaleRecords(ctx, fc), r.probe.forgetRecords(ctx, fc.UID))
 	}
 	return fc, nil
 }
@@ -155,6 +165,9 @@ func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.Foreig
 // the one named name (assessClusterID, janitor rule 1). It returns the live ForeignCluster (nil if gone),
 // its liveness and the whole list.
 func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.ForeignCluster, liveness, []liqov1beta1.ForeignCluster, error) {
+	if err := r.probe.loadReturns(ctx); err != nil { // before this process's first verdict (janitor rule 17)
+		return nil, liveness{}, nil, err
+	}
 	var fcs liqov1beta1.ForeignClusterList
 	if err := r.apiReader.List(ctx, &fcs); err != nil {
 		return nil, liveness{}, nil, fmt.Errorf("re-reading ForeignClusters: %w", err)
@@ -179,9 +192,10 @@ func (r *reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluste
 
 // observe is what the janitor itself saw of fc: its first sight of the mark — its own record on the
 // ForeignCluster, which survives restarts and failovers, or this process's sighting of it (janitor rule
-// 1) — and its probe's answer from the provider (rule 10).
+// 1) — its probe's answer from the provider (rule 10), and the return it kept in its namespace (rule 17).
 func (r *reconciler) observe(fc *liqov1beta1.ForeignCluster) observed {
-	return observed{firstSeen: recordedFirstSight(fc, r.sightings.firstSeen(fc)), answer: r.probe.answered(fc.UID)}
+	kept, _ := r.probe.keptReturn(fc)
+	return observed{firstSeen: recordedFirstSight(fc, r.sightings.firstSeen(fc)), answer: r.probe.answered(fc.UID), kept: kept}
 }
 
 // showPlan (janitor rule 9) computes, for a cluster in its grace period, what the pass after the grace

@@ -237,7 +237,7 @@ func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj 
 	switch {
 	case refused:
 		objectsTotal.WithLabelValues(kind, resultRefused).Inc()
-		log.V(1).Info("An admission webhook refused the release, will retry", "webhook", webhook, "err", err.Error())
+		log.Info("An admission webhook refused the release, will retry", "webhook", webhook, "err", err.Error())
 	case err != nil:
 		objectsTotal.WithLabelValues(kind, resultFailed).Inc()
 		log.V(1).Info("Releasing failed, will retry", "err", err.Error())

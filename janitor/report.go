@@ -203,12 +203,14 @@ func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string,
 }
 
 // returned reports a provider that answered again after its mark (janitor rule 10): its return first
-// in the cleanup annotation (returnSummary), one Warning event ProviderReturned on the record's transition
-// to a return — after the write that made it, once per return, whichever replica gets there — and one
-// Fenced event on its transition to the operator's fence record; the returned-clusters gauge counts it
-// until it is fenced. In a dry run nothing is written, and the events fire on what this process
-// remembers.
-func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness) error {
+// in the cleanup annotation (returnSummary), one Warning event ProviderReturned on the return's first
+// record — kept in the janitor's namespace (first, rule 17) or written onto the ForeignCluster, once per
+// return, whichever replica gets there — and one Fenced event on its transition to the operator's fence
+// record; the returned-clusters gauge counts it until it is fenced. Another admission webhook refusing the
+// write is no error: it is named in a BlockedByWebhook event and the write comes back on the capped
+// backoff (a result or an error, never both: controller-runtime ignores the result then, rule 11). In a
+// dry run nothing is written, and the events fire on what this process remembers.
+func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness, keptFirst bool) (ctrl.Result, error) {
 	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
 	p.memory.waitChanged(fc, l.Wait)
 	fencedBy, isFenced := fenced(fc, l.Returned, p.clock.Now())
@@ -217,13 +219,19 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 	}
 	summary := returnSummary(fc, l.Returned, p.clock.Now())
 	wrote, err := p.writeRecord(ctx, fc, summary, liveness{}, "")
+	webhook, refused := refusingWebhook(err)
 	switch {
 	case apierrors.IsConflict(err):
-		return nil // the ForeignCluster changed since it was read: its own event brings the next pass
-	case err != nil:
-		return err
+		return ctrl.Result{}, nil // the ForeignCluster changed since it was read: its own event brings the next pass
+	case err != nil && !refused:
+		return ctrl.Result{}, err
 	}
-	newReturn, newFence := wrote && !l.Returned.recorded, wrote && isFenced
+	r := refusal{}
+	if refused {
+		r = refusal{webhooks: []string{webhook}, left: []string{"the return record"}, first: err}
+	}
+	p.refusals(fc, r)
+	newReturn, newFence := keptFirst || (wrote && !l.Returned.recorded && !l.Returned.kept), wrote && isFenced
 	if p.options.DryRun {
 		newReturn, newFence = p.memory.returnReported(fc, isFenced)
 	}
@@ -237,7 +245,12 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 			"Fenced %s: the consumer's workloads on the returned provider of cluster %s were stopped; unmark and re-peer, or delete the ForeignCluster",
 			fencedBy, fc.Spec.ClusterID)
 	}
-	return nil
+	if refused {
+		ctrl.LoggerFrom(ctx).Info("An admission webhook refused the return's record on the ForeignCluster; it is kept in the janitor's namespace, will retry",
+			"webhook", webhook, "err", err.Error())
+		return ctrl.Result{RequeueAfter: p.memory.webhookBackoff(fc)}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
 // publishReturned sets liqo_janitor_returned_clusters to the number of remembered clusters whose provider

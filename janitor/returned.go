@@ -24,7 +24,8 @@ import (
 //     on Liqo ≥ v1.1 force-unpeer removes the condition;
 //   - the janitor's own record of a return (the cleanup annotation starting with ReturnedPrefix), which only
 //     its identity writes (gate rule 14): a return is never forgotten for this mark, even when the provider
-//     stops answering again. A record older than marked-at belongs to an earlier mark.
+//     stops answering again. A record older than marked-at belongs to an earlier mark;
+//   - the return it kept in its namespace (targets.go, rule 17), where no other webhook can refuse it.
 
 // answer is the janitor's probe finding a provider's API server answering.
 type answer struct {
@@ -52,14 +53,18 @@ type providerReturn struct {
 	at time.Time
 	// how says what showed it, for a person ("Liqo's APIServerStatus turned Established").
 	how string
-	// recorded says the janitor's record on the ForeignCluster already shows the return.
-	recorded bool
+	// recorded says the janitor's record on the ForeignCluster already shows the return; kept that its
+	// namespace does (janitor rule 17).
+	recorded, kept bool
 }
 
 // returnOf finds the evidence, if any, that fc's provider answered again after its mark.
 func returnOf(fc *liqov1beta1.ForeignCluster, seen observed) (providerReturn, bool) {
 	if r, ok := recordedReturn(fc); ok {
 		return r, true
+	}
+	if !seen.kept.at.IsZero() {
+		return seen.kept, true
 	}
 	// The mark began no later than marked-at and the janitor's first sight of it: the earlier of the two is
 	// the cautious one here (more evidence counts), as the later one is for the grace period.

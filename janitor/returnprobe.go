@@ -40,6 +40,11 @@ type returnProbe struct {
 	answers map[types.UID]answer
 	// kept is, per ForeignCluster, the mark (its marked-at) whose targets this process stored.
 	kept map[types.UID]string
+	// returns are the records holding a kept return (janitor rule 17), and stored the ForeignClusters with
+	// any record in the janitor's namespace, both as read once (loaded) and kept since.
+	returns map[types.UID]targetsRecord
+	stored  map[types.UID]bool
+	loaded  bool
 }
 
 // maxConcurrentProbes bounds how many providers one round probes at once.
@@ -48,6 +53,7 @@ const maxConcurrentProbes = 8
 func newReturnProbe(cache client.Reader, store targetStore, clk clock.PassiveClock, o Options) *returnProbe {
 	return &returnProbe{cache: cache, prober: liqojanitor.NewProber(o.ProbeTimeout), interval: o.ReturnProbeInterval, clock: clk,
 		events: make(chan event.GenericEvent, 16), answers: map[types.UID]answer{}, kept: map[types.UID]string{},
+		returns: map[types.UID]targetsRecord{}, stored: map[types.UID]bool{},
 		store: store, dryRun: o.DryRun}
 }
 
@@ -61,22 +67,92 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	if p.dryRun || p.store.namespace == "" || !liqojanitor.Confirmed(fc) || (ok && kept == mark) {
 		return nil
 	}
-	switch _, stored, err := p.store.of(ctx, fc); {
+	switch rec, stored, err := p.store.of(ctx, fc); {
 	case err != nil:
 		return err
-	case !stored:
+	case !stored || !rec.hasTargets():
 		t, from := liqojanitor.ProviderTargets(ctx, live, fc)
 		if t.APIServer == "" && t.Proxy == "" {
 			return nil // nothing to keep yet: the plan and the status say the mark has no target
 		}
-		if err := p.store.keep(ctx, fc, targetsRecord{Mark: mark, Targets: t, From: from, At: metav1.NewTime(p.clock.Now())}); err != nil {
+		if !stored {
+			rec = targetsRecord{Mark: mark} // a record of an earlier mark is replaced, its return with it
+		}
+		rec.Targets, rec.From, rec.At = t, from, metav1.NewTime(p.clock.Now())
+		if err := p.store.keep(ctx, fc, rec); err != nil {
 			return fmt.Errorf("keeping the probe targets of %s: %w", fc.Name, err)
 		}
 	}
 	p.mu.Lock()
 	p.kept[fc.UID] = mark
+	p.stored[fc.UID] = true
 	p.mu.Unlock()
 	return nil
+}
+
+// loadReturns reads, once per process and before its first verdict, the returns the janitor kept in its
+// namespace (janitor rule 17): a new leader knows every return an earlier one saw, even one it could not
+// write onto the ForeignCluster.
+func (p *returnProbe) loadReturns(ctx context.Context) error {
+	p.mu.Lock()
+	loaded := p.loaded
+	p.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	recs, err := p.store.all(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the returns the janitor kept: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid, rec := range recs {
+		p.stored[uid] = true
+		if rec.Return != nil {
+			p.returns[uid] = rec
+		}
+	}
+	p.loaded = true
+	return nil
+}
+
+// keptReturn is the return the janitor kept for fc's current mark (janitor rule 17), if any.
+func (p *returnProbe) keptReturn(fc *liqov1beta1.ForeignCluster) (providerReturn, bool) {
+	p.mu.Lock()
+	rec, ok := p.returns[fc.UID]
+	p.mu.Unlock()
+	if !ok || !rec.ofMark(fc) {
+		return providerReturn{}, false
+	}
+	at, err := time.Parse(time.RFC3339, rec.Return.At)
+	if err != nil {
+		return providerReturn{}, false
+	}
+	return providerReturn{at: at, how: rec.Return.How, kept: true}, true
+}
+
+// keepReturn keeps r, a return of fc's current mark, in the janitor's namespace before anything is written
+// onto the ForeignCluster (janitor rule 17); it reports whether this call kept it first. A dry run, or a
+// janitor without a namespace, keeps nothing.
+func (p *returnProbe) keepReturn(ctx context.Context, fc *liqov1beta1.ForeignCluster, r providerReturn) (bool, error) {
+	if _, known := p.keptReturn(fc); known || r.recorded || p.dryRun || p.store.namespace == "" {
+		return false, nil
+	}
+	rec, stored, err := p.store.of(ctx, fc)
+	if err != nil {
+		return false, err
+	}
+	if !stored {
+		rec = targetsRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation]}
+	}
+	rec.Return = &keptReturn{At: recordTime(r.at), How: r.how}
+	if err := p.store.keep(ctx, fc, rec); err != nil {
+		return false, fmt.Errorf("keeping the return of %s in the janitor's namespace: %w", fc.Name, err)
+	}
+	p.mu.Lock()
+	p.returns[fc.UID], p.stored[fc.UID] = rec, true
+	p.mu.Unlock()
+	return true, nil
 }
 
 // Start probes at once, then every interval, until ctx ends.
@@ -116,8 +192,9 @@ func (p *returnProbe) round(ctx context.Context) {
 		}
 		marked[fc.UID] = true
 		rec, kept := recs[fc.UID]
-		kept = kept && rec.Mark == fc.Annotations[liqojanitor.MarkedAtAnnotation]
-		if _, known := returnOf(fc, observed{firstSeen: p.clock.Now(), answer: p.answered(fc.UID)}); known ||
+		kept = kept && rec.ofMark(fc) && rec.hasTargets()
+		kr, _ := p.keptReturn(fc)
+		if _, known := returnOf(fc, observed{firstSeen: p.clock.Now(), answer: p.answered(fc.UID), kept: kr}); known ||
 			(!kept && len(liqojanitor.ProbeURLs(fc)) == 0) {
 			continue
 		}
@@ -172,14 +249,24 @@ func (p *returnProbe) retain(marked map[types.UID]bool) {
 	}
 }
 
-// forgetTargets drops the targets this process kept for a ForeignCluster whose mark went.
-func (p *returnProbe) forgetTargets(ctx context.Context, uid types.UID) error {
-	p.mu.Lock()
-	_, ok := p.kept[uid]
-	delete(p.kept, uid)
-	p.mu.Unlock()
-	if !ok || p.dryRun {
-		return nil
+// forgetRecords drops the records kept in the janitor's namespace (targets, return) for a ForeignCluster
+// whose mark went, whichever leader kept them.
+func (p *returnProbe) forgetRecords(ctx context.Context, uid types.UID) error {
+	if err := p.loadReturns(ctx); err != nil {
+		return err
 	}
-	return p.store.forget(ctx, uid)
+	p.mu.Lock()
+	ok := p.stored[uid]
+	p.mu.Unlock()
+	if ok && !p.dryRun {
+		if err := p.store.forget(ctx, uid); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	delete(p.kept, uid)
+	delete(p.returns, uid)
+	delete(p.stored, uid)
+	p.mu.Unlock()
+	return nil
 }

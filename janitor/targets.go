@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,14 @@ import (
 // writer can change them, and probes those for as long as the mark stays. The record belongs to its mark
 // (its marked-at); a new mark takes new targets.
 
+//
+// A return is never forgotten (janitor rule 17). The janitor records a return on the ForeignCluster
+// (returnSummary), but another admission webhook may refuse that write: Liqo's fc.mutate.liqo.io, with
+// failurePolicy Fail, while Liqo's webhook pod is down (deployments/liqo/templates/webhooks, v1.0.3 to
+// v1.2.0). So the return is kept first in the same ConfigMap, which no ForeignCluster webhook guards, and
+// every leader reads the ConfigMap before its first verdict: a restart or a failover never forgets a
+// return, and never releases again after it.
+
 // recordsConfigMap holds the janitor's records that live in its own namespace.
 const recordsConfigMap = "liqo-janitor-records"
 
@@ -37,6 +46,18 @@ type targetsRecord struct {
 	Targets liqojanitor.Targets `json:"targets"`
 	From    string              `json:"from,omitempty"`
 	At      metav1.Time         `json:"at"`
+	// Return is the provider's return seen for this mark (janitor rule 17), nil until then.
+	Return *keptReturn `json:"return,omitempty"`
+}
+
+// hasTargets reports whether the record holds somewhere to probe.
+func (r targetsRecord) hasTargets() bool { return r.Targets.APIServer != "" || r.Targets.Proxy != "" }
+
+// keptReturn is a return as the janitor keeps it in its namespace: when (to the millisecond, as its record
+// on the ForeignCluster says it) and what showed it.
+type keptReturn struct {
+	At  string `json:"at"`
+	How string `json:"how"`
 }
 
 // targetStore reads and writes the records in the janitor's namespace (nothing when it has none).
@@ -75,7 +96,12 @@ func (s targetStore) of(ctx context.Context, fc *liqov1beta1.ForeignCluster) (ta
 		return targetsRecord{}, false, err
 	}
 	rec, ok := recs[fc.UID]
-	return rec, ok && rec.Mark == fc.Annotations[liqojanitor.MarkedAtAnnotation], nil
+	return rec, ok && rec.ofMark(fc), nil
+}
+
+// ofMark reports whether the record belongs to fc's current mark.
+func (r targetsRecord) ofMark(fc *liqov1beta1.ForeignCluster) bool {
+	return r.Mark == fc.Annotations[liqojanitor.MarkedAtAnnotation]
 }
 
 // keep writes rec for fc (creating the ConfigMap the first time); a dry run keeps nothing.
@@ -103,3 +129,17 @@ func (s targetStore) forget(ctx context.Context, uid types.UID) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: recordsConfigMap}}
 	return client.IgnoreNotFound(s.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)))
 }
+
+// KeptTargets reads, from one of the janitor's records ConfigMaps (RecordsConfigMap), the probe targets it
+// kept for fc's current mark (janitor rule 16): where they came from, and when it kept them.
+func KeptTargets(cm *corev1.ConfigMap, fc *liqov1beta1.ForeignCluster) (t liqojanitor.Targets, from string, at time.Time, ok bool) {
+	var rec targetsRecord
+	if json.Unmarshal([]byte(cm.Data[string(fc.UID)]), &rec) != nil || !rec.ofMark(fc) || !rec.hasTargets() {
+		return liqojanitor.Targets{}, "", time.Time{}, false
+	}
+	return rec.Targets, rec.From, rec.At.Time, true
+}
+
+// RecordsConfigMap is the name of the ConfigMap in the janitor's namespace that holds its probe targets and
+// kept returns (janitor rules 16, 17).
+const RecordsConfigMap = recordsConfigMap

@@ -257,7 +257,7 @@ func TestEventsScale(t *testing.T) {
 	kill(t, loud)
 	startJanitor(t, janitor.Options{ObjectEvents: true})
 	g.Expect(fixture.Mark(ctx, env.Client, loud)).To(Succeed())
-	g.Eventually(func() []string { return eventReasons(t, "ResourceSlice", loud.ResourceSlice.Name) }).WithTimeout(30*time.Second).
+	g.Eventually(func() []string { return eventReasons(t, "ResourceSlice", loud.ResourceSlice.Name) }).WithTimeout(time.Minute).
 		Should(ContainElement("Released"), "--object-events: one per object")
 	g.Eventually(func() []string { return eventReasons(t, "Pod", loud.Pods[0].Name) }).Should(ContainElement("Released"))
 }

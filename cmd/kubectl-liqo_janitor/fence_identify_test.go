@@ -193,6 +193,16 @@ func TestFenceRecordsAProviderWithNothingLeftVerifiedClean(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("Nothing of this consumer is left on the provider: fence deletes nothing there and records it verified clean."))
 	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.FencedAnnotation), "a dry run records nothing")
 
+	// Nothing of this consumer there, but the provider is not identified (it names another cluster): the
+	// alarm's end is never recorded.
+	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, "somebody-else"))
+	out, stderr, err := fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--yes", "--timeout", "10s")
+	g.Expect(err).To(HaveOccurred(), "fence must refuse:\n%s", out)
+	g.Expect(stderr).To(ContainSubstring("wrong provider"))
+	g.Expect(out + stderr).NotTo(ContainSubstring("verified clean"))
+	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.FencedAnnotation), "nothing recorded for a provider it did not identify")
+	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, dead.ID))
+
 	out, _, err = fence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("fence --all on a clean provider:\n" + out)

@@ -43,6 +43,8 @@ type planReport struct {
 	// cluster ID typed a second time.
 	NoReachabilityEvidence bool      `json:"noReachabilityEvidence,omitempty"`
 	Gate                   gateCheck `json:"gate"`
+	// Probe is where the janitor's return probe looks (or, unmarked, would look) for the provider.
+	Probe *probeStatus `json:"probe,omitempty"`
 }
 
 // DeepCopyObject makes planReport a runtime.Object, for cli-runtime's printers.
@@ -86,6 +88,9 @@ func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
 		return nil, err
 	}
 	r := &planReport{TypeMeta: reportType("PlanReport"), Plan: plan, NoReachabilityEvidence: !hasEvidence(fc)}
+	if plan.Wait != janitor.WaitReturned {
+		r.Probe = probeStatusOf(ctx, c, fc)
+	}
 	if liqojanitor.IsMarked(fc.Annotations) {
 		g := graceOf(fc, time.Now()) // the plan's Wait already takes the janitor's recorded window (PlanCluster)
 		r.Grace = &g
@@ -141,6 +146,9 @@ func printReport(out io.Writer, output *outputFlag, r *planReport) error {
 	}
 	printPlan(out, r.Plan, r.Grace)
 	printEvidence(out, r.NoReachabilityEvidence)
+	if r.Probe != nil {
+		fmt.Fprintf(out, "\nReturn probe: %s.\n", r.Probe)
+	}
 	printGate(out, r.Gate)
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -142,7 +141,11 @@ func statusOf(ctx context.Context, c client.Client, args []string, now time.Time
 		if err != nil {
 			return nil, err
 		}
-		r.Clusters = append(r.Clusters, clusterStatusOf(fc, events, now))
+		cs := clusterStatusOf(fc, events, now)
+		if cs.Marked && cs.Returned == nil {
+			cs.Probe = probeStatusOf(ctx, c, fc)
+		}
+		r.Clusters = append(r.Clusters, cs)
 	}
 	return r, nil
 }
@@ -205,6 +208,9 @@ func printOne(out io.Writer, cs *clusterStatus, now time.Time) {
 	}
 	if cs.Reason != "" {
 		fmt.Fprintf(out, "  reason: \"%s\"\n", cs.Reason)
+	}
+	if cs.Probe != nil {
+		fmt.Fprintf(out, "  return probe: %s\n", cs.Probe)
 	}
 	if cs.Cleanup != "" {
 		fmt.Fprintf(out, "  cleanup: %s\n", cs.Cleanup)
@@ -300,12 +306,9 @@ func printUnpeering(out io.Writer, u *liqojanitor.Unpeering) {
 // brakesSet lists the janitor-wide brakes that are set, in any namespace (one request, by name). A user who
 // may not list ConfigMaps sees none: the janitor's Waiting event still says so on every marked cluster.
 func brakesSet(ctx context.Context, c client.Client) []brakeStatus {
-	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.MatchingFields{"metadata.name": liqojanitor.BrakeConfigMap}); err != nil {
-		return nil
-	}
+	brakes, _ := configMapsNamed(ctx, c, liqojanitor.BrakeConfigMap)
 	var out []brakeStatus
-	for _, cm := range list.Items {
+	for _, cm := range brakes {
 		out = append(out, brakeStatus{Namespace: printable(cm.Namespace), Reason: printable(cm.Data[liqojanitor.BrakeReasonKey])})
 	}
 	return out

@@ -62,6 +62,9 @@ type clusterStatus struct {
 	Unpeering *liqojanitor.Unpeering `json:"unpeering,omitempty"`
 	// Returned is the janitor's record that the provider answered again after the mark (janitor.RecordedReturn).
 	Returned *returnedStatus `json:"returned,omitempty"`
+	// Probe is where the janitor's return probe looks for the provider (a marked cluster whose return is not
+	// recorded): the targets it kept for the mark, or where Liqo says the provider is, or none at all.
+	Probe *probeStatus `json:"probe,omitempty"`
 	// Events are the janitor's last events about this ForeignCluster (by its UID), oldest first.
 	Events []statusEvent `json:"events,omitempty"`
 }

@@ -303,3 +303,57 @@ func TestStatusSaysFirstThatTheBrakeIsSet(t *testing.T) {
 	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
 	g.Expect(report.Brakes).To(ContainElement(brakeStatus{Namespace: ns, Reason: "checking the provider"}))
 }
+
+// TestPlanAndStatusSayWhereTheReturnProbeLooks: a marked cluster with no API-server URL anywhere has no
+// probe target, and plan and status say so; with one in Liqo's status they name it, unverified without the
+// provider's CA; once the janitor kept it for the mark, they say so, and it stays after Liqo clears the
+// status (janitor rule 16).
+func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	dead, _ := deadAndLive(t)
+	name := dead.ForeignCluster.Name
+	_, _, err := kubectl(t, alice, "", "mark", name, "--reason", "gone", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+	status := func() (string, *probeStatus) {
+		out, _, err := kubectl(t, alice, "", "status", name)
+		g.Expect(err).NotTo(HaveOccurred())
+		js, _, err := kubectl(t, alice, "", "status", name, "-o", "json")
+		g.Expect(err).NotTo(HaveOccurred())
+		var report statusReport
+		g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
+		g.Expect(report.Clusters).To(HaveLen(1))
+		return out, report.Clusters[0].Probe
+	}
+	out, probe := status()
+	g.Expect(out).To(ContainSubstring("  return probe: NONE: no API-server URL is known for this provider"))
+	g.Expect(probe).To(Equal(&probeStatus{None: true}))
+	planOut, _, err := kubectl(t, alice, "", "plan", name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(planOut).To(ContainSubstring("Return probe: NONE: no API-server URL is known"))
+
+	setURL := func(u string) {
+		fc := &liqov1beta1.ForeignCluster{}
+		g.Expect(testEnv.Client.Get(ctx, client.ObjectKeyFromObject(dead.ForeignCluster), fc)).To(Succeed())
+		fc.Status.APIServerURL = u
+		g.Expect(testEnv.Client.Status().Update(ctx, fc)).To(Succeed())
+	}
+	const url = "https://198.51.100.7:6443"
+	setURL(url)
+	out, probe = status()
+	g.Expect(out).To(ContainSubstring("  return probe: " + url + "; no CA of the provider is known: any TLS answer counts, unverified; " +
+		"from the ForeignCluster's status now"))
+	g.Expect(probe.Kept).To(BeFalse())
+
+	ns := testEnv.Namespace(t)
+	stop, err := testEnv.StartJanitor(janitor.Options{Namespace: ns, GracePeriod: time.Hour})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = stop() })
+	g.Eventually(func() bool { _, p := status(); return p.Kept }).WithTimeout(30 * time.Second).Should(BeTrue())
+	setURL("") // Liqo clears the status once the tenant namespace is gone
+	out, probe = status()
+	g.Expect(out).To(MatchRegexp(regexp.QuoteMeta("  return probe: "+url+"; no CA of the provider is known: any TLS answer counts, unverified; "+
+		"kept by liqo-janitor at ") + `\S+ from the ForeignCluster's status\n`))
+	g.Expect(probe.APIServer).To(Equal(url))
+}

@@ -196,6 +196,13 @@ func TestSelfManagedCertificatesAndIdentitySecretsAsTheServiceAccount(t *testing
 	log, err := os.ReadFile(r.Log)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(log)).NotTo(ContainSubstring("ValidatingAdmissionPolicy"), "no write of the binary was refused")
+
+	// Exactly its two certificate Secrets are exempt from the identity-Secret policy: any other Secret in its
+	// namespace (Helm's release Secret lives there) it may not change, though its role may patch Secrets.
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-its-certificate"}, Data: map[string][]byte{"k": []byte("v")}}
+	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
+	expectRefusedByPolicy(g, jsonPatch(ctx, impersonate(t, serviceAccountUser(ns)), other,
+		map[string]any{"op": "replace", "path": "/data/k", "value": base64.StdEncoding.EncodeToString([]byte("w"))}), identityPolicy, http.StatusForbidden)
 }
 
 // TestCertsPolicyNarrowsWhatTheServiceAccountWrites: with self-managed certificates, the janitor's
