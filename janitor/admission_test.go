@@ -167,6 +167,7 @@ func returnKeptWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testi
 	// Liqo sees the provider answer again, within the grace window (its status is no annotation write).
 	g.Expect(fixture.Revive(ctx, env.Client, p)).To(Succeed())
 	opts := janitor.Options{Namespace: ns, GracePeriod: 2 * time.Second}
+	errorsBefore := reconcileErrors()
 	stop := startJanitor(t, opts)
 
 	kept := func() string {
@@ -179,6 +180,8 @@ func returnKeptWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testi
 	g.Eventually(kept).WithTimeout(30 * time.Second).Should(ContainSubstring(`"how":"Liqo's APIServerStatus turned Established"`))
 	g.Eventually(func() int { return countReason(t, p, "ProviderReturned") }).Should(Equal(1), "said once, though not written onto the ForeignCluster")
 	g.Eventually(func() string { return eventNote(t, p, "BlockedByWebhook") }).Should(ContainSubstring("the return record"))
+	g.Consistently(reconcileErrors).WithTimeout(3*time.Second).Should(Equal(errorsBefore),
+		"a refused record is no reconcile error: it comes back on the capped backoff")
 	g.Expect(cleanupAnnotation(t, p)()).NotTo(HavePrefix(liqojanitor.ReturnedPrefix), "Liqo's webhook refuses the record")
 
 	// The provider is gone again, and the janitor restarts: it reads the kept return before its first
@@ -207,6 +210,11 @@ func returnKeptWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testi
 // A grace-window plan Liqo's webhook refuses to let the janitor write is no error (janitor rules 9, 11): the
 // Waiting event shows it, and the pass returns a requeue alone — never an error, which would put the
 // ForeignCluster on the controller's exponential backoff and drop the requeue.
+// reconcileErrors is how many passes of the janitor's controller have returned an error.
+func reconcileErrors() float64 {
+	return counter("controller_runtime_reconcile_errors_total", map[string]string{"controller": "liqo-janitor"})
+}
+
 func TestAPlanLiqosWebhookRefusesIsNoError(t *testing.T) {
 	liqoWebhooks(t, planWhileLiqosWebhookIsDown)
 }
@@ -219,9 +227,6 @@ func planWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, 
 	kill(t, p)
 	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
 	liqoWebhookDown(t, p)
-	reconcileErrors := func() float64 {
-		return counter("controller_runtime_reconcile_errors_total", map[string]string{"controller": "liqo-janitor"})
-	}
 	before := reconcileErrors()
 	startJanitor(t, janitor.Options{GracePeriod: time.Hour})
 	g.Eventually(func() string { return eventNote(t, p, "Waiting") }).WithTimeout(30 * time.Second).Should(ContainSubstring("; then it would release pods 3"))
