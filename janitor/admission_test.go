@@ -66,6 +66,7 @@ func liqoWebhookDown(t *testing.T, probe *fixture.Provider) (recover func()) {
 // Liqo v1.2.0's real webhook binary with its chart's configurations, started before the test builds its
 // peering (Liqo's webhooks must have seen the objects they later admit) and stopped by down.
 func liqoWebhooks(t *testing.T, test func(t *testing.T, down func(*testing.T, *fixture.Provider) (recover func()))) {
+	t.Helper()
 	t.Run("stand-in", func(t *testing.T) { test(t, liqoWebhookDown) })
 	t.Run("Liqo's real webhook", func(t *testing.T) {
 		env := harness.Require(t)
@@ -79,6 +80,7 @@ func liqoWebhooks(t *testing.T, test func(t *testing.T, down func(*testing.T, *f
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { g.Expect(w.Remove(context.Background())).To(Succeed()) })
 		test(t, func(t *testing.T, p *fixture.Provider) func() {
+			t.Helper()
 			g.Expect(w.Stop()).To(Succeed())
 			g.Eventually(func() error {
 				return fixture.Annotate(t.Context(), env.Client, p.ForeignCluster, map[string]*string{"example.com/probe": ptr.To("1")}, client.DryRunAll)
@@ -93,6 +95,7 @@ func TestWhileLiqosWebhookIsDownTheJanitorSaysSoAndFinishesSoonAfterItReturns(t 
 }
 
 func janitorWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, *fixture.Provider) func()) {
+	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -156,6 +159,7 @@ func TestAReturnLiqosWebhookRefusesIsKeptAndSurvivesARestart(t *testing.T) {
 }
 
 func returnKeptWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, *fixture.Provider) func()) {
+	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -220,6 +224,7 @@ func TestAPlanLiqosWebhookRefusesIsNoError(t *testing.T) {
 }
 
 func planWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, *fixture.Provider) func()) {
+	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()

@@ -24,6 +24,7 @@ func TestTheBrakeStopsACleanupThatNoForeignClusterWriteCanStop(t *testing.T) {
 }
 
 func brakeWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testing.T, *fixture.Provider) func()) {
+	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()

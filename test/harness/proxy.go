@@ -24,15 +24,15 @@ type ConnectProxy struct {
 
 // StartConnectProxy listens on a local port until the test ends, tunnelling each CONNECT target in routes
 // to its address.
-func StartConnectProxy(t testing.TB, routes map[string]string) *ConnectProxy {
-	t.Helper()
+func StartConnectProxy(tb testing.TB, routes map[string]string) *ConnectProxy {
+	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	p := &ConnectProxy{Addr: l.Addr().String(), routes: routes, open: map[net.Conn]bool{}}
 	var wg sync.WaitGroup
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		_ = l.Close()
 		p.mu.Lock()
 		for c := range p.open { // a client's idle keep-alive connection would hold its tunnel open
