@@ -250,17 +250,19 @@ func managerOptions(o *options, webhookTLS []func(*tls.Config)) ctrl.Options {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	return ctrl.Options{
-		Scheme:                  liqojanitor.NewScheme(),
-		Metrics:                 metricsOptions(o, append(slices.Clone(tlsOpts), webhookTLS...)),
-		HealthProbeBindAddress:  o.probeAddr,
-		PprofBindAddress:        o.pprofAddr,
-		LeaderElection:          o.leaderElect,
+		Scheme:                 liqojanitor.NewScheme(),
+		Metrics:                metricsOptions(o, append(slices.Clone(tlsOpts), webhookTLS...)),
+		HealthProbeBindAddress: o.probeAddr,
+		PprofBindAddress:       o.pprofAddr,
+		// Only the janitor needs the Lease: a replica that runs the gate alone (--enable-janitor=false,
+		// e.g. in a Deployment of its own) must not take the Lease a janitor replica waits for.
+		LeaderElection:          o.leaderElect && o.enableJanitor,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectNS,
 		LeaseDuration:           &o.lease,
 		RenewDeadline:           &o.renew,
 		RetryPeriod:             &o.retry,
-		// Only the janitor needs the lease; webhook-only replicas must serve admission right away.
+		// A replica that stops hands the Lease over at once (the standby need not wait a lease duration).
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{
 			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: append(slices.Clone(tlsOpts), webhookTLS...),

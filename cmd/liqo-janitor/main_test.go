@@ -128,6 +128,37 @@ func TestFlagValidation(t *testing.T) {
 	}
 }
 
+// TestOnlyTheJanitorTakesTheLease: a replica that runs the gate alone never takes part in the leader
+// election, even with --leader-elect (the chart's argument): it would hold the Lease a replica running the
+// janitor waits for, and release nothing itself.
+func TestOnlyTheJanitorTakesTheLease(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		args []string
+		want bool
+	}{
+		"the gate and the janitor elect":           {args: []string{"--leader-elect"}, want: true},
+		"the janitor alone elects":                 {args: []string{"--leader-elect", "--enable-webhook=false"}, want: true},
+		"the gate alone does not, though asked to": {args: []string{"--leader-elect", "--enable-janitor=false"}},
+		"nobody elects without --leader-elect":     {},
+		"the janitor alone without --leader-elect": {args: []string{"--enable-webhook=false"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var o options
+			fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
+			o.bindFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if got := managerOptions(&o, nil).LeaderElection; got != tc.want {
+				t.Fatalf("LeaderElection = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestLiqoUninstallerUsers: --liqo-uninstaller-users names the identities of gate rule 18; not set, it is
 // Liqo's pre-delete Job in --liqo-namespace; set empty, nobody.
 func TestLiqoUninstallerUsers(t *testing.T) {
