@@ -19,17 +19,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-
-	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// TestWebhookCertificateIsHotReloaded starts the binary's wiring with a certificate directory, replaces
-// tls.crt and tls.key there (as cert-manager does when it renews the Secret), and checks that the webhook
-// server serves the new certificate without a restart.
+// TestWebhookCertificateIsHotReloaded starts the binary's wiring, as the chart's ServiceAccount, with a
+// certificate directory, replaces tls.crt and tls.key there (as cert-manager does when it renews the
+// Secret), and checks that the webhook server serves the new certificate without a restart.
 func TestWebhookCertificateIsHotReloaded(t *testing.T) {
-	env := harness.Require(t)
 	g := NewWithT(t)
-	t.Setenv("KUBECONFIG", env.KubeconfigPath)
+	asTheServiceAccount(t)
 	dir := t.TempDir()
 	writeCert(t, dir, "first")
 	_, port, err := net.SplitHostPort(freeAddr(t))

@@ -30,14 +30,15 @@ var haLayout = fixture.Spec{Providers: 2, PodsPerProvider: 1000, ExtraResourceSl
 
 var haSeq int
 
-// startPair starts two replicas electing a leader through a Lease in a namespace of their own. The first
+// startPair starts two replicas electing a leader (the chart's --leader-elect) through a Lease in a
+// namespace of their own (leaseNamespace), which is also their janitor's own namespace. The first
 // serves the webhook port the registered configurations call; the second a port of its own. The janitor
 // runs slowly (one worker, 200 writes a second) so that a test can act mid-clean-up.
 func startPair(t *testing.T, leaseNS string) (a, b *harness.Replica) {
 	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
-	args := []string{"--leader-elect", "--leader-election-namespace=" + leaseNS, "--grace-period=0",
+	args := []string{"--leader-election-namespace=" + leaseNS, "--grace-period=0",
 		"--janitor-workers=1", "--kube-api-qps=200", "--kube-api-burst=1"}
 	haSeq++
 	a, err := env.StartReplica(fmt.Sprintf("ha%d-a", haSeq), args...)
@@ -52,12 +53,11 @@ func startPair(t *testing.T, leaseNS string) (a, b *harness.Replica) {
 	return a, b
 }
 
+// leaseNamespace is a namespace for one test's replicas, granted what the chart grants its ServiceAccount
+// in the release namespace (the Lease, the brake, the records): a Lease no replica of another test holds.
 func leaseNamespace(t *testing.T) string {
 	t.Helper()
-	env := harness.Require(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ha-"}}
-	NewWithT(t).Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
-	return ns.Name
+	return harness.Require(t).OwnNamespace(t)
 }
 
 // leads reports whether the replica holds the Lease (controller-runtime's leader_election_master_status).

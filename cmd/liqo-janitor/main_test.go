@@ -32,13 +32,26 @@ func TestMain(m *testing.M) {
 	}))
 }
 
+// asTheServiceAccount has the binary's wiring, run in this process (run), reach the API server as the
+// chart's ServiceAccount with the chart's RBAC (harness.DefaultInstall), as a pod of the install does.
+func asTheServiceAccount(t *testing.T) {
+	t.Helper()
+	env := harness.Require(t)
+	g := NewWithT(t)
+	inst, err := env.DefaultInstall()
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := env.ServiceAccountKubeconfig(inst.Namespace, inst.ServiceAccount)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Setenv("KUBECONFIG", kubeconfig)
+}
+
 // TestBinaryServesProbesAndTheGate runs the binary's own wiring (flags → manager → gate) against the real
-// API server: /healthz and /readyz answer, and the webhooks registered from the generated configuration
-// reach the gate, which refuses an unconfirmed mark.
+// API server, as the chart's ServiceAccount: /healthz and /readyz answer, and the webhooks registered from
+// the generated configuration reach the gate, which refuses an unconfirmed mark.
 func TestBinaryServesProbesAndTheGate(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
-	t.Setenv("KUBECONFIG", env.KubeconfigPath)
+	asTheServiceAccount(t)
 	probeAddr := freeAddr(t)
 	wo := env.WebhookOptions()
 
@@ -203,14 +216,14 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 func rawMerge(patch string) client.Patch { return client.RawPatch(types.MergePatchType, []byte(patch)) }
 
 // TestLeaderElectionOutOfAClusterUsesTheGivenNamespace: with --leader-elect and
-// --leader-election-namespace the binary's wiring starts out of a cluster, takes the Lease in that
-// namespace, and releases it on the way out.
+// --leader-election-namespace the binary's wiring starts out of a cluster as the chart's ServiceAccount,
+// takes the Lease in that namespace (granted as the chart grants the release namespace), and releases it
+// on the way out.
 func TestLeaderElectionOutOfAClusterUsesTheGivenNamespace(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
-	t.Setenv("KUBECONFIG", env.KubeconfigPath)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lease-"}}
-	g.Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
+	asTheServiceAccount(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.OwnNamespace(t)}}
 
 	var o options
 	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)

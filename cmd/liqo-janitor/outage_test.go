@@ -16,8 +16,8 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
-// TestTheJanitorRecoversWhenTheAPIServerGoesAwayMidCleanup: the binary reaches the API server through a
-// proxy on a fixed address (harness.Outage: envtest cannot restart kube-apiserver with the same
+// TestTheJanitorRecoversWhenTheAPIServerGoesAwayMidCleanup: the binary, as the chart's ServiceAccount,
+// reaches the API server through a proxy on a fixed address (harness.Outage: envtest cannot restart kube-apiserver with the same
 // certificates and users). Mid-clean-up every connection is cut and new ones are refused; the webhook
 // server keeps answering the API server (which calls it directly). When the address answers again the
 // janitor finishes without a restart, and a foreign finalizer on a ResourceSlice it released survives.
@@ -36,7 +36,16 @@ func TestTheJanitorRecoversWhenTheAPIServerGoesAwayMidCleanup(t *testing.T) {
 
 	outage, err := env.NewOutage("outage")
 	g.Expect(err).NotTo(HaveOccurred())
-	r, err := env.StartReplica("outage", "--kubeconfig="+outage.Kubeconfig, "--grace-period=0",
+	inst, err := env.DefaultInstall()
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := env.ServiceAccountKubeconfig(inst.Namespace, inst.ServiceAccount)
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err = outage.Through(kubeconfig, kubeconfig+".outage")
+	g.Expect(err).NotTo(HaveOccurred())
+	// Without the chart's leader election: a leader that cannot renew its Lease for the renew deadline
+	// (10s) stops, by design, and its pod is restarted (the HA tests show another replica finishing);
+	// this test is about one process riding out the outage.
+	r, err := env.StartReplica("outage", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--grace-period=0",
 		"--janitor-workers=1", "--kube-api-qps=200", "--kube-api-burst=1")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = r.Kill() })

@@ -3,10 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
@@ -36,12 +32,15 @@ func ClusterIDConfigMap(ns, id string) *corev1.ConfigMap {
 	}
 }
 
-// InstallLocalClusterID creates Liqo's namespace and its cluster-ID ConfigMap, as Liqo's chart does.
+// InstallLocalClusterID creates Liqo's namespace (unless DefaultInstall made it for the install's Role
+// there) and its cluster-ID ConfigMap, as Liqo's chart does.
 func (e *Env) InstallLocalClusterID(ctx context.Context, ns, id string) error {
-	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, ClusterIDConfigMap(ns, id)} {
-		if err := e.Client.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %s: %w", obj.GetName(), err)
-		}
+	if err := ensureNamespace(ctx, e.Client, ns); err != nil {
+		return err
+	}
+	cm := ClusterIDConfigMap(ns, id)
+	if err := e.Client.Create(ctx, cm); err != nil {
+		return fmt.Errorf("creating %s: %w", cm.Name, err)
 	}
 	return nil
 }
@@ -96,22 +95,14 @@ func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
 // Installed reads the object of the given kind and name from the rendered install into obj, strictly (an
 // unknown field fails).
 func (e *Env) Installed(kind, name string, obj client.Object) error {
-	data, err := os.ReadFile(filepath.Join(e.Root, InstallFile))
+	docs, err := e.installDocuments()
 	if err != nil {
 		return err
 	}
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var head struct {
-			Kind     string            `json:"kind"`
-			Metadata metav1.ObjectMeta `json:"metadata"`
+	for _, u := range docs {
+		if u.GetKind() == kind && u.GetName() == name {
+			return fromUnstructured(u, obj)
 		}
-		if err := yaml.Unmarshal([]byte(doc), &head); err != nil || head.Kind != kind || head.Metadata.Name != name {
-			continue
-		}
-		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-			return fmt.Errorf("reading %s %s from %s: %w", kind, name, InstallFile, err)
-		}
-		return nil
 	}
 	return fmt.Errorf("%s has no %s %s: run make manifests", InstallFile, kind, name)
 }

@@ -48,11 +48,24 @@ type Replica struct {
 	*process
 }
 
-// StartReplica runs one more liqo-janitor process named name until Stop, Kill or Terminate, with the
-// given extra flags after the harness's own (a later flag wins, so args may override --webhook-port); it
-// returns once the process reports ready (/readyz). Each replica has probe and metrics addresses of its
-// own; by default its webhook server takes the port the registered configurations call.
+// StartReplica runs one more liqo-janitor process named name until Stop, Kill or Terminate, as a pod of
+// the rendered install would run (DefaultInstall, StartReplicaOf), with the given extra flags after the
+// harness's own (a later flag wins, so args may override --webhook-port); it returns once the process
+// reports ready (/readyz). Each replica has probe and metrics addresses of its own; by default its webhook
+// server takes the port the registered configurations call.
 func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
+	inst, err := e.DefaultInstall()
+	if err != nil {
+		return nil, err
+	}
+	return e.StartReplicaOf(inst, name, args...)
+}
+
+// StartReplicaOf runs one more liqo-janitor process named name as a pod of inst would run: as its
+// ServiceAccount (a token of the TokenRequest API), with its container's arguments and environment
+// (Install.processEnv), but for what a process on this machine needs instead (replicaFlags), then the
+// given extra flags. See StartReplica.
+func (e *Env) StartReplicaOf(inst *Install, name string, args ...string) (*Replica, error) {
 	binary, err := e.Binary("liqo-janitor")
 	if err != nil {
 		return nil, err
@@ -74,22 +87,90 @@ func (e *Env) StartReplica(name string, args ...string) (*Replica, error) {
 			}
 		}
 	}
-	if r.process, err = e.startProcess("replica "+name, r.Log, exec.Command(binary, append([]string{
-		"--kubeconfig=" + e.KubeconfigPath,
-		"--webhook-port=" + strconv.Itoa(wo.Port), "--webhook-cert-dir=" + wo.CertDir,
-		"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics,
-		"--metrics-secure=false"}, args...)...)); err != nil { // tests scrape plain HTTP; the secure endpoint has its own tests
+	kubeconfig, err := e.ServiceAccountKubeconfig(inst.Namespace, inst.ServiceAccount)
+	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTPOK(context.Background(), "http://"+probe+"/readyz"); err != nil {
-		return nil, fmt.Errorf("replica %s did not become ready (log: %s): %w", name, r.Log, err)
+	env, err := inst.processEnv(name)
+	if err != nil {
+		return nil, fmt.Errorf("replica %s: %w", name, err)
+	}
+	own := replicaFlags{kubeconfig: kubeconfig, webhookPort: wo.Port, webhookCertDir: wo.CertDir, probe: probe, metrics: metrics}
+	cmd := exec.Command(binary, append(own.args(inst), args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	if r.process, err = e.startProcess("replica "+name, r.Log, cmd); err != nil {
+		return nil, err
+	}
+	// its log, once it has exited (Stop waits for this too), for the refusals of its ServiceAccount
+	e.Go(func(context.Context) error {
+		<-r.exited
+		e.recordLogDenials(inst.User(), r.Log)
+		return nil
+	})
+	if err := r.awaitReady(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// awaitReady returns once the replica reports ready and its metrics server listens.
+func (r *Replica) awaitReady() error {
+	if err := waitHTTPOK(context.Background(), "http://"+r.Probe+"/readyz"); err != nil {
+		return fmt.Errorf("replica %s did not become ready (log: %s): %w", r.Name, r.Log, err)
 	}
 	// controller-runtime starts the metrics server beside the probe server (both HTTPServers runnables),
 	// so /readyz can answer before the metrics listener is bound: a scrape right after would be refused.
-	if err := waitListening(context.Background(), metrics); err != nil {
-		return nil, fmt.Errorf("replica %s: its metrics server did not listen on %s (log: %s): %w", name, metrics, r.Log, err)
+	if err := waitListening(context.Background(), r.Metrics); err != nil {
+		return fmt.Errorf("replica %s: its metrics server did not listen on %s (log: %s): %w", r.Name, r.Metrics, r.Log, err)
 	}
-	return r, nil
+	return nil
+}
+
+// replicaFlags are the flags in which a replica differs from a pod of the install: what a process on this
+// machine needs instead.
+type replicaFlags struct {
+	kubeconfig, webhookCertDir, probe, metrics string
+	webhookPort                                int
+}
+
+// overridden are the flags of the Deployment's container the harness replaces, and why:
+//
+//   - --kubeconfig: a pod finds the API server and its ServiceAccount's token in its environment and
+//     mounts; the process gets a kubeconfig with a token of the same ServiceAccount.
+//   - --webhook-port, --webhook-cert-dir: a pod serves on the container port behind the chart's Service
+//     with the certificate mounted from its Secret; the API server of the harness calls the configurations
+//     registered through Options.WebhookPaths on a local port, trusting the harness's certificate.
+//   - --health-probe-bind-address, --metrics-bind-address: every pod has its own network namespace, the
+//     replicas here share the machine's: each takes free loopback ports.
+//   - --metrics-secure: the harness's scrapes (Replica.Metric) are plain HTTP; the tests of the secure
+//     endpoint pass --metrics-secure=true after.
+var overridden = map[string]bool{"--kubeconfig": true, "--webhook-port": true, "--webhook-cert-dir": true,
+	"--health-probe-bind-address": true, "--metrics-bind-address": true, "--metrics-secure": true}
+
+// ownNamespaceFlags default, in a pod, to the pod's namespace, read from its ServiceAccount's namespace
+// file (/var/run/secrets/kubernetes.io/serviceaccount/namespace), which a process here does not have: the
+// harness gives the release namespace by hand, unless the Deployment sets them.
+var ownNamespaceFlags = []string{"--leader-election-namespace", "--cert-namespace"}
+
+// args are the Deployment container's arguments without the overridden flags, then the harness's.
+func (f replicaFlags) args(inst *Install) []string {
+	var out []string
+	set := map[string]bool{}
+	for _, a := range inst.Container.Args {
+		flag, _, _ := strings.Cut(a, "=")
+		set[flag] = true
+		if !overridden[flag] {
+			out = append(out, a)
+		}
+	}
+	for _, flag := range ownNamespaceFlags {
+		if !set[flag] {
+			out = append(out, flag+"="+inst.Namespace)
+		}
+	}
+	return append(out, "--kubeconfig="+f.kubeconfig,
+		"--webhook-port="+strconv.Itoa(f.webhookPort), "--webhook-cert-dir="+f.webhookCertDir,
+		"--health-probe-bind-address="+f.probe, "--metrics-bind-address="+f.metrics, "--metrics-secure=false")
 }
 
 // process is a child process of the test process, started by startProcess.

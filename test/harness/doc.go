@@ -11,6 +11,16 @@
 // run alone, without bin/k8s. `make test` runs both lanes, without -short. A test that runs one of the
 // project's binaries without a control plane takes it from RequireBinary, which skips alike.
 //
+// # As installed
+//
+// The product runs as the chart's ServiceAccount, with the chart's RBAC: DefaultInstall applies, once per
+// Env, the ServiceAccount, ClusterRoles, ClusterRoleBindings, Roles and RoleBindings of the rendered
+// install (InstallFile), and StartReplica runs the binary with a token of that ServiceAccount (the
+// TokenRequest API) and the arguments and environment of the install's Deployment, overriding only what a
+// process on this machine needs instead (its ports, the webhook certificate, the kubeconfig, the pod's own
+// namespace). A refusal by RBAC of that ServiceAccount fails the test package (RBACDenials), even where no
+// assertion noticed it: a permission the code needs and the chart lacks is a failed test.
+//
 // # Binaries
 //
 // The binaries a test runs (StartReplica, Binary, RequireBinary) are built from the checkout under test

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,9 +83,17 @@ type Env struct {
 	ctx      context.Context //nolint:containedctx // the lifetime of Go services, cancelled by Stop
 	cancel   context.CancelFunc
 	services sync.WaitGroup
-	mu       sync.Mutex // guards errs and binaries
+	mu       sync.Mutex // guards errs, binaries and denials
 	errs     []error
 	binaries map[string]*built
+	// denials are the RBAC refusals of the product's ServiceAccount seen (recordDenials).
+	denials map[string]bool
+
+	// installOnce applies the rendered install's RBAC once (DefaultInstall); install and installErr are
+	// what it gave.
+	installOnce sync.Once
+	install     *Install
+	installErr  error
 }
 
 // Start brings up etcd and kube-apiserver (and kube-controller-manager if asked), installs the Liqo CRDs
@@ -252,8 +261,9 @@ type lane struct {
 var pkgLane *lane
 
 // Run is a TestMain body: it runs the tests, then stops the control plane if one of them started it
-// (Require) and fails the run if any controller-runtime reconciler or webhook panicked. It returns the exit
-// code for os.Exit.
+// (Require) and fails the run if any controller-runtime reconciler or webhook panicked, or if the API
+// server refused the install's ServiceAccount anything by RBAC (RBACDenials). It returns the exit code
+// for os.Exit.
 //
 // The control plane starts on the first Require, not here, so that a package's pure tests never wait for
 // etcd: `go test -run TestDecide ./webhook` starts nothing, nor does a fuzz worker. Started, it is handed
@@ -275,7 +285,25 @@ func Run(m *testing.M, opts Options, ready func(*Env) error) int {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		code = 1
 	}
+	if err := l.checkDenials(); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		code = 1
+	}
 	return code
+}
+
+// checkDenials returns an error if the API server refused the product's ServiceAccount anything by RBAC
+// (RBACDenials): the code needs a permission the chart does not grant, even where no test's assertion
+// noticed (a refused Event, a watch retried in the background).
+func (l *lane) checkDenials() error {
+	if l.env == nil {
+		return nil
+	}
+	if d := l.env.RBACDenials(); len(d) > 0 {
+		return fmt.Errorf("the API server refused the install's ServiceAccount what the code asked for; grant it in the chart "+
+			"(RBAC markers or manifests/chart/liqo-janitor/templates, then make manifests):\n  %s", strings.Join(d, "\n  "))
+	}
+	return nil
 }
 
 // Require returns the test package's control plane, starting it (and running Run's ready) on the first

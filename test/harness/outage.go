@@ -47,15 +47,7 @@ func (e *Env) NewOutage(name string) (*Outage, error) {
 		return nil, fmt.Errorf("reading the API server's address %q: %w", e.Config.Host, err)
 	}
 	o := &Outage{Addr: addr, target: u.Host, held: -1, conns: map[net.Conn]bool{}}
-	data, err := os.ReadFile(e.KubeconfigPath)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Contains(data, []byte(o.target)) {
-		return nil, fmt.Errorf("the kubeconfig does not name the API server %s", o.target)
-	}
-	o.Kubeconfig = filepath.Join(e.dir, name+".kubeconfig")
-	if err := os.WriteFile(o.Kubeconfig, bytes.ReplaceAll(data, []byte(o.target), []byte(addr)), 0o600); err != nil {
+	if o.Kubeconfig, err = o.Through(e.KubeconfigPath, filepath.Join(e.dir, name+".kubeconfig")); err != nil {
 		return nil, err
 	}
 	if err := o.Up(); err != nil {
@@ -69,6 +61,19 @@ func (e *Env) NewOutage(name string) (*Outage, error) {
 		return o.release()
 	})
 	return o, nil
+}
+
+// Through writes to path a copy of the kubeconfig at kubeconfig (which names the API server) that goes
+// through the proxy instead, e.g. the binary's ServiceAccount's, and returns path.
+func (o *Outage) Through(kubeconfig, path string) (string, error) {
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	if !bytes.Contains(data, []byte(o.target)) {
+		return "", fmt.Errorf("the kubeconfig %s does not name the API server %s", kubeconfig, o.target)
+	}
+	return path, os.WriteFile(path, bytes.ReplaceAll(data, []byte(o.target), []byte(o.Addr)), 0o600)
 }
 
 // Up (re)opens the proxy on its address.

@@ -7,24 +7,17 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-janitor/liqo-janitor/manifests"
@@ -167,13 +160,12 @@ func TestSelfManagedCertificatesAndIdentitySecretsAsTheServiceAccount(t *testing
 
 	dep := &appsv1.Deployment{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: appName}, dep)).To(Succeed())
-	args := harnessFreeArgs(dep.Spec.Template.Spec.Containers[0].Args)
-	g.Expect(args).To(ContainElements("--cert-management=self", "--release-identity-secrets"))
-	port := freePort(t)
-	r, err := env.StartReplica("self-managed-identity-secrets", append(args,
-		"--kubeconfig="+serviceAccountKubeconfig(t, env, ns, appName),
-		"--cert-namespace="+ns, "--leader-election-namespace="+ns, // a pod's own namespace
-		"--webhook-port="+port, "--cert-check-interval=500ms")...)
+	inst, err := harness.InstallOf(dep)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(inst.ServiceAccount).To(Equal(appName))
+	g.Expect(inst.Container.Args).To(ContainElements("--cert-management=self", "--release-identity-secrets"))
+	// as a pod of this release: its ServiceAccount, its container's arguments, ns as its own namespace
+	r, err := env.StartReplicaOf(inst, "self-managed-identity-secrets", "--webhook-port="+freePort(t), "--cert-check-interval=500ms")
 	g.Expect(err).NotTo(HaveOccurred(), "the binary becomes ready as the chart's ServiceAccount")
 	t.Cleanup(func() { _ = r.Terminate(30 * time.Second) })
 
@@ -339,20 +331,6 @@ func TestCertsPolicyNarrowsWhatTheServiceAccountWrites(t *testing.T) {
 	g.Expect(val.Webhooks[0].ClientConfig.CABundle).To(Equal([]byte("-----BEGIN CERTIFICATE-----\n")))
 }
 
-// harnessFreeArgs are the Deployment's arguments but those the harness sets for a process on this host
-// (its ports and addresses, and plain-HTTP metrics).
-func harnessFreeArgs(args []string) []string {
-	var out []string
-	for _, a := range args {
-		switch flag, _, _ := strings.Cut(a, "="); flag {
-		case "--webhook-port", "--health-probe-bind-address", "--metrics-bind-address", "--metrics-secure":
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
 // freePort returns a loopback port nothing listens on at the moment.
 func freePort(t *testing.T) string {
 	t.Helper()
@@ -361,24 +339,4 @@ func freePort(t *testing.T) string {
 	_, port, err := net.SplitHostPort(addr)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return port
-}
-
-// serviceAccountKubeconfig writes a kubeconfig that authenticates as the ServiceAccount namespace/name with
-// a token from the TokenRequest API (what the kubelet mounts into the pod), and returns its path.
-func serviceAccountKubeconfig(t *testing.T, env *harness.Env, namespace, name string) string {
-	t.Helper()
-	g := NewWithT(t)
-	cs, err := kubernetes.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	g.Expect(err).NotTo(HaveOccurred(), "a token for ServiceAccount %s/%s", namespace, name)
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: name}
-	cfg.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
-	return path
 }

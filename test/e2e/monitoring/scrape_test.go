@@ -15,8 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -46,13 +44,12 @@ var prometheusOwn = map[string]bool{"up": true}
 func TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "monitoring-"}}
-	g.Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
 	addr, err := harness.FreeLocalAddr()
 	g.Expect(err).NotTo(HaveOccurred())
 	_, port, err := net.SplitHostPort(addr)
 	g.Expect(err).NotTo(HaveOccurred())
-	r, err := env.StartReplica("monitoring", "--leader-elect", "--leader-election-namespace="+ns.Name, "--webhook-port="+port)
+	// the chart's leader election, in the release namespace: the package's only replica
+	r, err := env.StartReplica("monitoring", "--webhook-port="+port)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = r.Kill() })
 	g.Eventually(leads(r)).WithTimeout(60 * time.Second).Should(Equal(1.0))

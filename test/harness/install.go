@@ -1,0 +1,278 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// Install is what a replica of the binary takes from an install of the chart, as a pod of its Deployment
+// would: the ServiceAccount it authenticates as, and the container whose arguments and environment it
+// runs with.
+type Install struct {
+	// Namespace is the release namespace: the Deployment's, so a pod's own (what it reads from its
+	// ServiceAccount's namespace file, and what the downward API's metadata.namespace gives).
+	Namespace string
+	// ServiceAccount names the Deployment's ServiceAccount, in Namespace.
+	ServiceAccount string
+	// Container is the Deployment's liqo-janitor container.
+	Container corev1.Container
+}
+
+// User is the username the API server knows the Install's ServiceAccount by.
+func (inst *Install) User() string { return serviceAccountUser(inst.Namespace, inst.ServiceAccount) }
+
+func serviceAccountUser(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
+// InstallOf is the Install a Deployment of the chart runs its pods with (e.g. one a test installed with
+// Helm, with values of its own); its RBAC is the test's to apply.
+func InstallOf(dep *appsv1.Deployment) (*Install, error) {
+	containers := dep.Spec.Template.Spec.Containers
+	i := 0
+	for i < len(containers) && containers[i].Name != liqojanitor.Name {
+		i++
+	}
+	if i == len(containers) {
+		return nil, fmt.Errorf("the Deployment %s/%s has no container %s", dep.Namespace, dep.Name, liqojanitor.Name)
+	}
+	sa := dep.Spec.Template.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default" // what the API server gives a pod that names none
+	}
+	return &Install{Namespace: dep.Namespace, ServiceAccount: sa, Container: *containers[i].DeepCopy()}, nil
+}
+
+// installedKinds are the kinds of the rendered install DefaultInstall applies: who the binary is and what
+// it may do. The rest (webhook configurations, policies, Services, certificates) is for the tests that
+// register or apply them.
+var installedKinds = map[string]bool{"Namespace": true, "ServiceAccount": true, "ClusterRole": true,
+	"ClusterRoleBinding": true, "Role": true, "RoleBinding": true}
+
+// harnessFieldOwner is the field manager of what the harness applies.
+const harnessFieldOwner = "liqo-janitor-harness"
+
+// DefaultInstall applies, once per Env, the rendered install's (InstallFile: the chart with its defaults)
+// namespace, ServiceAccount, ClusterRoles, ClusterRoleBindings, Roles and RoleBindings, creating the
+// namespaces its Roles live in (Liqo's, which Liqo's chart makes) when missing, and returns its Install:
+// what StartReplica runs the binary as and with. A permission the code needs and the chart lacks then
+// fails the test that needs it.
+func (e *Env) DefaultInstall() (*Install, error) {
+	e.installOnce.Do(func() { e.install, e.installErr = e.applyDefaultInstall(context.Background()) })
+	return e.install, e.installErr
+}
+
+func (e *Env) applyDefaultInstall(ctx context.Context) (*Install, error) {
+	docs, err := e.installDocuments()
+	if err != nil {
+		return nil, err
+	}
+	var inst *Install
+	for _, u := range docs {
+		switch kind := u.GetKind(); {
+		case kind == "Deployment":
+			dep := &appsv1.Deployment{}
+			if err := fromUnstructured(u, dep); err != nil {
+				return nil, err
+			}
+			if inst, err = InstallOf(dep); err != nil {
+				return nil, err
+			}
+		case installedKinds[kind]:
+			if ns := u.GetNamespace(); ns != "" {
+				if err := ensureNamespace(ctx, e.Client, ns); err != nil {
+					return nil, err
+				}
+			}
+			if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+				client.FieldOwner(harnessFieldOwner), client.ForceOwnership); err != nil {
+				return nil, fmt.Errorf("applying %s %s from %s: %w", kind, describe(u), InstallFile, err)
+			}
+		}
+	}
+	if inst == nil {
+		return nil, fmt.Errorf("%s has no Deployment: run make manifests", InstallFile)
+	}
+	return inst, nil
+}
+
+// installDocuments reads every object of the rendered install.
+func (e *Env) installDocuments() ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(filepath.Join(e.Root, InstallFile))
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		obj := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", InstallFile, err)
+		}
+		if len(obj) == 0 { // comments only
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+	return out, nil
+}
+
+// fromUnstructured reads u into obj, strictly (an unknown field fails).
+func fromUnstructured(u *unstructured.Unstructured, obj client.Object) error {
+	data, err := yaml.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		return fmt.Errorf("reading %s %s from %s: %w", u.GetKind(), describe(u), InstallFile, err)
+	}
+	return nil
+}
+
+func describe(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return ns + "/" + u.GetName()
+	}
+	return u.GetName()
+}
+
+// ensureNamespace creates namespace ns unless it exists.
+func ensureNamespace(ctx context.Context, c client.Client, ns string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// OwnNamespace creates a fresh namespace for one test holding what the rendered install grants its
+// ServiceAccount in the release namespace (its Roles there, bound to the same ServiceAccount): the Lease,
+// the brake and the records of replicas that must not share the release namespace's (pass it as
+// --leader-election-namespace, which is also the janitor's own namespace). It is deleted when the test
+// ends.
+func (e *Env) OwnNamespace(tb testing.TB) string {
+	tb.Helper()
+	inst, err := e.DefaultInstall()
+	if err != nil {
+		tb.Fatalf("applying the install: %v", err)
+	}
+	ns := e.Namespace(tb)
+	docs, err := e.installDocuments()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, u := range docs {
+		if (u.GetKind() != "Role" && u.GetKind() != "RoleBinding") || u.GetNamespace() != inst.Namespace {
+			continue
+		}
+		u = u.DeepCopy()
+		u.SetNamespace(ns)
+		if err := e.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(harnessFieldOwner), client.ForceOwnership); err != nil {
+			tb.Fatalf("applying %s %s of the install into %s: %v", u.GetKind(), u.GetName(), ns, err)
+		}
+	}
+	return ns
+}
+
+// serviceAccountTokenExpiry is how long a token the harness requests for a ServiceAccount lasts: longer
+// than any test run (the API server of the harness sets no --service-account-max-token-expiration), and
+// than a demo kept running (`make demo KEEP=1`) is explored for.
+const serviceAccountTokenExpiry = 7 * 24 * time.Hour
+
+// ServiceAccountConfig is a rest.Config for the API server that authenticates as ServiceAccount
+// namespace/name with a token of the TokenRequest API, as the kubelet mounts into a pod. The refusals by
+// RBAC it receives are RBACDenials.
+func (e *Env) ServiceAccountConfig(namespace, name string) (*rest.Config, error) {
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(serviceAccountTokenExpiry.Seconds()))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	user := serviceAccountUser(namespace, name)
+	return &rest.Config{Host: e.Config.Host, APIPath: e.Config.APIPath, BearerToken: tr.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: e.Config.CAData, ServerName: e.Config.ServerName},
+		// every refusal by RBAC is a permission the code needs and the install lacks: Run fails on one
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			return denialRecorder{next: rt, record: func(body []byte) { e.recordDenials(user, body) }}
+		}}, nil
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig file for ServiceAccountConfig(namespace, name), e.g. for
+// the binary, into the harness's directory, and returns its path.
+func (e *Env) ServiceAccountKubeconfig(namespace, name string) (string, error) {
+	cfg, err := e.ServiceAccountConfig(namespace, name)
+	if err != nil {
+		return "", err
+	}
+	user := serviceAccountUser(namespace, name)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["harness"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, TLSServerName: cfg.ServerName}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["harness"] = &clientcmdapi.Context{Cluster: "harness", AuthInfo: user}
+	kc.CurrentContext = "harness"
+	f, err := os.CreateTemp(e.dir, namespace+"-"+name+"-*.kubeconfig")
+	if err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := clientcmd.WriteToFile(*kc, f.Name()); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig of ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return f.Name(), nil
+}
+
+// processEnv is the container's environment as a process on this machine gets it: literal values as
+// they are, and what the downward API would give from the pod (its namespace, name and ServiceAccount)
+// by hand. A source the harness cannot stand in for (a Secret, a ConfigMap, a resource field) is an error.
+func (inst *Install) processEnv(podName string) ([]string, error) {
+	if len(inst.Container.EnvFrom) > 0 {
+		return nil, errors.New("the container takes environment variables from a Secret or ConfigMap (envFrom), which the harness does not give")
+	}
+	var env []string
+	for _, v := range inst.Container.Env {
+		value := v.Value
+		switch {
+		case v.ValueFrom == nil:
+		case v.ValueFrom.FieldRef != nil && v.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			value = inst.Namespace
+		case v.ValueFrom.FieldRef != nil && v.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			value = podName
+		case v.ValueFrom.FieldRef != nil && v.ValueFrom.FieldRef.FieldPath == "spec.serviceAccountName":
+			value = inst.ServiceAccount
+		default:
+			return nil, fmt.Errorf("the container's environment variable %s comes from a source the harness does not give", v.Name)
+		}
+		env = append(env, v.Name+"="+value)
+	}
+	return env, nil
+}
