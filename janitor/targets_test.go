@@ -39,7 +39,7 @@ func returnAfterLiqoForgets(t *testing.T, providersCA, viaProxy bool) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := env.Namespace(t)
+	ns := env.OwnNamespace(t) // the janitor's own namespace, granted as the release namespace is
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
 	kill(t, p)
 	provider, err := harness.Start(harness.Options{})

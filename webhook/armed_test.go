@@ -97,15 +97,14 @@ func jsonOrNull(v *string) string {
 	return fmt.Sprintf("%q", *v)
 }
 
-// recordReturn writes, as the janitor's identity (the suite's admin), the janitor's record of a return of
+// recordReturn writes, as the janitor's identity (asJanitor), the janitor's record of a return of
 // fc's provider at, and returns the time as the janitor records it (milliseconds).
 func recordReturn(t *testing.T, fc *liqov1beta1.ForeignCluster, at time.Time) time.Time {
 	t.Helper()
-	env := harness.Require(t)
 	at = at.UTC().Truncate(time.Millisecond)
 	record := liqojanitor.ReturnedPrefix + at.Format("2006-01-02T15:04:05.000Z07:00") +
 		" (its API server at https://10.0.0.7:6443 answered the janitor's probe); marked dead by alice"
-	NewWithT(t).Expect(fixture.Annotate(t.Context(), env.Client, fc, map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed())
+	NewWithT(t).Expect(fixture.Annotate(t.Context(), asJanitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed())
 	return at
 }
 

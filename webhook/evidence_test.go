@@ -174,23 +174,26 @@ func TestTheGateProbesTheProviderItself(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed(), "no answer changes nothing")
 }
 
-// TestOnlyTheJanitorWritesItsKeys (rule 14): the janitor's identity (here the suite's admin, whom the gate
-// learnt with a SelfSubjectReview) writes the cleanup annotation and its record of first sight; nobody
-// else may set, change or remove them, the break-glass holder included. Removing the mark removes a
-// grace-window plan and record with it, but never a finished clean-up's summary.
+// TestOnlyTheJanitorWritesItsKeys (rule 14): the janitor's identity (the install's ServiceAccount, which
+// the gate runs as and learnt with a SelfSubjectReview) writes the cleanup annotation and its record of
+// first sight; nobody else may set, change or remove them, the break-glass holder and a cluster admin
+// included. Removing the mark removes a grace-window plan and record with it, but never a finished
+// clean-up's summary.
 func TestOnlyTheJanitorWritesItsKeys(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
-	for _, key := range liqojanitor.JanitorOwnedAnnotations {
-		err := fixture.Annotate(ctx, alice, fc, map[string]*string{key: s("forged")})
-		expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations["+key+"]", fc, "written only by liqo-janitor's own identity")
+	for _, c := range []client.Client{alice, env.Client} {
+		for _, key := range liqojanitor.JanitorOwnedAnnotations {
+			err := fixture.Annotate(ctx, c, fc, map[string]*string{key: s("forged")})
+			expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations["+key+"]", fc, "written only by liqo-janitor's own identity")
+		}
 	}
 	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
 	janitorKeys := map[string]*string{liqojanitor.CleanupAnnotation: s(liqojanitor.GracePlanPrefix + "20s left: would release pods 3"),
 		liqojanitor.FirstSeenAnnotation: s(time.Now().UTC().Format(time.RFC3339)), liqojanitor.GraceEndsAnnotation: s(time.Now().UTC().Format(time.RFC3339))}
-	g.Expect(fixture.Annotate(ctx, env.Client, fc, janitorKeys)).To(Succeed(), "the janitor's identity writes its keys")
+	g.Expect(fixture.Annotate(ctx, asJanitor, fc, janitorKeys)).To(Succeed(), "the janitor's identity writes its keys")
 	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.CleanupAnnotation: nil})
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/cleanup]", fc)
 
@@ -200,7 +203,7 @@ func TestOnlyTheJanitorWritesItsKeys(t *testing.T) {
 
 	// a finished clean-up's summary outlives the mark, and is the janitor's alone
 	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, env.Client, fc, map[string]*string{liqojanitor.CleanupAnnotation: s("pods 3/3")})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, asJanitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: s("pods 3/3")})).To(Succeed())
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	g.Expect(get(t, fc).Annotations).To(Equal(map[string]string{liqojanitor.CleanupAnnotation: "pods 3/3"}))
 	err = fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.CleanupAnnotation: nil})

@@ -37,12 +37,14 @@ const (
 	plainUser      = "bob"   // may update ForeignClusters, nothing more
 )
 
-// The two users' clients, set up with the control plane (setupCluster): a test reaches them only after
-// harness.Require.
+// The two users' clients, and the janitor's (the install's ServiceAccount, as which the gate runs and
+// which it learns as the janitor's identity, rule 14), set up with the control plane (setupCluster): a
+// test reaches them only after harness.Require.
 var (
-	alice  client.Client
-	bob    client.Client
-	aliceW = &harness.WarningRecorder{}
+	alice     client.Client
+	bob       client.Client
+	aliceW    = &harness.WarningRecorder{}
+	asJanitor client.Client
 )
 
 func TestMain(m *testing.M) {
@@ -74,7 +76,10 @@ func setupCluster(e *harness.Env) error {
 	}); err != nil {
 		return err
 	}
-	bob, err = e.NewClient(func(c *rest.Config) { c.Impersonate.UserName = plainUser })
+	if bob, err = e.NewClient(func(c *rest.Config) { c.Impersonate.UserName = plainUser }); err != nil {
+		return err
+	}
+	asJanitor, err = e.JanitorClient()
 	return err
 }
 
@@ -367,8 +372,8 @@ func TestBlastRadius(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.ReasonAnnotation: s("gate down")})).
 		To(MatchError(ContainSubstring("failed calling webhook")), "a reason ahead of the mark fails closed")
 	// the janitor's own keys are the gate's to guard (rule 14): with the gate down, they fail closed
-	g.Expect(fixture.Annotate(ctx, env.Client, fc, map[string]*string{liqojanitor.CleanupAnnotation: s("nothing to release")})).
-		To(MatchError(ContainSubstring("failed calling webhook")), "a janitor key fails closed")
+	g.Expect(fixture.Annotate(ctx, asJanitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: s("nothing to release")})).
+		To(MatchError(ContainSubstring("failed calling webhook")), "a janitor key fails closed, even for the janitor")
 	g.Expect(get(t, fc).Annotations).To(And(Not(HaveKey(liqojanitor.MarkAnnotation)),
 		HaveKeyWithValue(liqojanitor.ConfirmAnnotation, fc.Name), HaveKeyWithValue(liqojanitor.PausedAnnotation, "true")))
 }

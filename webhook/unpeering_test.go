@@ -146,14 +146,13 @@ func TestAMarkedForeignClusterStaysWhileItsTenantNamespaceExists(t *testing.T) {
 // namespace left, the janitor's record still names what is left (a VirtualNode, a virtual Node…) until
 // it says complete.
 func TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns(t *testing.T) {
-	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := markedProvider(t)
 	record := liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress, Left: []liqojanitor.LeftObject{{
 		Kind: "VirtualNode", Namespace: "liqo-tenant-" + fc.Name, Name: fc.Name, HeldBy: "finalizer virtualnode-controller.liqo.io/finalizer",
 	}}}
-	g.Expect(fixture.Annotate(ctx, env.Client, fc, map[string]*string{liqojanitor.UnpeeringAnnotation: s(record.String())})).
+	g.Expect(fixture.Annotate(ctx, asJanitor, fc, map[string]*string{liqojanitor.UnpeeringAnnotation: s(record.String())})).
 		To(Succeed(), "the janitor's identity writes its record")
 
 	err := deleteFC(ctx, alice, fc)
@@ -162,7 +161,7 @@ func TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns(t 
 	g.Expect(exists(t, fc)).To(BeTrue())
 
 	record = liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringComplete}
-	g.Expect(fixture.Annotate(ctx, env.Client, fc, map[string]*string{liqojanitor.UnpeeringAnnotation: s(record.String())})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, asJanitor, fc, map[string]*string{liqojanitor.UnpeeringAnnotation: s(record.String())})).To(Succeed())
 	g.Expect(deleteFC(ctx, alice, fc)).To(Succeed())
 	g.Expect(exists(t, fc)).To(BeFalse())
 }
@@ -200,12 +199,11 @@ func TestTheDeletionOverrideIsBreakGlass(t *testing.T) {
 
 // TestUnmarkingRemovesTheUnpeeringRecordAndTheOverride (rule 7): they belong to the mark.
 func TestUnmarkingRemovesTheUnpeeringRecordAndTheOverride(t *testing.T) {
-	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := markedProvider(t)
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(fc.Name)})).To(Succeed())
-	g.Expect(fixture.Annotate(ctx, env.Client, fc, map[string]*string{
+	g.Expect(fixture.Annotate(ctx, asJanitor, fc, map[string]*string{
 		liqojanitor.UnpeeringAnnotation: s(liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress}.String())})).To(Succeed())
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	g.Expect(get(t, fc).Annotations).To(BeEmpty())

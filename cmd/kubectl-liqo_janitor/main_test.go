@@ -58,6 +58,15 @@ func kubectl(t *testing.T, user, stdin string, args ...string) (stdout, stderr s
 	return out.String(), errOut.String(), err
 }
 
+// asJanitor is a client as the janitor's identity (the install's ServiceAccount, as which the gate and
+// the janitor run), the only one gate rule 14 lets write the janitor's keys.
+func asJanitor(t *testing.T) client.Client {
+	t.Helper()
+	c, err := harness.Require(t).JanitorClient()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
 var layouts atomic.Int64
 
 // deadAndLive lays out a consumer with a dead provider (unreachable for 10 minutes, unpeering stuck) and a

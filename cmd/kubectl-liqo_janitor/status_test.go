@@ -27,12 +27,11 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// recordGraceEnd writes the janitor's grace-ends-at on the ForeignCluster, as the janitor does (in the
-// harness the janitor runs as the admin, which is the identity rule 14 lets write the janitor's keys).
+// recordGraceEnd writes the janitor's grace-ends-at on the ForeignCluster, as the janitor does (as the
+// janitor's identity, the install's ServiceAccount: the identity rule 14 lets write the janitor's keys).
 func recordGraceEnd(t *testing.T, p *fixture.Provider, ends time.Time) {
 	t.Helper()
-	testEnv := harness.Require(t)
-	NewWithT(t).Expect(fixture.Annotate(t.Context(), testEnv.Client, p.ForeignCluster, map[string]*string{
+	NewWithT(t).Expect(fixture.Annotate(t.Context(), asJanitor(t), p.ForeignCluster, map[string]*string{
 		liqojanitor.GraceEndsAnnotation: ptr.To(ends.UTC().Format(time.RFC3339)),
 	})).To(Succeed())
 }

@@ -95,13 +95,16 @@ func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
 // Installed reads the object of the given kind and name from the rendered install into obj, strictly (an
 // unknown field fails).
 func (e *Env) Installed(kind, name string, obj client.Object) error {
-	docs, err := e.installDocuments()
+	docs, err := e.documents(InstallFile)
 	if err != nil {
 		return err
 	}
 	for _, u := range docs {
 		if u.GetKind() == kind && u.GetName() == name {
-			return fromUnstructured(u, obj)
+			if err := fromUnstructured(u, obj); err != nil {
+				return fmt.Errorf("%s: %w", InstallFile, err)
+			}
+			return nil
 		}
 	}
 	return fmt.Errorf("%s has no %s %s: run make manifests", InstallFile, kind, name)
@@ -117,11 +120,36 @@ func ClusterRoleBinding(name, role string, users ...string) *rbacv1.ClusterRoleB
 	return b
 }
 
+// InstallConfig is a rest.Config as the install's ServiceAccount (DefaultInstall, ServiceAccountConfig):
+// what the product runs as. The gate learns it as the janitor's identity (rule 14).
+func (e *Env) InstallConfig() (*rest.Config, error) {
+	inst, err := e.DefaultInstall()
+	if err != nil {
+		return nil, err
+	}
+	return e.ServiceAccountConfig(inst.Namespace, inst.ServiceAccount)
+}
+
+// JanitorClient is a client as the install's ServiceAccount (InstallConfig): the janitor's own identity,
+// for a test that writes what only the janitor may (its keys on a ForeignCluster, gate rule 14).
+func (e *Env) JanitorClient() (client.Client, error) {
+	cfg, err := e.InstallConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: e.Scheme})
+}
+
 // StartGate serves the gate in a manager wired as cmd/liqo-janitor wires it (webhook.Setup, with its cache
-// options), for the webhook configurations registered through Options.WebhookPaths, until Stop; it returns
-// once the webhook server accepts connections.
+// options), as the install's ServiceAccount with the install's RBAC (InstallConfig), for the webhook
+// configurations registered through Options.WebhookPaths, until Stop; it returns once the webhook server
+// accepts connections.
 func (e *Env) StartGate(opts webhook.Options) error {
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+	cfg, err := e.InstallConfig()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -139,11 +167,22 @@ func (e *Env) StartGate(opts webhook.Options) error {
 }
 
 // StartJanitor runs the janitor in a manager of its own, wired as cmd/liqo-janitor wires it (janitor.Setup,
-// with its cache options and the binary's default client rate limits), until stop is called; stop may be
-// called more than once and returns the manager's error. Several janitors may run one after the other in
-// a process: controller-name validation is off.
+// with its cache options and the binary's default client rate limits), as the install's ServiceAccount
+// with the install's RBAC (InstallConfig; with opts.ReleaseIdentitySecrets, the identity-Secrets
+// component's too, InstallIdentitySecrets), until stop is called; stop may be called more than once and
+// returns the manager's error. Several janitors may run one after the other in a process:
+// controller-name validation is off. An opts.Namespace other than the release namespace must be granted
+// as the release namespace is (OwnNamespace).
 func (e *Env) StartJanitor(opts janitor.Options) (stop func() error, err error) {
-	cfg := rest.CopyConfig(e.Config)
+	if opts.ReleaseIdentitySecrets {
+		if err := e.InstallIdentitySecrets(); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := e.InstallConfig()
+	if err != nil {
+		return nil, err
+	}
 	cfg.QPS, cfg.Burst = janitor.DefaultClientQPS, janitor.DefaultClientBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,

@@ -18,8 +18,10 @@
 // install (InstallFile), and StartReplica runs the binary with a token of that ServiceAccount (the
 // TokenRequest API) and the arguments and environment of the install's Deployment, overriding only what a
 // process on this machine needs instead (its ports, the webhook certificate, the kubeconfig, the pod's own
-// namespace). A refusal by RBAC of that ServiceAccount fails the test package (RBACDenials), even where no
-// assertion noticed it: a permission the code needs and the chart lacks is a failed test.
+// namespace). The in-process managers of StartGate and StartJanitor run as that ServiceAccount too
+// (InstallConfig), so the gate knows it as the janitor's identity; a test writes what only the janitor may
+// through JanitorClient. A refusal by RBAC of that ServiceAccount fails the test package (RBACDenials),
+// even where no assertion noticed it: a permission the code needs and the chart lacks is a failed test.
 //
 // # Binaries
 //

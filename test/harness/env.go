@@ -94,6 +94,9 @@ type Env struct {
 	installOnce sync.Once
 	install     *Install
 	installErr  error
+	// identitySecretsOnce applies the identity-Secrets component's RBAC once (InstallIdentitySecrets).
+	identitySecretsOnce sync.Once
+	identitySecretsErr  error
 }
 
 // Start brings up etcd and kube-apiserver (and kube-controller-manager if asked), installs the Liqo CRDs

@@ -86,42 +86,72 @@ func (e *Env) DefaultInstall() (*Install, error) {
 }
 
 func (e *Env) applyDefaultInstall(ctx context.Context) (*Install, error) {
-	docs, err := e.installDocuments()
+	docs, err := e.documents(InstallFile)
 	if err != nil {
 		return nil, err
 	}
 	var inst *Install
 	for _, u := range docs {
-		switch kind := u.GetKind(); {
-		case kind == "Deployment":
-			dep := &appsv1.Deployment{}
-			if err := fromUnstructured(u, dep); err != nil {
-				return nil, err
-			}
-			if inst, err = InstallOf(dep); err != nil {
-				return nil, err
-			}
-		case installedKinds[kind]:
-			if ns := u.GetNamespace(); ns != "" {
-				if err := ensureNamespace(ctx, e.Client, ns); err != nil {
-					return nil, err
-				}
-			}
-			if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-				client.FieldOwner(harnessFieldOwner), client.ForceOwnership); err != nil {
-				return nil, fmt.Errorf("applying %s %s from %s: %w", kind, describe(u), InstallFile, err)
-			}
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		dep := &appsv1.Deployment{}
+		if err := fromUnstructured(u, dep); err != nil {
+			return nil, err
+		}
+		if inst, err = InstallOf(dep); err != nil {
+			return nil, err
 		}
 	}
 	if inst == nil {
 		return nil, fmt.Errorf("%s has no Deployment: run make manifests", InstallFile)
 	}
-	return inst, nil
+	return inst, e.applyRBAC(ctx, InstallFile, docs)
 }
 
-// installDocuments reads every object of the rendered install.
-func (e *Env) installDocuments() ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(filepath.Join(e.Root, InstallFile))
+// IdentitySecretsFile is the opt-in kustomize component that grants the janitor the Secrets it releases
+// with --release-identity-secrets (rendered from the chart's identitySecrets.enabled).
+const IdentitySecretsFile = "manifests/components/identity-secrets/identity-secrets.yaml"
+
+// InstallIdentitySecrets applies, once per Env, the RBAC of the identity-Secrets component
+// (IdentitySecretsFile) over DefaultInstall's: what an install that releases identity Secrets grants.
+func (e *Env) InstallIdentitySecrets() error {
+	if _, err := e.DefaultInstall(); err != nil {
+		return err
+	}
+	e.identitySecretsOnce.Do(func() {
+		docs, err := e.documents(IdentitySecretsFile)
+		if err == nil {
+			err = e.applyRBAC(context.Background(), IdentitySecretsFile, docs)
+		}
+		e.identitySecretsErr = err
+	})
+	return e.identitySecretsErr
+}
+
+// applyRBAC applies the objects of file (docs) that say who the binary is and what it may do
+// (installedKinds), creating the namespaces they live in when missing (Liqo's, which Liqo's chart makes).
+func (e *Env) applyRBAC(ctx context.Context, file string, docs []*unstructured.Unstructured) error {
+	for _, u := range docs {
+		if !installedKinds[u.GetKind()] {
+			continue
+		}
+		if ns := u.GetNamespace(); ns != "" {
+			if err := ensureNamespace(ctx, e.Client, ns); err != nil {
+				return err
+			}
+		}
+		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(harnessFieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s from %s: %w", u.GetKind(), describe(u), file, err)
+		}
+	}
+	return nil
+}
+
+// documents reads every object of a rendered file of the repository (InstallFile, IdentitySecretsFile).
+func (e *Env) documents(file string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(filepath.Join(e.Root, file))
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +159,7 @@ func (e *Env) installDocuments() ([]*unstructured.Unstructured, error) {
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		obj := map[string]any{}
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", InstallFile, err)
+			return nil, fmt.Errorf("reading %s: %w", file, err)
 		}
 		if len(obj) == 0 { // comments only
 			continue
@@ -146,7 +176,7 @@ func fromUnstructured(u *unstructured.Unstructured, obj client.Object) error {
 		return err
 	}
 	if err := yaml.UnmarshalStrict(data, obj); err != nil {
-		return fmt.Errorf("reading %s %s from %s: %w", u.GetKind(), describe(u), InstallFile, err)
+		return fmt.Errorf("reading %s %s: %w", u.GetKind(), describe(u), err)
 	}
 	return nil
 }
@@ -179,7 +209,7 @@ func (e *Env) OwnNamespace(tb testing.TB) string {
 		tb.Fatalf("applying the install: %v", err)
 	}
 	ns := e.Namespace(tb)
-	docs, err := e.installDocuments()
+	docs, err := e.documents(InstallFile)
 	if err != nil {
 		tb.Fatal(err)
 	}
