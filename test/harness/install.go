@@ -79,7 +79,7 @@ const harnessFieldOwner = "liqo-janitor-harness"
 // namespace, ServiceAccount, ClusterRoles, ClusterRoleBindings, Roles and RoleBindings, creating the
 // namespaces its Roles live in (Liqo's, which Liqo's chart makes) when missing, and returns its Install:
 // what StartReplica runs the binary as and with. A permission the code needs and the chart lacks then
-// fails the test that needs it.
+// fails the test that needs it, and the test package in any case (RBACDenials).
 func (e *Env) DefaultInstall() (*Install, error) {
 	e.installOnce.Do(func() { e.install, e.installErr = e.applyDefaultInstall(context.Background()) })
 	return e.install, e.installErr
