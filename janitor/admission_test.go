@@ -163,7 +163,7 @@ func returnKeptWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testi
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := env.Namespace(t)
+	ns := env.OwnNamespace(t) // the janitor's own namespace, granted as the release namespace is
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3}).Providers[0]
 	kill(t, p)
 	g.Expect(fixture.Mark(ctx, env.Client, p, markedAtNow()...)).To(Succeed())
