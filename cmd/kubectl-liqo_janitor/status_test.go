@@ -345,7 +345,7 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 		"from the ForeignCluster's status now"))
 	g.Expect(probe.Kept).To(BeFalse())
 
-	ns := testEnv.Namespace(t)
+	ns := testEnv.OwnNamespace(t) // the janitor's own namespace, granted as the release namespace is
 	stop, err := testEnv.StartJanitor(janitor.Options{Namespace: ns, GracePeriod: time.Hour})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = stop() })

@@ -303,8 +303,9 @@ func (l *lane) checkDenials() error {
 		return nil
 	}
 	if d := l.env.RBACDenials(); len(d) > 0 {
-		return fmt.Errorf("the API server refused the install's ServiceAccount what the code asked for; grant it in the chart "+
-			"(RBAC markers or manifests/chart/liqo-janitor/templates, then make manifests):\n  %s", strings.Join(d, "\n  "))
+		return fmt.Errorf("the API server refused the install's ServiceAccount what the code asked for: grant it in the chart "+
+			"(RBAC markers or manifests/chart/liqo-janitor/templates, then make manifests), or, in a namespace a test gave "+
+			"the janitor as its own, grant it there as in the release namespace (Env.OwnNamespace):\n  %s", strings.Join(d, "\n  "))
 	}
 	return nil
 }
