@@ -135,40 +135,65 @@ func (rt *rotationTest) createConfigurations() {
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(rt.name)}}
 }
 
-// sample observes the Secrets, the bundle, what is served and readyz once, records each first sight in
-// the timeline, and reports whether the old CA has been dropped. Once ready, every sample also changes
-// the labelled ForeignCluster through the API server, which calls the webhooks and must trust them.
+// sample observes the Secrets, then the bundle, what is served and readyz at one moment, records each
+// first sight in the timeline, and reports whether the old CA has been dropped. A moment a rotation fell
+// into is skipped: nothing is judged from it. Once ready, every sample also changes the labelled
+// ForeignCluster through the API server, which calls the webhooks and must trust them.
 func (rt *rotationTest) sample() bool {
 	g := NewWithT(rt.t)
 	rt.observeSecrets()
-	bundle := rt.injected()
-	if len(bundle) > 0 {
+	m, ok := rt.moment()
+	if !ok {
+		return false
+	}
+	if len(m.bundle) > 0 {
 		rt.mark("bundle injected")
 	}
-	leaf := rt.servedVerifies(bundle)
-	if rt.ready() {
-		if leaf == nil {
-			// The bundle was read before readyz: on a loaded machine the binary may have injected it, loaded it
-			// and turned ready in between. Read the two again, the bundle first, and expect them to agree.
-			g.Eventually(func() *x509.Certificate { bundle = rt.injected(); leaf = rt.servedVerifies(bundle); return leaf }).
-				WithTimeout(2*time.Second).WithPolling(20*time.Millisecond).ShouldNot(BeNil(),
-				"ready, so what is served verifies against the injected bundle")
-		}
+	if m.ready {
+		g.Expect(m.leaf).NotTo(BeNil(), "ready, so what is served verifies against the injected bundle (both read before and after readyz, unchanged)")
 		rt.mark("ready")
 		rt.touch()
 	}
-	if leaf != nil && len(bundle) == 2 && rt.firstCA != nil && bundle[1].Equal(parseCert(rt.t, rt.firstCA)) {
+	if m.leaf != nil && len(m.bundle) == 2 && rt.firstCA != nil && m.bundle[1].Equal(parseCert(rt.t, rt.firstCA)) {
 		rt.mark("CA rotated, both CAs in the bundle")
-		if leaf.Issuer.String() == bundle[0].Subject.String() {
+		if m.leaf.Issuer.String() == m.bundle[0].Subject.String() {
 			rt.mark("serving certificate issued by the new CA")
 		}
 	}
-	if rt.seen["CA rotated, both CAs in the bundle"] && len(bundle) == 1 && !bundle[0].Equal(parseCert(rt.t, rt.firstCA)) {
-		g.Expect(leaf).NotTo(BeNil())
+	if rt.seen["CA rotated, both CAs in the bundle"] && len(m.bundle) == 1 && !m.bundle[0].Equal(parseCert(rt.t, rt.firstCA)) {
+		g.Expect(m.leaf).NotTo(BeNil(), "what is served verifies against the bundle without the old CA")
 		rt.mark("old CA dropped from the bundle")
 		return true
 	}
 	return false
+}
+
+// moment is what the API server would see at one instant: the bundle injected into the configurations,
+// the certificate served, and whether the binary says it is ready.
+type moment struct {
+	bundle []*x509.Certificate
+	served *x509.Certificate // what the server presents, trusted or not (nil: no handshake)
+	leaf   *x509.Certificate // served, if it verifies against bundle for the Service's name
+	ready  bool
+}
+
+// moment reads the bundle and the served certificate, then readyz, then the bundle and the served
+// certificate again. It returns false when either changed in between (a rotation fell into the reading:
+// the three were not seen at one instant), so that no judgement rests on two moving things sampled apart.
+// The configurations' resourceVersions only grow and certificates are never re-served once replaced, so
+// equal values before and after mean they held throughout.
+func (rt *rotationTest) moment() (moment, bool) {
+	bundle, version := rt.injected()
+	served := rt.served()
+	ready := rt.ready()
+	if _, again := rt.injected(); again != version || !sameCert(served, rt.served()) {
+		return moment{}, false
+	}
+	return moment{bundle: bundle, served: served, leaf: rt.verifies(served, bundle), ready: ready}, true
+}
+
+func sameCert(a, b *x509.Certificate) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(b))
 }
 
 // observeSecrets records the CA's and the serving certificate's Secrets appearing and changing.
@@ -191,46 +216,61 @@ func (rt *rotationTest) observeSecrets() {
 	}
 }
 
-// injected returns the bundle every webhook of both configurations carries (nil while they differ).
-func (rt *rotationTest) injected() []*x509.Certificate {
+// injected returns the bundle every webhook of both configurations carries (nil while they differ), and
+// the two configurations' resourceVersions.
+func (rt *rotationTest) injected() ([]*x509.Certificate, string) {
 	var bundles []string
+	version := ""
 	for _, cfg := range []client.Object{&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{}} {
 		if rt.env.Client.Get(rt.t.Context(), client.ObjectKey{Name: rt.name}, cfg) != nil {
-			return nil
+			return nil, ""
 		}
+		version += cfg.GetResourceVersion() + "/"
 		harness.ForEachWebhook(cfg, func(cc *admissionregistrationv1.WebhookClientConfig, _ **metav1.LabelSelector) {
 			bundles = append(bundles, string(cc.CABundle))
 		})
 	}
 	for _, b := range bundles {
 		if b != bundles[0] {
-			return nil
+			return nil, version
 		}
 	}
 	var out []*x509.Certificate
 	for rest := []byte(bundles[0]); ; {
 		var block *pem.Block
 		if block, rest = pem.Decode(rest); block == nil {
-			return out
+			return out, version
 		}
 		out = append(out, parseDER(rt.t, block.Bytes))
 	}
 }
 
-// servedVerifies dials the webhook server as the API server does (trusting bundle, for the Service's
-// name) and returns the certificate served, or nil if the handshake fails.
-func (rt *rotationTest) servedVerifies(bundle []*x509.Certificate) *x509.Certificate {
-	pool := x509.NewCertPool()
-	for _, c := range bundle {
-		pool.AddCert(c)
-	}
-	d := &tls.Dialer{Config: &tls.Config{RootCAs: pool, ServerName: "liqo-janitor-webhook." + rt.ns + ".svc", MinVersion: tls.VersionTLS12}}
+// served dials the webhook server and returns the certificate it presents, unverified (nil if no
+// handshake).
+func (rt *rotationTest) served() *x509.Certificate {
+	d := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}} //nolint:gosec // verified apart, in verifies
 	conn, err := d.DialContext(rt.t.Context(), "tcp", net.JoinHostPort("127.0.0.1", rt.port))
 	if err != nil {
 		return nil
 	}
 	defer conn.Close()
 	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0]
+}
+
+// verifies returns served if it verifies, as the API server checks it, against bundle for the Service's
+// name, and nil otherwise.
+func (rt *rotationTest) verifies(served *x509.Certificate, bundle []*x509.Certificate) *x509.Certificate {
+	if served == nil {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	for _, c := range bundle {
+		pool.AddCert(c)
+	}
+	if _, err := served.Verify(x509.VerifyOptions{Roots: pool, DNSName: "liqo-janitor-webhook." + rt.ns + ".svc"}); err != nil {
+		return nil
+	}
+	return served
 }
 
 // touch creates the labelled ForeignCluster, then changes a label of it: the API server calls both
