@@ -167,14 +167,14 @@ func InstallValues() map[string]any {
 	return map[string]any{"namespace": map[string]any{"create": true}}
 }
 
-// InstallNoCertManagerFile is the rendered install for clusters without cert-manager: the chart with
-// InstallNoCertManagerValues, attached to every release as install-no-cert-manager.yaml.
-const InstallNoCertManagerFile = "manifests/default/install-no-cert-manager.yaml"
+// InstallCertManagerFile is the rendered install for clusters that run cert-manager: the chart with
+// InstallCertManagerValues, attached to every release as install-cert-manager.yaml.
+const InstallCertManagerFile = "manifests/default/install-cert-manager.yaml"
 
-// InstallNoCertManagerValues are InstallValues with certManager.enabled=false: the binary manages its
-// certificates (--cert-management=self).
-func InstallNoCertManagerValues() map[string]any {
+// InstallCertManagerValues are InstallValues with certManager.enabled=true: cert-manager issues the
+// serving certificate and its CA injector fills the caBundle (the binary runs --cert-management=cert-manager).
+func InstallCertManagerValues() map[string]any {
 	v := InstallValues()
-	v["certManager"] = map[string]any{"enabled": false}
+	v["certManager"] = map[string]any{"enabled": true}
 	return v
 }

@@ -1,6 +1,6 @@
 // Command generate writes the install files that are renderings of the chart (`make manifests`): the
-// whole install for `kubectl apply -f` and `kubectl apply -k manifests/default` (with cert-manager), the
-// same without cert-manager (install-no-cert-manager.yaml), the policy fallback for
+// whole install for `kubectl apply -f` and `kubectl apply -k manifests/default` (certificates managed by
+// the binary), the same with cert-manager (install-cert-manager.yaml), the policy fallback for
 // `kubectl apply -k manifests/policy`, and the RBAC and ValidatingAdmissionPolicy of the identity-secrets kustomize
 // component; and the README's values table, from the `# --` comments of the chart's values.yaml.
 package main
@@ -26,8 +26,8 @@ type output struct {
 
 var outputs = []output{
 	{path: manifests.InstallFile, values: manifests.InstallValues(), what: "the defaults, and the namespace"},
-	{path: manifests.InstallNoCertManagerFile, values: manifests.InstallNoCertManagerValues(),
-		what: "the defaults, the namespace, and certManager.enabled=false"},
+	{path: manifests.InstallCertManagerFile, values: manifests.InstallCertManagerValues(),
+		what: "the defaults, the namespace, and certManager.enabled=true"},
 	{path: "manifests/policy/policy.yaml", values: map[string]any{"policy": map[string]any{"enabled": true}},
 		template: "templates/policy.yaml", what: "policy.enabled=true, templates/policy.yaml"},
 	{path: "manifests/components/identity-secrets/identity-secrets.yaml", values: map[string]any{"identitySecrets": map[string]any{"enabled": true}},

@@ -137,15 +137,19 @@ type replicaFlags struct {
 //
 //   - --kubeconfig: a pod finds the API server and its ServiceAccount's token in its environment and
 //     mounts; the process gets a kubeconfig with a token of the same ServiceAccount.
-//   - --webhook-port, --webhook-cert-dir: a pod serves on the container port behind the chart's Service
-//     with the certificate mounted from its Secret; the API server of the harness calls the configurations
-//     registered through Options.WebhookPaths on a local port, trusting the harness's certificate.
+//   - --webhook-port, --webhook-cert-dir, --cert-management: a pod serves on the container port behind the
+//     chart's Service with the certificate it keeps itself (the chart's default, --cert-management=self) or
+//     cert-manager's, mounted; the API server of the harness calls the configurations registered through
+//     Options.WebhookPaths on a local port, trusting the harness's certificate, which the process serves
+//     from --webhook-cert-dir as it would a mounted one (--cert-management=none). The binary's own
+//     certificates are tested where they are the subject (cmd/liqo-janitor's certs tests, test/e2e), which
+//     pass --cert-management=self after.
 //   - --health-probe-bind-address, --metrics-bind-address: every pod has its own network namespace, the
 //     replicas here share the machine's: each takes free loopback ports.
 //   - --metrics-secure: the harness's scrapes (Replica.Metric) are plain HTTP; the tests of the secure
 //     endpoint pass --metrics-secure=true after.
 var overridden = map[string]bool{"--kubeconfig": true, "--webhook-port": true, "--webhook-cert-dir": true,
-	"--health-probe-bind-address": true, "--metrics-bind-address": true, "--metrics-secure": true}
+	"--cert-management": true, "--health-probe-bind-address": true, "--metrics-bind-address": true, "--metrics-secure": true}
 
 // ownNamespaceFlags default, in a pod, to the pod's namespace, read from its ServiceAccount's namespace
 // file (/var/run/secrets/kubernetes.io/serviceaccount/namespace), which a process here does not have: the
@@ -169,7 +173,7 @@ func (f replicaFlags) args(inst *Install) []string {
 		}
 	}
 	return append(out, "--kubeconfig="+f.kubeconfig,
-		"--webhook-port="+strconv.Itoa(f.webhookPort), "--webhook-cert-dir="+f.webhookCertDir,
+		"--webhook-port="+strconv.Itoa(f.webhookPort), "--webhook-cert-dir="+f.webhookCertDir, "--cert-management=none",
 		"--health-probe-bind-address="+f.probe, "--metrics-bind-address="+f.metrics, "--metrics-secure=false")
 }
 

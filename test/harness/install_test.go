@@ -13,7 +13,7 @@ import (
 func TestAReplicaTakesTheDeploymentsArgumentsButWhatThisMachineNeeds(t *testing.T) {
 	t.Parallel()
 	f := replicaFlags{kubeconfig: "/h/sa.kubeconfig", webhookCertDir: "/h/certs", probe: "127.0.0.1:1", metrics: "127.0.0.1:2", webhookPort: 3}
-	own := []string{"--kubeconfig=/h/sa.kubeconfig", "--webhook-port=3", "--webhook-cert-dir=/h/certs",
+	own := []string{"--kubeconfig=/h/sa.kubeconfig", "--webhook-port=3", "--webhook-cert-dir=/h/certs", "--cert-management=none",
 		"--health-probe-bind-address=127.0.0.1:1", "--metrics-bind-address=127.0.0.1:2", "--metrics-secure=false"}
 	tests := map[string]struct {
 		args []string
@@ -23,7 +23,11 @@ func TestAReplicaTakesTheDeploymentsArgumentsButWhatThisMachineNeeds(t *testing.
 			args: []string{"--leader-elect=true", "--webhook-port=9443", "--cert-management=cert-manager",
 				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--metrics-bind-address=:8080", "--metrics-secure=true",
 				"--health-probe-bind-address=:8081"},
-			want: append([]string{"--leader-elect=true", "--cert-management=cert-manager",
+			want: append([]string{"--leader-elect=true", "--leader-election-namespace=release", "--cert-namespace=release"}, own...),
+		},
+		"the chart's own certificates served from the harness's": {
+			args: []string{"--cert-management=self", "--webhook-service=liqo-janitor-webhook", "--webhook-configuration=liqo-janitor"},
+			want: append([]string{"--webhook-service=liqo-janitor-webhook", "--webhook-configuration=liqo-janitor",
 				"--leader-election-namespace=release", "--cert-namespace=release"}, own...),
 		},
 		"a namespace the Deployment names is kept": {

@@ -65,8 +65,11 @@ var valueMatrix = map[string]map[string]any{
 	"defaults":                           {},
 	"the namespace, as install.yaml":     manifests.InstallValues(),
 	"certificates managed by the binary": {"certManager": map[string]any{"enabled": false, "certificateValidityDays": 30, "caValidityDays": 90}},
-	"the policy fallback off":            {"policy": map[string]any{"enabled": false}},
-	"identity secrets":                   {"identitySecrets": map[string]any{"enabled": true}},
+	"certificates by cert-manager":       {"certManager": map[string]any{"enabled": true, "certificateValidityDays": 30}},
+	"the node's network": {"hostNetwork": true, "webhook": map[string]any{"port": 10443}, "metrics": map[string]any{"port": 10080},
+		"healthProbe": map[string]any{"port": 10081}, "namespace": map[string]any{"create": true, "podSecurity": "privileged"}},
+	"the policy fallback off": {"policy": map[string]any{"enabled": false}},
+	"identity secrets":        {"identitySecrets": map[string]any{"enabled": true}},
 	"one replica without leader election": {"replicaCount": 1, "leaderElection": map[string]any{"enabled": false},
 		"prometheusRule": map[string]any{"enabled": true}},
 	"monitoring": {
@@ -81,7 +84,7 @@ var valueMatrix = map[string]map[string]any{
 		"extraArgs":          []any{"--zap-log-level=debug"},
 		"podSecurityContext": map[string]any{"runAsUser": nil, "runAsGroup": nil},
 		"resources":          map[string]any{"limits": map[string]any{"cpu": int64(1), "memory": "256Mi"}},
-		"serviceMonitor": map[string]any{"enabled": true, "scrapeTimeout": "10s", "relabelings": []any{
+		"serviceMonitor": map[string]any{"enabled": true, "scrapeTimeout": "10s", "tokenSecret": "my-scraper-token", "relabelings": []any{
 			map[string]any{"targetLabel": "cluster", "replacement": "consumer-a"}}},
 		"prometheusRule": map[string]any{"enabled": true, "groupBy": []any{"cluster", "namespace"}},
 	},
@@ -157,6 +160,11 @@ func TestChartValuesAreChecked(t *testing.T) {
 			"gate.probe.timeout is 1m30s: the probe must end within 3s"},
 		"a probe just longer than 3s": {map[string]any{"gate": map[string]any{"probe": map[string]any{"timeout": "3001ms"}}},
 			"the probe must end within 3s"},
+		"the node's network in a restricted namespace": {map[string]any{"hostNetwork": true, "namespace": map[string]any{"create": true}},
+			`hostNetwork is true but the namespace this chart creates enforces Pod Security "restricted"`},
+		"a webhook port that is also the health port": {map[string]any{"webhook": map[string]any{"port": 8081}},
+			"each server of the pod needs a port of its own"},
+		"a port that is none": {map[string]any{"webhook": map[string]any{"port": 70000}}, "port"},
 		"without cert-manager, a CA that does not outlive its certificates": {
 			map[string]any{"certManager": map[string]any{"enabled": false, "certificateValidityDays": 365, "caValidityDays": 730}},
 			"caValidityDays must be at least three times certificateValidityDays"},
@@ -231,11 +239,11 @@ func TestInstallYAMLIsTheChartRenderedAndTheKustomizeBaseAppliesIt(t *testing.T)
 	onDisk, err := os.ReadFile(filepath.Join(repoRoot(t), manifests.InstallFile))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(onDisk)).To(HaveSuffix(r.Manifest), "%s is stale: run make manifests", manifests.InstallFile)
-	r2, err := manifests.Render(t.Context(), manifests.ReleaseNamespace, manifests.InstallNoCertManagerValues())
+	r2, err := manifests.Render(t.Context(), manifests.ReleaseNamespace, manifests.InstallCertManagerValues())
 	g.Expect(err).NotTo(HaveOccurred())
-	onDisk, err = os.ReadFile(filepath.Join(repoRoot(t), manifests.InstallNoCertManagerFile))
+	onDisk, err = os.ReadFile(filepath.Join(repoRoot(t), manifests.InstallCertManagerFile))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(onDisk)).To(HaveSuffix(r2.Manifest), "%s is stale: run make manifests", manifests.InstallNoCertManagerFile)
+	g.Expect(string(onDisk)).To(HaveSuffix(r2.Manifest), "%s is stale: run make manifests", manifests.InstallCertManagerFile)
 
 	rendered := fromYAML(t, "the chart", r.Manifest)
 	kustomized := kustomize(t, defaultDir)
@@ -253,7 +261,9 @@ func TestInstallYAMLIsTheChartRenderedAndTheKustomizeBaseAppliesIt(t *testing.T)
 func TestChartGrantsExactlyWhatTheCodeCalls(t *testing.T) {
 	g := NewWithT(t)
 	b, _ := render(t, installNS, nil)
-	g.Expect(serviceAccountGrants(t, b)).To(Equal(needed))
+	g.Expect(serviceAccountGrants(t, b)).To(Equal(withSelfManagedCerts))
+	b, _ = render(t, installNS, withCertManager)
+	g.Expect(serviceAccountGrants(t, b)).To(Equal(needed), "with cert-manager, nothing on Secrets or webhook configurations")
 	b, _ = render(t, installNS, map[string]any{"identitySecrets": map[string]any{"enabled": true}})
 	g.Expect(serviceAccountGrants(t, b)).To(Equal(withIdentitySecrets))
 	dep := one[*appsv1.Deployment](t, b, installNS, appName)

@@ -2,6 +2,7 @@ package manifests_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -108,16 +109,35 @@ func TestDeploymentIsHardened(t *testing.T) {
 	}
 	g.Expect(c.Resources.Limits.Memory().Cmp(resource.MustParse("128Mi"))).To(BeNumerically(">=", 0))
 
-	// Probes on the health port: ready only once the webhook server serves TLS.
+	// Probes on the health port (by name: healthProbe.port moves it): ready only once the webhook server serves TLS.
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromInt32(8081)}}}
+			Path: path, Port: intstr.FromString("health")}}}
 	}
 	g.Expect(c.ReadinessProbe).To(HaveField("ProbeHandler", probe("/readyz").ProbeHandler))
 	g.Expect(c.LivenessProbe).To(HaveField("ProbeHandler", probe("/healthz").ProbeHandler))
 	g.Expect(c.Args).To(ContainElement("--health-probe-bind-address=:8081"))
 
-	// The serving certificate: the Certificate's Secret, mounted read-only where --webhook-cert-dir points.
+	// The default: the binary keeps its certificates in Secrets it reads through the API (nothing mounted,
+	// nothing written to the read-only root filesystem) and injects the bundle into its configurations.
+	g.Expect(c.Args).To(ContainElements("--cert-management=self", "--webhook-service="+webhookService,
+		"--webhook-configuration="+appName))
+	g.Expect(c.VolumeMounts).To(BeEmpty())
+	g.Expect(pod.Volumes).To(BeEmpty())
+	g.Expect(pod.HostNetwork).To(BeFalse())
+
+	pdb := one[*policyv1.PodDisruptionBudget](t, b, installNS, appName)
+	g.Expect(pdb.Spec.MinAvailable).To(Equal(ptr.To(intstr.FromInt32(1))))
+	g.Expect(labels.SelectorFromSet(pdb.Spec.Selector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels))).To(BeTrue())
+}
+
+// TestDeploymentMountsCertManagersCertificate: with certManager.enabled the serving certificate is the
+// Certificate's Secret, mounted read-only where --webhook-cert-dir points, and nothing else of it.
+func TestDeploymentMountsCertManagersCertificate(t *testing.T) {
+	g := NewWithT(t)
+	b, _ := render(t, installNS, withCertManager)
+	pod := one[*appsv1.Deployment](t, b, installNS, appName).Spec.Template.Spec
+	c := pod.Containers[0]
 	cert := one[*certmanagerv1.Certificate](t, b, installNS, servingCert)
 	certDir := argValue(c.Args, certDirFlag)
 	g.Expect(certDir).NotTo(BeEmpty(), "the Deployment sets %s", certDirFlag)
@@ -128,42 +148,80 @@ func TestDeploymentIsHardened(t *testing.T) {
 		Secret: &corev1.SecretVolumeSource{SecretName: cert.Spec.SecretName, Items: []corev1.KeyToPath{
 			{Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}}}}}), "what is served, and nothing else of the Secret")
 	g.Expect(c.Args).To(ContainElement("--cert-management=cert-manager"))
+}
 
-	pdb := one[*policyv1.PodDisruptionBudget](t, b, installNS, appName)
-	g.Expect(pdb.Spec.MinAvailable).To(Equal(ptr.To(intstr.FromInt32(1))))
-	g.Expect(labels.SelectorFromSet(pdb.Spec.Selector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels))).To(BeTrue())
+// TestChartRunsInTheNodesNetworkOnRequest: hostNetwork puts the pods in the node's network (the API server
+// calls the webhook at the node's address) and keeps them resolving the cluster's Services.
+func TestChartRunsInTheNodesNetworkOnRequest(t *testing.T) {
+	g := NewWithT(t)
+	b, _ := render(t, installNS, map[string]any{"hostNetwork": true, "webhook": map[string]any{"port": 10443}})
+	pod := one[*appsv1.Deployment](t, b, installNS, appName).Spec.Template.Spec
+	g.Expect(pod.HostNetwork).To(BeTrue())
+	g.Expect(pod.DNSPolicy).To(Equal(corev1.DNSClusterFirstWithHostNet))
+	g.Expect(pod.Containers[0].Args).To(ContainElement("--webhook-port=10443"))
 }
 
 func TestServicesReachTheContainerPorts(t *testing.T) {
-	b := kustomize(t, defaultDir)
-	d := one[*appsv1.Deployment](t, b, installNS, appName)
-	tests := map[string]struct {
-		service          string
-		port, targetPort int32
-		flag             string
+	custom := map[string]any{"webhook": map[string]any{"port": 10443}, "metrics": map[string]any{"port": 10080},
+		"healthProbe": map[string]any{"port": 10081}}
+	installs := map[string]struct {
+		b                        built
+		webhook, metrics, health int32
 	}{
-		"the webhook Service sends 443 to the webhook server": {
-			service: webhookService, port: 443, targetPort: 9443, flag: "--webhook-port=9443"},
-		"the metrics Service sends 8080 to the metrics server": {
-			service: metricsService, port: 8080, targetPort: 8080, flag: "--metrics-bind-address=:8080"},
+		"the default install":     {kustomize(t, defaultDir), 9443, 8080, 8081},
+		"ports of the operator's": {func() built { b, _ := render(t, installNS, custom); return b }(), 10443, 10080, 10081},
 	}
-	for name, tc := range tests {
+	for name, in := range installs {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			svc := one[*corev1.Service](t, b, installNS, tc.service)
-			g.Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels))).To(BeTrue())
-			g.Expect(svc.Spec.Ports).To(HaveLen(1))
-			g.Expect(svc.Spec.Ports[0].Port).To(Equal(tc.port))
-			g.Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromInt32(tc.targetPort)))
-			g.Expect(d.Spec.Template.Spec.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", tc.targetPort)))
-			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement(tc.flag))
+			d := one[*appsv1.Deployment](t, in.b, installNS, appName)
+			c := d.Spec.Template.Spec.Containers[0]
+			for _, tc := range []struct {
+				service          string
+				port, targetPort int32
+				flag             string
+			}{
+				{service: webhookService, port: 443, targetPort: in.webhook, flag: fmt.Sprintf("--webhook-port=%d", in.webhook)},
+				{service: metricsService, port: in.metrics, targetPort: in.metrics, flag: fmt.Sprintf("--metrics-bind-address=:%d", in.metrics)},
+			} {
+				svc := one[*corev1.Service](t, in.b, installNS, tc.service)
+				g.Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels))).To(BeTrue())
+				g.Expect(svc.Spec.Ports).To(HaveLen(1))
+				g.Expect(svc.Spec.Ports[0].Port).To(Equal(tc.port))
+				g.Expect(containerPort(c, svc.Spec.Ports[0].TargetPort)).To(Equal(tc.targetPort), "%s reaches the port the binary listens on", tc.service)
+				g.Expect(c.Args).To(ContainElement(tc.flag))
+			}
+			g.Expect(c.Args).To(ContainElement(fmt.Sprintf("--health-probe-bind-address=:%d", in.health)))
+			for _, probe := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+				g.Expect(containerPort(c, probe.HTTPGet.Port)).To(Equal(in.health), "the kubelet probes the health port")
+			}
 		})
 	}
 }
 
+// containerPort resolves a Service's or probe's port (a number, or the name of one of c's ports) to a
+// number; 0 if the name is not c's.
+func containerPort(c corev1.Container, port intstr.IntOrString) int32 {
+	if port.Type == intstr.Int {
+		return port.IntVal
+	}
+	for _, p := range c.Ports {
+		if p.Name == port.StrVal {
+			return p.ContainerPort
+		}
+	}
+	return 0
+}
+
 func TestWebhookConfigurationsPointAtTheInstall(t *testing.T) {
 	g := NewWithT(t)
-	b := kustomize(t, defaultDir)
+	for _, cfg := range []client.Object{
+		one[*admissionregistrationv1.MutatingWebhookConfiguration](t, kustomize(t, defaultDir), "", appName),
+		one[*admissionregistrationv1.ValidatingWebhookConfiguration](t, kustomize(t, defaultDir), "", appName),
+	} {
+		g.Expect(cfg.GetAnnotations()).NotTo(HaveKey("cert-manager.io/inject-ca-from"), "by default the binary injects its bundle")
+	}
+	b, _ := render(t, installNS, withCertManager)
 	svc := one[*corev1.Service](t, b, installNS, webhookService)
 	cert := one[*certmanagerv1.Certificate](t, b, installNS, servingCert)
 	g.Expect(cert.Spec.DNSNames).To(ConsistOf(

@@ -165,7 +165,8 @@ func TestSelfManagedCertificatesAndIdentitySecretsAsTheServiceAccount(t *testing
 	g.Expect(inst.ServiceAccount).To(Equal(appName))
 	g.Expect(inst.Container.Args).To(ContainElements("--cert-management=self", "--release-identity-secrets"))
 	// as a pod of this release: its ServiceAccount, its container's arguments, ns as its own namespace
-	r, err := env.StartReplicaOf(inst, "self-managed-identity-secrets", "--webhook-port="+freePort(t), "--cert-check-interval=500ms")
+	r, err := env.StartReplicaOf(inst, "self-managed-identity-secrets", "--webhook-port="+freePort(t),
+		"--cert-management=self", "--cert-check-interval=500ms") // the harness serves its own certificate unless told
 	g.Expect(err).NotTo(HaveOccurred(), "the binary becomes ready as the chart's ServiceAccount")
 	t.Cleanup(func() { _ = r.Terminate(30 * time.Second) })
 

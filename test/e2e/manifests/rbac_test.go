@@ -52,10 +52,21 @@ var needed = map[grant][]string{
 	{installNS, "", "events"}:                                 {"create", "patch"},
 }
 
+// withSelfManagedCerts is what the default install grants (certManager.enabled=false, templates/certs-rbac.yaml):
+// the code's needs, and its two certificate Secrets (get and patch by name, create in the install namespace
+// alone, narrowed by the policy liqo-janitor-certs) and the caBundle of its two webhook configurations.
+var withSelfManagedCerts = func() map[grant][]string {
+	m := maps.Clone(needed)
+	m[grant{installNS, "", "secrets"}] = []string{"create", "get", "patch"}
+	m[grant{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"}] = []string{"get", "patch"}
+	m[grant{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations"}] = []string{"get", "patch"}
+	return m
+}()
+
 // withIdentitySecrets is what the identity-secrets component adds: the metadata-only watch and the
 // finalizer patch on control-plane identity Secrets, which RBAC cannot narrow by label.
 var withIdentitySecrets = func() map[grant][]string {
-	m := maps.Clone(needed)
+	m := maps.Clone(withSelfManagedCerts)
 	m[grant{"", "", "secrets"}] = []string{"get", "list", "patch", "watch"}
 	return m
 }()
@@ -115,8 +126,8 @@ func TestServiceAccountGetsExactlyWhatTheCodeCalls(t *testing.T) {
 		dir  string
 		want map[grant][]string
 	}{
-		"the default install grants the markers and leader election, nothing on Secrets": {
-			dir: defaultDir, want: needed,
+		"the default install grants the markers, leader election and its own certificates": {
+			dir: defaultDir, want: withSelfManagedCerts,
 		},
 		"the identity-secrets component adds Secrets, nothing else": {
 			dir: identitySecretDir, want: withIdentitySecrets,
@@ -129,7 +140,7 @@ func TestServiceAccountGetsExactlyWhatTheCodeCalls(t *testing.T) {
 	}
 }
 
-func TestRolesHaveNoWildcardsAndDefaultHasNoSecrets(t *testing.T) {
+func TestRolesHaveNoWildcardsAndDefaultHasNoSecretsButItsCertificates(t *testing.T) {
 	for name, dir := range map[string]string{
 		"default": defaultDir, "identity-secrets overlay": identitySecretDir, "policy": policyDir,
 	} {
@@ -144,8 +155,19 @@ func TestRolesHaveNoWildcardsAndDefaultHasNoSecrets(t *testing.T) {
 				if len(r.NonResourceURLs) > 0 {
 					g.Expect(r).To(Equal(rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}), "rule %v", r)
 				}
-				if dir == defaultDir {
-					g.Expect(r.Resources).NotTo(ContainElement("secrets"), "Secrets are for the opt-in component only")
+			}
+			if dir == defaultDir {
+				for _, cr := range all[*rbacv1.ClusterRole](b) {
+					for _, r := range cr.Rules {
+						g.Expect(r.Resources).NotTo(ContainElement("secrets"), "cluster-wide Secrets are for the opt-in component only (%s)", cr.Name)
+					}
+				}
+				for _, role := range all[*rbacv1.Role](b) {
+					for _, r := range role.Rules {
+						if slices.Contains(r.Resources, "secrets") {
+							g.Expect(role.Namespace+"/"+role.Name).To(Equal(installNS+"/"+appName+"-certs"), "Secrets only for the janitor's own certificates")
+						}
+					}
 				}
 			}
 		})

@@ -78,6 +78,12 @@ only: the Kubernetes version decides (--kube-version; the chart's kubeVersion al
 {{/* The metrics Service: the serving certificate covers it too, for the ServiceMonitor's TLS. */}}
 {{- define "liqo-janitor.metricsService" -}}liqo-janitor-metrics{{- end }}
 
+{{/* The scraper's ServiceAccount the chart makes for the ServiceMonitor (serviceMonitor.tokenSecret ""). */}}
+{{- define "liqo-janitor.metricsScraper" -}}liqo-janitor-metrics-scraper{{- end }}
+
+{{/* The Secret whose key token the ServiceMonitor scrapes with: serviceMonitor.tokenSecret, or the chart's. */}}
+{{- define "liqo-janitor.metricsTokenSecret" -}}{{ .Values.serviceMonitor.tokenSecret | default "liqo-janitor-metrics-token" }}{{- end }}
+
 {{/* The name of both webhook configurations (--webhook-configuration with self-managed certificates). */}}
 {{- define "liqo-janitor.webhookConfiguration" -}}liqo-janitor{{- end }}
 
