@@ -73,6 +73,26 @@ $(LIQO_STAMP): $(LIQO_DIR)/go.mod $(LIQO_DIR)/go.sum
 	@cd $(LIQO_DIR) && go build -trimpath -ldflags '-s -w' -o $(LIQO_BIN)/webhook github.com/liqotech/liqo/cmd/webhook
 	@touch $@
 
+CM_DIR     := test/certmanager
+CM_BIN     := $(BIN)/cert-manager
+# The cert-manager release the tools module builds: the one its go.mod requires (test/e2e's too).
+CM_VERSION := $(shell awk '$$1 == "github.com/cert-manager/cert-manager" {print $$2}' $(CM_DIR)/go.mod)
+CM_STAMP   := $(CM_BIN)/.version-$(CM_VERSION)
+
+.PHONY: cert-manager
+cert-manager: $(CM_STAMP) ## Build cert-manager's controller and cainjector of the release test/certmanager pins into bin/cert-manager (cached)
+
+# cert-manager's real controller and CA injector, which the harness runs against its API server to issue
+# the chart's certificates and inject their CA in cert-manager mode (harness.StartCertManager). Built from
+# the tools module test/certmanager by its build.sh (which says why it builds without the Venafi issuer),
+# and rebuilt only when that module changes; a first build on an empty Go cache takes about CM_BUILD_TIME
+# on two cores.
+$(CM_STAMP): $(CM_DIR)/go.mod $(CM_DIR)/go.sum $(CM_DIR)/build.sh $(shell find $(CM_DIR) -name '*.go')
+	@echo ">> building cert-manager $(CM_VERSION)'s controller and cainjector into $(CM_BIN) (first time: ~CM_BUILD_TIME)"
+	@rm -f $(CM_BIN)/.version-*
+	@$(CM_DIR)/build.sh $(CM_BIN)
+	@touch $@
+
 ##@ Development
 
 CONTROLLER_GEN_VERSION := v0.23.0
@@ -134,7 +154,7 @@ image: ## Build the image (linux/amd64, linux/arm64) into bin/image: an OCI layo
 # starts on a package's first such test, never for its pure ones. The harness builds the binaries it runs
 # from the checkout (go build, cached), so neither lane needs `make build`.
 .PHONY: test
-test: control-plane liqo-webhook $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
+test: control-plane liqo-webhook cert-manager $(CONTROLLER_GEN) ## Run every test (unit and real-API-server) with the race detector
 	@# the summary is printed on a failure too: each module's status is kept, not the recipe's shell's
 	@set +e; status=0; : > $(BIN)/test.log; \
 	  $(call go-test,.,$(ROOT_PKGS),$(TEST_FLAGS),test.log,TEST_OUTPUT) \

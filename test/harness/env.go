@@ -53,6 +53,12 @@ type Options struct {
 	// lives in a directory under the checkout's bin/ rather than the system's temporary directory, where
 	// `make demo-stop` finds what to stop and removes it.
 	Detached bool
+	// ServiceRouting makes the API server call a webhook configured with a Service at an endpoint of the
+	// Service's EndpointSlices (kube-apiserver --enable-aggregator-routing, which sets the resolver of
+	// webhooks too: buildServiceResolver in cmd/kube-apiserver/app/server.go) rather than at its ClusterIP,
+	// which leads nowhere without kube-proxy: a chart's webhook configurations and Service, unchanged, then
+	// reach a process on this machine through ServiceRoute.
+	ServiceRouting bool
 }
 
 // dirPrefix begins the name of every Env's directory (kubeconfig, logs, built binaries); `make demo-stop`
@@ -135,6 +141,9 @@ func Start(opts Options) (*Env, error) {
 	// still decides when set.
 	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
 		e.env.ControlPlaneStartTimeout = time.Minute
+	}
+	if opts.ServiceRouting {
+		e.env.ControlPlane.GetAPIServer().Configure().Set("enable-aggregator-routing", "true")
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting envtest (binaries %s, Liqo CRDs %s): %w", bins, crds, err)

@@ -13,8 +13,11 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
+// TestMain: the API server calls a webhook configured with a Service at the Service's EndpointSlices
+// (ServiceRouting), so that the chart's webhook configurations reach a binary the test routes them to
+// (TestCertManagerIssuesInjectsAndRenews).
 func TestMain(m *testing.M) {
-	os.Exit(harness.Run(m, harness.Options{}, func(e *harness.Env) error {
+	os.Exit(harness.Run(m, harness.Options{ServiceRouting: true}, func(e *harness.Env) error {
 		return errors.Join(installCertManagerCRDs(e), installMonitoringCRDs(e))
 	}))
 }
