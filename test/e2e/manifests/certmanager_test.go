@@ -49,10 +49,11 @@ func TestCertManagerIssuesInjectsAndRenews(t *testing.T) {
 	cm, err := env.StartCertManager(ctx, installNS)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { NewWithT(t).Expect(cm.Stop()).To(Succeed()) })
+	c := certManagerClient(t, env)
+	t.Cleanup(func() { deleteIssued(t, c) })
 	h := newHelm(t)
 	t.Cleanup(h.uninstall)
 	h.install(withCertManager)
-	c := certManagerClient(t, env)
 
 	ca := awaitIssued(t, c, caCert, 0)
 	serving := awaitIssued(t, c, servingCert, 0)
@@ -63,7 +64,9 @@ func TestCertManagerIssuesInjectsAndRenews(t *testing.T) {
 
 	gate := startGateServing(t, env, serving)
 	fc := unconfirmedProvider(t, env)
-	expectRefusedByGate(t, env, fc, "through the Service, trusting the injected bundle")
+	// until the API server's informer has the EndpointSlice, it finds no endpoint for the Service
+	g.Eventually(func(g Gomega) { expectRefusedByGate(g, env, fc) }).WithTimeout(30*time.Second).
+		Should(Succeed(), "through the Service, trusting the injected bundle (log: %s)", gate.replica.Log)
 
 	// The renewal: cert-manager's trigger, as `cmctl renew` sets it (cmd/ctl/pkg/renew: Issuing=True,
 	// reason ManuallyTriggered, on the status).
@@ -83,7 +86,19 @@ func TestCertManagerIssuesInjectsAndRenews(t *testing.T) {
 	g.Expect(m.bundle).To(Equal(ca.Data["ca.crt"]), "the bundle unchanged by the renewal")
 	g.Expect(m.err).NotTo(HaveOccurred(), "the renewed certificate verifies against the injected bundle for the Service's name")
 	g.Expect(m.served).To(Equal(leafOf(t, renewed)))
-	expectRefusedByGate(t, env, fc, "after the renewal")
+	expectRefusedByGate(g, env, fc) // after the renewal, at once
+}
+
+// deleteIssued deletes what cert-manager wrote for the install and Helm does not uninstall: the Certificates'
+// Secrets and CertificateRequests (owned by the Certificates, but no garbage collector runs here).
+func deleteIssued(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	for _, name := range []string{caCert, servingCert} {
+		_ = c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: name}})
+	}
+	if err := c.DeleteAllOf(ctx, &certmanagerv1.CertificateRequest{}, client.InNamespace(installNS)); err != nil {
+		t.Logf("deleting the CertificateRequests: %v", err)
+	}
 }
 
 // certManagerClient is an admin client that knows cert-manager's types.
@@ -247,14 +262,12 @@ func unconfirmedProvider(t *testing.T, env *harness.Env) *liqov1beta1.ForeignClu
 // expectRefusedByGate marks fc without the confirmation through the API server: the gate, called by the API
 // server through the chart's Service and trusted through the injected bundle, refuses it with its message
 // (a webhook the API server cannot call or does not trust fails with "failed calling webhook" instead).
-func expectRefusedByGate(t *testing.T, env *harness.Env, fc *liqov1beta1.ForeignCluster, when string) {
-	t.Helper()
-	g := NewWithT(t)
-	err := fixture.Annotate(t.Context(), env.Client, fc, map[string]*string{liqojanitor.MarkAnnotation: ptr.To(liqojanitor.MarkValue)})
-	g.Expect(err).To(HaveOccurred(), "the mark without confirmation is refused %s", when)
-	g.Expect(apierrors.ReasonForError(err)).NotTo(Equal(metav1.StatusReasonInternalError), "the webhook was called %s: %v", when, err)
-	g.Expect(err.Error()).To(ContainSubstring(`liqo-janitor.io" denied the request`), "the gate answered %s", when)
-	g.Expect(err.Error()).To(ContainSubstring("needs a second key, the confirmation annotation "+liqojanitor.ConfirmAnnotation), "the gate's message %s", when)
+func expectRefusedByGate(g Gomega, env *harness.Env, fc *liqov1beta1.ForeignCluster) {
+	err := fixture.Annotate(context.Background(), env.Client, fc, map[string]*string{liqojanitor.MarkAnnotation: ptr.To(liqojanitor.MarkValue)})
+	g.Expect(err).To(HaveOccurred(), "the mark without confirmation is refused")
+	g.Expect(apierrors.ReasonForError(err)).NotTo(Equal(metav1.StatusReasonInternalError), "the webhook was called: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`liqo-janitor.io" denied the request`), "the gate answered")
+	g.Expect(err.Error()).To(ContainSubstring("needs a second key, the confirmation annotation "+liqojanitor.ConfirmAnnotation), "the gate's message")
 }
 
 // secretVolume is a directory holding a Secret's keys as the kubelet projects a Secret volume into a pod
@@ -267,13 +280,14 @@ type secretVolume struct {
 }
 
 func (v *secretVolume) write(s *corev1.Secret) error {
+	data := map[string][]byte{"tls.crt": s.Data["tls.crt"], "tls.key": s.Data["tls.key"]} // the Deployment's items
 	v.version++
 	ts := fmt.Sprintf("..%d", v.version)
 	if err := os.Mkdir(filepath.Join(v.dir, ts), 0o700); err != nil {
 		return err
 	}
-	for key, data := range s.Data {
-		if err := os.WriteFile(filepath.Join(v.dir, ts, key), data, 0o600); err != nil {
+	for key, pem := range data {
+		if err := os.WriteFile(filepath.Join(v.dir, ts, key), pem, 0o600); err != nil {
 			return err
 		}
 	}
@@ -283,7 +297,7 @@ func (v *secretVolume) write(s *corev1.Secret) error {
 	if err := os.Rename(filepath.Join(v.dir, "..data_tmp"), filepath.Join(v.dir, "..data")); err != nil {
 		return err
 	}
-	for key := range s.Data {
+	for key := range data {
 		link := filepath.Join(v.dir, key)
 		if _, err := os.Lstat(link); err == nil {
 			continue
