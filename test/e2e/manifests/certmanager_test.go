@@ -38,9 +38,10 @@ import (
 // binary, run as a pod of the release (its ServiceAccount, its Deployment's arguments), serves the
 // serving Certificate's Secret as the Deployment mounts it. The API server calls the gate through the
 // chart's Service (routed to the binary: harness.ServiceRoute) and trusts it through the injected bundle:
-// an unconfirmed mark is refused by the gate with its message. Then a renewal by cert-manager's own trigger
-// (what `cmctl renew` does): a new serving certificate and key, the same CA, the bundle unchanged, and the
-// gate keeps answering with the certificate served after the Secret's update reaches the binary.
+// a confirmed mark it cannot accept is refused by the gate with its message. Then a renewal by
+// cert-manager's own trigger (what `cmctl renew` does): a new serving certificate and key, the same CA, the
+// bundle unchanged, and the gate keeps answering with the certificate served after the Secret's update
+// reaches the binary.
 func TestCertManagerIssuesInjectsAndRenews(t *testing.T) {
 	env := harness.Require(t)
 	ensureLiqoNamespace(t)
@@ -63,7 +64,7 @@ func TestCertManagerIssuesInjectsAndRenews(t *testing.T) {
 		WithTimeout(time.Minute).Should(Succeed(), "the cainjector injects the CA into both configurations (log: %s)", cm.CAInjectorLog)
 
 	gate := startGateServing(t, env, serving)
-	fc := unconfirmedProvider(t, env)
+	fc := unmarkedProvider(t, env)
 	// until the API server's informer has the EndpointSlice, it finds no endpoint for the Service
 	g.Eventually(func(g Gomega) { expectRefusedByGate(g, env, fc) }).WithTimeout(30*time.Second).
 		Should(Succeed(), "through the Service, trusting the injected bundle (log: %s)", gate.replica.Log)
@@ -249,8 +250,8 @@ func leafOf(t *testing.T, s *corev1.Secret) []byte {
 	return pair.Certificate[0]
 }
 
-// unconfirmedProvider creates a ForeignCluster for the gate to refuse a mark of, until the test ends.
-func unconfirmedProvider(t *testing.T, env *harness.Env) *liqov1beta1.ForeignCluster {
+// unmarkedProvider creates a ForeignCluster for the gate to refuse a mark of, until the test ends.
+func unmarkedProvider(t *testing.T, env *harness.Env) *liqov1beta1.ForeignCluster {
 	t.Helper()
 	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager-provider"},
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "cert-manager-provider"}}
@@ -259,15 +260,18 @@ func unconfirmedProvider(t *testing.T, env *harness.Env) *liqov1beta1.ForeignClu
 	return fc
 }
 
-// expectRefusedByGate marks fc without the confirmation through the API server: the gate, called by the API
-// server through the chart's Service and trusted through the injected bundle, refuses it with its message
-// (a webhook the API server cannot call or does not trust fails with "failed calling webhook" instead).
+// expectRefusedByGate marks fc permanently unreachable, confirmed, through the API server: the chart's
+// policy (liqo-janitor-mark-unreachable) lets a confirmed mark by an admin through, and the gate, called by
+// the API server through the chart's Service and trusted through the injected bundle, refuses it (here
+// Liqo keeps no cluster ID and no reachability evidence for fc) with its message naming the cluster. A
+// webhook the API server cannot reach or does not trust fails with "failed calling webhook" instead.
 func expectRefusedByGate(g Gomega, env *harness.Env, fc *liqov1beta1.ForeignCluster) {
-	err := fixture.Annotate(context.Background(), env.Client, fc, map[string]*string{liqojanitor.MarkAnnotation: ptr.To(liqojanitor.MarkValue)})
-	g.Expect(err).To(HaveOccurred(), "the mark without confirmation is refused")
+	err := fixture.Annotate(context.Background(), env.Client, fc, map[string]*string{
+		liqojanitor.ConfirmAnnotation: ptr.To(string(fc.Spec.ClusterID)), liqojanitor.MarkAnnotation: ptr.To(liqojanitor.MarkValue)})
+	g.Expect(err).To(HaveOccurred(), "the mark is refused")
 	g.Expect(apierrors.ReasonForError(err)).NotTo(Equal(metav1.StatusReasonInternalError), "the webhook was called: %v", err)
-	g.Expect(err.Error()).To(ContainSubstring(`liqo-janitor.io" denied the request`), "the gate answered")
-	g.Expect(err.Error()).To(ContainSubstring("needs a second key, the confirmation annotation "+liqojanitor.ConfirmAnnotation), "the gate's message")
+	g.Expect(err.Error()).To(ContainSubstring(`admission webhook "vforeigncluster.liqo-janitor.io" denied the request`), "the gate answered")
+	g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("ForeignCluster %q", fc.Name)), "the gate's message")
 }
 
 // secretVolume is a directory holding a Secret's keys as the kubelet projects a Secret volume into a pod
