@@ -38,9 +38,9 @@ type CertManager struct {
 // kubeconfig, as one replica each (no leader election), and returns once both listen (the controller's
 // health and metrics servers, the cainjector's metrics server). cert-manager's CRDs must be installed: the
 // test module that pins cert-manager installs them from its module (test/e2e/manifests,
-// installCertManagerCRDs). clusterResourceNamespace is the controller's --cluster-resource-namespace
-// (ClusterIssuers' Secrets; none is used here, but the flag is required in spirit: cert-manager's chart
-// always sets it). The cainjector injects into Mutating- and ValidatingWebhookConfigurations only (not into
+// installCertManagerCRDs). clusterResourceNamespace is the controller's --cluster-resource-namespace,
+// where ClusterIssuers keep their Secrets (cert-manager's chart always sets it; its ClusterIssuer controller
+// is off here). The cainjector injects into Mutating- and ValidatingWebhookConfigurations only (not into
 // CRDs or APIServices). Stop, or else Env.Stop, ends both.
 func (e *Env) StartCertManager(ctx context.Context, clusterResourceNamespace string) (*CertManager, error) {
 	dir := filepath.Join(e.Root, CertManagerBinaries)

@@ -23,6 +23,15 @@
 // through JanitorClient. A refusal by RBAC of that ServiceAccount fails the test package (RBACDenials),
 // even where no assertion noticed it: a permission the code needs and the chart lacks is a failed test.
 //
+// # Other projects' binaries
+//
+// Liqo's own webhook (StartLiqoWebhook, `make liqo-webhook`) and cert-manager's controller and cainjector
+// (StartCertManager, `make cert-manager`) are the real binaries of the pinned releases, built into bin/ by
+// the Makefile from tools modules under test/. With Options.ServiceRouting the API server reaches a
+// chart's webhook Service at an EndpointSlice (ServiceRoute), so that a chart's webhook configurations,
+// unchanged, call a process on this machine, and cert-manager's injected bundle is what the API server
+// trusts.
+//
 // # Binaries
 //
 // The binaries a test runs (StartReplica, Binary, RequireBinary) are built from the checkout under test
