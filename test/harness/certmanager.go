@@ -93,7 +93,7 @@ func (cm *CertManager) awaitListening(ctx context.Context, addrs map[string]stri
 	for _, p := range []*process{cm.controller, cm.cainjector} {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s exited (log: %s): %v", p.what, p.log, p.err)
+			return fmt.Errorf("%s exited (log: %s): %w", p.what, p.log, p.err)
 		default:
 		}
 	}

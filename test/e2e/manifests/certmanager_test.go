@@ -93,6 +93,7 @@ func TestCertManagerIssuesInjectsAndRenews(t *testing.T) {
 // deleteIssued deletes what cert-manager wrote for the install and Helm does not uninstall: the Certificates'
 // Secrets and CertificateRequests (owned by the Certificates, but no garbage collector runs here).
 func deleteIssued(t *testing.T, c client.Client) {
+	t.Helper()
 	ctx := context.Background()
 	for _, name := range []string{caCert, servingCert} {
 		_ = c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: name}})
