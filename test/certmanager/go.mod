@@ -4,8 +4,9 @@
 // Everything but the two binaries' command layer comes from the module github.com/cert-manager/cert-manager
 // at the version required below, which the module proxy serves (the one test/e2e/go.mod requires). The
 // command layer (controller/ and cainjector/: main.go and app/) is cert-manager's cmd/controller and
-// cmd/cainjector, copied unchanged but for their import paths from the release-1.21 branch (identical
-// there to the v1.21.1 tag): upstream builds them as the modules .../controller-binary and
+// cmd/cainjector, copied from the release-1.21 branch (identical there to the v1.21.1 tag) unchanged but
+// for their import paths and, in controller/app/start.go, the Venafi issuer's import (build.sh says why):
+// upstream builds them as the modules .../controller-binary and
 // .../cainjector-binary, which point at the repository root with a replace directive and are never
 // published, so the module proxy has no version of them. This module's path lies under
 // github.com/cert-manager/cert-manager so that, like upstream's command modules, it may import the root
@@ -13,7 +14,8 @@
 //
 // Bump cert-manager: change the version below (and test/e2e's), copy cmd/controller and cmd/cainjector of
 // the new release over controller/ and cainjector/, rewrite controller-binary/ and cainjector-binary/ in
-// their imports to cmd/controller/ and cmd/cainjector/, and run `go mod tidy`.
+// their imports to cmd/controller/ and cmd/cainjector/, drop start.go's Venafi import, and run `go mod tidy
+// -e` (without -e tidy stops at the vcert zip the proxy refuses, which nothing built here imports).
 module github.com/cert-manager/cert-manager/cmd
 
 go 1.26.0
