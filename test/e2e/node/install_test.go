@@ -31,6 +31,7 @@ func replicas(t *testing.T, c client.Client) []corev1.Pod {
 func TestReplicasRunReadyAsTheChartConfinesThem(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
+	g.Expect(waitAvailable(t.Context(), env.Client)).To(Succeed())
 	pods := replicas(t, env.Client)
 	g.Expect(pods).To(HaveLen(2))
 	for _, p := range pods {

@@ -16,8 +16,6 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,10 +116,10 @@ func imageRef(tarball string) (string, error) {
 }
 
 // install installs the chart with the Helm library, with its defaults but the image: the one imported into
-// containerd, never pulled. Liqo's namespace, which the chart grants the janitor rights in, exists as
-// Liqo's install leaves it.
+// containerd, never pulled. Liqo's namespace, which the chart grants the janitor rights in, and its
+// cluster-ID ConfigMap, which the gate reads, exist as Liqo's install leaves them.
 func install(ctx context.Context, e *harness.Env, image string) error {
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}}); client.IgnoreAlreadyExists(err) != nil {
+	if err := e.InstallLocalClusterID(ctx, "liqo", localClusterID); err != nil {
 		return err
 	}
 	flags := genericclioptions.NewConfigFlags(false)
