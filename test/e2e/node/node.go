@@ -70,8 +70,6 @@ type Node struct {
 	sysctls map[string]string
 	// cgroupsBefore says which of the kubelet's top cgroups existed before Start: Stop removes the others.
 	cgroupsBefore map[string]bool
-	// netnsBefore are the network namespaces containerd's CNI bindings can leave in /run/netns.
-	netnsBefore map[string]bool
 }
 
 // Missing returns what the machine lacks for the lane, as messages that say what to do; nil if nothing.
@@ -204,9 +202,9 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	})
 }
 
-// containerdConfig is containerd 1.6's configuration (version 2): its own root, state, socket and CNI
-// configuration; runc through the runc v2 shim, with cgroupfs as the kubelet's cgroupDriver; the sandbox
-// image built here, never pulled.
+// containerdConfig is containerd 1.6's configuration (version 2): its own root, state (the pods' network
+// namespaces too, rather than /run/netns), socket and CNI configuration; runc through the runc v2 shim,
+// with cgroupfs as the kubelet's cgroupDriver; the sandbox image built here, never pulled.
 const containerdConfig = `version = 2
 root = %q
 state = %q
@@ -222,6 +220,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   sandbox_image = %q
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"

@@ -24,8 +24,7 @@ var watchedSysctls = []string{"net/ipv4/ip_forward"}
 // kubeletCgroups are the cgroups the kubelet creates (cgroupsPerQOS) under each hierarchy.
 var kubeletCgroups = []string{"kubepods"}
 
-// snapshot records what Stop restores or removes: sysctls, the kubelet's cgroups and network namespaces
-// that already existed.
+// snapshot records what Stop restores or removes: sysctls and the kubelet's cgroups that already existed.
 func (n *Node) snapshot() {
 	n.sysctls = map[string]string{}
 	for _, s := range watchedSysctls {
@@ -37,16 +36,12 @@ func (n *Node) snapshot() {
 	for _, d := range cgroupDirs() {
 		n.cgroupsBefore[d] = true
 	}
-	n.netnsBefore = map[string]bool{}
-	for _, ns := range netns() {
-		n.netnsBefore[ns] = true
-	}
 }
 
 // Stop tears the node down, whatever state it is in: the pods go first, through the kubelet, so that their
 // sandboxes' networks are deleted by the CNI plugins as on a real node; then kube-proxy (and its iptables
-// rules), the kubelet, kube-scheduler and containerd stop; what is left (containers, shims, mounts,
-// network namespaces, the bridge, cgroups, sysctls, files) is removed.
+// rules), the kubelet, kube-scheduler and containerd stop; what is left (containers, shims, mounts, the
+// pods' network namespaces among them, the bridge, cgroups, sysctls, files) is removed.
 func (n *Node) Stop(ctx context.Context, c client.Client) error {
 	errs := []error{n.removePods(ctx, c)}
 	errs = append(errs, n.proxy.stop(10*time.Second))
@@ -56,7 +51,7 @@ func (n *Node) Stop(ctx context.Context, c client.Client) error {
 	}
 	errs = append(errs, n.kubelet.stop(10*time.Second), n.scheduler.stop(10*time.Second))
 	errs = append(errs, n.removeContainers(), n.containerd.stop(20*time.Second), n.killShims())
-	errs = append(errs, unmountUnder(n.dir), n.removeNetns(), deleteBridge(), n.removeCgroups(), n.restoreSysctls())
+	errs = append(errs, unmountUnder(n.dir), deleteBridge(), n.removeCgroups(), n.restoreSysctls())
 	if os.Getenv("NODE_LANE_KEEP_LOGS") == "" {
 		errs = append(errs, os.RemoveAll(n.dir))
 	}
@@ -166,35 +161,6 @@ func unmountUnder(dir string) error {
 		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
 		}
-	}
-	return errors.Join(errs...)
-}
-
-// netnsDir is where containerd's CRI plugin pins the pods' network namespaces.
-const netnsDir = "/run/netns"
-
-func netns() []string {
-	entries, _ := os.ReadDir(netnsDir)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
-// removeNetns unmounts and removes the network namespaces created since Start (a sandbox the kubelet did
-// not stop).
-func (n *Node) removeNetns() error {
-	var errs []error
-	for _, ns := range netns() {
-		if n.netnsBefore[ns] || !strings.HasPrefix(ns, "cni-") {
-			continue
-		}
-		p := filepath.Join(netnsDir, ns)
-		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
-		}
-		errs = append(errs, os.Remove(p))
 	}
 	return errors.Join(errs...)
 }
