@@ -79,9 +79,21 @@ func setUp(e *harness.Env, cfg Config) error {
 	lane.node, lane.image = n, image
 	e.Go(func(ctx context.Context) error {
 		<-ctx.Done()
+		recordDenials(e, n)
 		return n.Stop(context.Background(), e.Client)
 	})
 	return install(ctx, e, image)
+}
+
+// recordDenials hands the replicas' logs (the kubelet's pod log files) to the harness, which fails the run
+// on any RBAC refusal of the chart's ServiceAccount in them: a permission the code needs and the chart
+// lacks.
+func recordDenials(e *harness.Env, n *Node) {
+	user := "system:serviceaccount:" + manifests.ReleaseNamespace + ":" + manifests.ReleaseName
+	logs, _ := filepath.Glob(filepath.Join(n.PodLogs(), manifests.ReleaseNamespace+"_*", "*", "*.log"))
+	for _, l := range logs {
+		e.RecordLogDenials(user, l)
+	}
 }
 
 // imageRef reads the reference a docker-loadable tarball tags its image with (manifest.json's RepoTags),

@@ -157,6 +157,9 @@ func (n *Node) start(ctx context.Context, c client.Client) error {
 // Dir is the node's directory: the processes' logs (NAME.log) and state.
 func (n *Node) Dir() string { return n.dir }
 
+// PodLogs is the kubelet's directory of the containers' logs (NAMESPACE_POD_UID/CONTAINER/N.log).
+func (n *Node) PodLogs() string { return n.path("pod-logs") }
+
 // Socket is containerd's socket.
 func (n *Node) Socket() string { return n.sock }
 
@@ -306,7 +309,7 @@ func (n *Node) startKubelet(context.Context) error {
 	if err != nil {
 		return err
 	}
-	config := fmt.Sprintf(kubeletConfig, n.sock, n.cfg.Address, port, n.cfg.ClientCAFile, n.path("pod-logs"),
+	config := fmt.Sprintf(kubeletConfig, n.sock, n.cfg.Address, port, n.cfg.ClientCAFile, n.PodLogs(),
 		n.path("volume-plugins"))
 	if err := writeFile(n.path("kubelet.yaml"), config); err != nil {
 		return err
