@@ -64,13 +64,12 @@ $(NODE_STAMP): $(CP_DIR)/go.mod $(CP_DIR)/go.sum manifests/pause/main.go
 
 E2E_FLAGS ?= -count=1 -timeout=40m
 
-# The node lane: the image of `make image` (the host's platform only) run by a real kubelet with
+# The node lane: the image of `make image` (its host's platform, the tarball) run by a real kubelet with
 # containerd (test/e2e/node). Needs Linux, root and the Debian packages .ci/run installs; the tests fail,
 # not skip, when something is missing. `make test` runs the package too but it returns at once without
 # LIQO_JANITOR_NODE_LANE.
 .PHONY: e2e
-e2e: control-plane node ## The node lane (Linux, root): the chart's pods on a real kubelet and containerd, from `make image`
-	@$(MAKE) --no-print-directory image PLATFORMS=linux/$(ARCH)
+e2e: control-plane node image ## The node lane (Linux, root): the chart's pods on a real kubelet and containerd, from `make image`
 	@cd test/e2e && LIQO_JANITOR_NODE_LANE=1 KUBEBUILDER_ASSETS=$(K8S_BIN) go test $(E2E_FLAGS) -v ./node 2>&1 \
 	  | tee $(BIN)/e2e.log | grep -vE '$(TEST_OUTPUT)'; exit $${PIPESTATUS[0]}
 
