@@ -70,6 +70,9 @@ type Node struct {
 	sysctls map[string]string
 	// cgroupsBefore says which of the kubelet's top cgroups existed before Start: Stop removes the others.
 	cgroupsBefore map[string]bool
+	// chainsBefore are the iptables chains of the node's kind (chainPrefixes) that existed before Start:
+	// Stop removes the others.
+	chainsBefore map[string]bool
 }
 
 // Missing returns what the machine lacks for the lane, as messages that say what to do; nil if nothing.
@@ -208,6 +211,10 @@ func (n *Node) startContainerd(ctx context.Context) error {
 // containerdConfig is containerd 1.6's configuration (version 2): its own root, state (the pods' network
 // namespaces too, rather than /run/netns), socket and CNI configuration; runc through the runc v2 shim,
 // with cgroupfs as the kubelet's cgroupDriver; the sandbox image built here, never pulled.
+// restrict_oom_score_adj: containerd gives a sandbox an oom_score_adj of -998 (defaultSandboxOOMAdj),
+// which only a process with CAP_SYS_RESOURCE may set, and the root of a CI machine that is itself a
+// container or a sandboxed VM may lack it (runc then fails with "failed to update /proc/self/oom_score_adj:
+// Permission denied"); restricted, a value below the caller's own becomes the caller's own.
 const containerdConfig = `version = 2
 root = %q
 state = %q
@@ -224,6 +231,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   netns_mounts_under_state_dir = true
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"

@@ -24,7 +24,8 @@ var watchedSysctls = []string{"net/ipv4/ip_forward"}
 // kubeletCgroups are the cgroups the kubelet creates (cgroupsPerQOS) under each hierarchy.
 var kubeletCgroups = []string{"kubepods"}
 
-// snapshot records what Stop restores or removes: sysctls and the kubelet's cgroups that already existed.
+// snapshot records what Stop restores or leaves: sysctls, and the kubelet's cgroups and iptables chains
+// that already existed.
 func (n *Node) snapshot() {
 	n.sysctls = map[string]string{}
 	for _, s := range watchedSysctls {
@@ -32,6 +33,7 @@ func (n *Node) snapshot() {
 			n.sysctls[s] = strings.TrimSpace(string(v))
 		}
 	}
+	n.chainsBefore = chains()
 	n.cgroupsBefore = map[string]bool{}
 	for _, d := range cgroupDirs() {
 		n.cgroupsBefore[d] = true
@@ -41,7 +43,8 @@ func (n *Node) snapshot() {
 // Stop tears the node down, whatever state it is in: the pods go first, through the kubelet, so that their
 // sandboxes' networks are deleted by the CNI plugins as on a real node; then kube-proxy (and its iptables
 // rules), the kubelet, kube-scheduler and containerd stop; what is left (containers, shims, mounts, the
-// pods' network namespaces among them, the bridge, cgroups, sysctls, files) is removed.
+// pods' network namespaces among them, the bridge, the kubelet's and the CNI plugin's iptables chains,
+// cgroups, sysctls, files) is removed.
 func (n *Node) Stop(ctx context.Context, c client.Client) error {
 	errs := []error{n.removePods(ctx, c)}
 	errs = append(errs, n.proxy.stop(10*time.Second))
@@ -51,7 +54,7 @@ func (n *Node) Stop(ctx context.Context, c client.Client) error {
 	}
 	errs = append(errs, n.kubelet.stop(10*time.Second), n.scheduler.stop(10*time.Second))
 	errs = append(errs, n.removeContainers(), n.containerd.stop(20*time.Second), n.killShims())
-	errs = append(errs, unmountUnder(n.dir), deleteBridge(), n.removeCgroups(), n.restoreSysctls())
+	errs = append(errs, unmountUnder(n.dir), deleteBridge(), n.removeChains(), n.removeCgroups(), n.restoreSysctls())
 	if os.Getenv("NODE_LANE_KEEP_LOGS") == "" {
 		errs = append(errs, os.RemoveAll(n.dir))
 	}
