@@ -40,9 +40,12 @@ const localClusterID = "node-lane-consumer"
 // leaseName is the Lease the replicas compete for (cmd/liqo-janitor's leaderElectionID).
 const leaseName = "liqo-janitor.liqo-janitor.io"
 
-// TestTheAPIServerCallsTheGateThroughTheChartsService: a mark without its confirmation is refused with the
-// gate's own message, and with it stored: the API server reached a replica through the chart's Service
-// (kube-proxy's rules for its ClusterIP) and the certificate the replicas manage.
+// TestTheAPIServerCallsTheGateThroughTheChartsService: the API server reaches the replicas through the
+// chart's Service (kube-proxy's rules for its ClusterIP) and the certificate they manage, for both
+// webhooks. A confirmed mark of a provider unreachable for seconds only is refused with the validating
+// gate's own message (the chart's ValidatingAdmissionPolicy, which refuses an unconfirmed mark first,
+// cannot tell time); once it has been unreachable for an hour, the mark is stored with the mutating
+// webhook's stamps (the admin's name, the time).
 func TestTheAPIServerCallsTheGateThroughTheChartsService(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
@@ -53,18 +56,21 @@ func TestTheAPIServerCallsTheGateThroughTheChartsService(t *testing.T) {
 	}
 	g.Expect(env.Client.Create(ctx, fc)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), fc) })
+	mark, confirm := "true", fc.Name
+	kv := map[string]*string{liqojanitor.MarkAnnotation: &mark, liqojanitor.ConfirmAnnotation: &confirm}
+
+	g.Expect(fixture.SetAPIServerStatus(ctx, env.Client, fc, liqov1beta1.ConditionStatusError, 5*time.Second)).To(Succeed())
+	err := fixture.Annotate(ctx, env.Client, fc, kv)
+	g.Expect(err).To(HaveOccurred(), "a mark of a provider unreachable for seconds")
+	g.Expect(err.Error()).To(And(ContainSubstring("admission webhook"), ContainSubstring("denied the request"),
+		ContainSubstring("a blip is not a death")))
+
 	g.Expect(fixture.SetAPIServerStatus(ctx, env.Client, fc, liqov1beta1.ConditionStatusError, time.Hour)).To(Succeed())
-
-	mark := "true"
-	err := fixture.Annotate(ctx, env.Client, fc, map[string]*string{liqojanitor.MarkAnnotation: &mark})
-	g.Expect(err).To(HaveOccurred(), "a mark without its confirmation")
-	g.Expect(err.Error()).To(And(ContainSubstring("denied the request"), ContainSubstring(liqojanitor.ConfirmAnnotation)))
-
-	confirm := fc.Name
-	g.Expect(fixture.Annotate(ctx, env.Client, fc, map[string]*string{liqojanitor.MarkAnnotation: &mark,
-		liqojanitor.ConfirmAnnotation: &confirm})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, env.Client, fc, kv)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fc), fc)).To(Succeed())
 	g.Expect(fc.Annotations).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"))
+	g.Expect(fc.Annotations).To(HaveKey(liqojanitor.MarkedAtAnnotation), "stamped by the mutating webhook")
+	g.Expect(fc.Annotations[liqojanitor.MarkedByAnnotation]).NotTo(BeEmpty(), "stamped by the mutating webhook")
 }
 
 // holder returns the Lease's holder identity and the replica it names (controller-runtime's identity is
