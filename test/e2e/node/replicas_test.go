@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,36 +86,39 @@ func holder(ctx context.Context, c client.Client) (identity, pod string, err err
 	return identity, pod, nil
 }
 
-// TestOneReplicaLeadsAndAKilledLeaderHandsOver: the Lease names one of the two replicas; when that pod is
-// killed (deleted without a grace period, so it never releases the Lease), another replica takes the
-// Lease once it expires.
+// TestOneReplicaLeadsAndAKilledLeaderHandsOver: the Lease names one of the two replicas; when that
+// replica's process is killed (SIGKILL, so it never releases the Lease, as when its node dies), a replica
+// takes the Lease once it expires: the other one, or the killed one's restarted container, under a new
+// identity either way.
 func TestOneReplicaLeadsAndAKilledLeaderHandsOver(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	names := map[string]bool{}
+	g.Expect(waitAvailable(ctx, env.Client)).To(Succeed())
+	byName := map[string]corev1.Pod{}
 	for _, p := range replicas(t, env.Client) {
-		names[p.Name] = true
+		byName[p.Name] = p
 	}
 	var old, leader string
 	g.Expect(wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		old, leader, err = holder(ctx, env.Client)
-		return err == nil && names[leader], nil
-	})).To(Succeed(), "one of the replicas %v holds the Lease", names)
+		_, ok := byName[leader]
+		return err == nil && ok, nil
+	})).To(Succeed(), "one of the replicas holds the Lease")
 
-	g.Expect(env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: manifests.ReleaseNamespace, Name: leader}},
-		client.GracePeriodSeconds(0))).To(Succeed())
+	pod := byName[leader]
+	pid, err := strconv.Atoi(containerPID(t, pod.Status.ContainerStatuses[0].ContainerID))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed(), "killing the leader's process")
 	var identity, next string
 	g.Expect(wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		identity, next, err = holder(ctx, env.Client)
 		return err == nil && identity != "" && identity != old, nil
-	})).To(Succeed(), "another replica takes the Lease from %s", old)
-	g.Expect(next).NotTo(Equal(leader))
-	var pod corev1.Pod
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: manifests.ReleaseNamespace, Name: next}, &pod)).To(Succeed(), "the new holder is a replica")
-	g.Expect(waitAvailable(ctx, env.Client)).To(Succeed(), "the Deployment replaces the killed pod")
+	})).To(Succeed(), "a replica takes the Lease from %s", old)
+	g.Expect(byName).To(HaveKey(next), "the new holder is a replica")
+	g.Expect(waitAvailable(ctx, env.Client)).To(Succeed(), "the killed container restarts and is Ready again")
 }
 
 // TestDrainKeepsWhatTheDisruptionBudgetAsks: draining the only node (as `kubectl drain` does, through the
