@@ -70,6 +70,8 @@ type Node struct {
 	sysctls map[string]string
 	// cgroupsBefore says which of the kubelet's top cgroups existed before Start: Stop removes the others.
 	cgroupsBefore map[string]bool
+	// hostDirsBefore says which of hostDirs existed before Start: Stop removes the others.
+	hostDirsBefore map[string]bool
 	// chainsBefore are the iptables chains of the node's kind (chainPrefixes) that existed before Start:
 	// Stop removes the others.
 	chainsBefore map[string]bool
@@ -191,7 +193,7 @@ func freePort() (string, error) {
 
 func (n *Node) startContainerd(ctx context.Context) error {
 	config := fmt.Sprintf(containerdConfig, n.path("containerd", "root"), n.path("containerd", "state"), n.sock,
-		n.path("containerd", "opt"), sandboxImage, cniDir, n.path("cni"))
+		n.path("containerd", "opt"), sandboxImage, n.path("runc"), cniDir, n.path("cni"))
 	if err := writeFile(n.path("containerd.toml"), config); err != nil {
 		return err
 	}
@@ -210,7 +212,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 
 // containerdConfig is containerd 1.6's configuration (version 2): its own root, state (the pods' network
 // namespaces too, rather than /run/netns), socket and CNI configuration; runc through the runc v2 shim,
-// with cgroupfs as the kubelet's cgroupDriver; the sandbox image built here, never pulled.
+// with its own state directory and cgroupfs as the kubelet's cgroupDriver; the sandbox image built here, never pulled.
 // restrict_oom_score_adj: containerd gives a sandbox an oom_score_adj of -998 (defaultSandboxOOMAdj),
 // which only a process with CAP_SYS_RESOURCE may set, and the root of a CI machine that is itself a
 // container or a sandboxed VM may lack it (runc then fails with "failed to update /proc/self/oom_score_adj:
@@ -239,6 +241,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
@@ -303,7 +306,7 @@ authorization: {mode: AlwaysAllow}
 failSwapOn: false
 clusterDomain: cluster.local
 resolvConf: /etc/resolv.conf
-podLogsDirectory: %s
+podLogsDir: %s
 volumePluginDir: %s
 evictionHard: {memory.available: 50Mi, nodefs.available: 1%%, imagefs.available: 1%%, nodefs.inodesFree: 1%%}
 imageGCHighThresholdPercent: 100

@@ -21,11 +21,16 @@ import (
 // The sysctls the node's plugins may change: the bridge CNI plugin turns on IP forwarding for its gateway.
 var watchedSysctls = []string{"net/ipv4/ip_forward"}
 
+// hostDirs are the directories the node's components create outside the node's own, at paths compiled
+// into them: containerd's shim sockets and FIFOs (/run/containerd/s, /run/containerd/fifo), libcni's
+// result cache, the kubelet's /var/log/containers symlinks.
+var hostDirs = []string{"/run/containerd", "/var/lib/cni", "/var/log/containers"}
+
 // kubeletCgroups are the cgroups the kubelet creates (cgroupsPerQOS) under each hierarchy.
 var kubeletCgroups = []string{"kubepods"}
 
-// snapshot records what Stop restores or leaves: sysctls, and the kubelet's cgroups and iptables chains
-// that already existed.
+// snapshot records what Stop restores or leaves: sysctls, and the kubelet's cgroups, iptables chains and
+// directories outside the node's own that already existed.
 func (n *Node) snapshot() {
 	n.sysctls = map[string]string{}
 	for _, s := range watchedSysctls {
@@ -34,6 +39,11 @@ func (n *Node) snapshot() {
 		}
 	}
 	n.chainsBefore = chains()
+	n.hostDirsBefore = map[string]bool{}
+	for _, d := range hostDirs {
+		_, err := os.Stat(d)
+		n.hostDirsBefore[d] = err == nil
+	}
 	n.cgroupsBefore = map[string]bool{}
 	for _, d := range cgroupDirs() {
 		n.cgroupsBefore[d] = true
@@ -44,7 +54,7 @@ func (n *Node) snapshot() {
 // sandboxes' networks are deleted by the CNI plugins as on a real node; then kube-proxy (and its iptables
 // rules), the kubelet, kube-scheduler and containerd stop; what is left (containers, shims, mounts, the
 // pods' network namespaces among them, the bridge, the kubelet's and the CNI plugin's iptables chains,
-// cgroups, sysctls, files) is removed.
+// cgroups, sysctls, files, directories at compiled-in paths) is removed.
 func (n *Node) Stop(ctx context.Context, c client.Client) error {
 	errs := []error{n.removePods(ctx, c)}
 	errs = append(errs, n.proxy.stop(10*time.Second))
@@ -54,7 +64,8 @@ func (n *Node) Stop(ctx context.Context, c client.Client) error {
 	}
 	errs = append(errs, n.kubelet.stop(10*time.Second), n.scheduler.stop(10*time.Second))
 	errs = append(errs, n.removeContainers(), n.containerd.stop(20*time.Second), n.killShims())
-	errs = append(errs, unmountUnder(n.dir), deleteBridge(), n.removeChains(), n.removeCgroups(), n.restoreSysctls())
+	errs = append(errs, unmountUnder(n.dir), deleteBridge(), n.removeChains(), n.removeCgroups(), n.restoreSysctls(),
+		n.removeHostDirs())
 	if os.Getenv("NODE_LANE_KEEP_LOGS") == "" {
 		errs = append(errs, os.RemoveAll(n.dir))
 	}
@@ -210,6 +221,18 @@ func (n *Node) removeCgroups() error {
 			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
 				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
 			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeHostDirs removes those of hostDirs that did not exist before Start. One that did is left as it
+// is: another containerd, or a previous node, may use it.
+func (n *Node) removeHostDirs() error {
+	var errs []error
+	for _, d := range hostDirs {
+		if !n.hostDirsBefore[d] {
+			errs = append(errs, os.RemoveAll(d))
 		}
 	}
 	return errors.Join(errs...)
