@@ -152,10 +152,6 @@ func keyPEM(key *ecdsa.PrivateKey) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-// CAFile is the CA of the API server's serving certificate (what a pod's ServiceAccount volume holds as
-// ca.crt), for Options.AdvertiseAddress.
-func (e *Env) CAFile() string { return filepath.Join(e.env.ControlPlane.APIServer.CertDir, caFile) }
-
 // ClientCAFile is the CA of the API server's client certificates (the admin's in Config), which a kubelet
 // trusts to authenticate the API server's and the tests' requests.
 func (e *Env) ClientCAFile() string {
