@@ -60,9 +60,9 @@ func servePods(env *envtest.Environment, addr string) (string, error) {
 	}
 	api := env.ControlPlane.GetAPIServer()
 	api.CertDir = dir
-	api.SecureServing.ListenAddr.Address = addr
-	api.SecureServing.ListenAddr.Port = strconv.Itoa(port)
-	api.SecureServing.CA = caPEM
+	// SecureServing's address, port and CA, which envtest only defaults when they are unset (both of the
+	// address and port, or it picks a loopback address) and the admin's rest.Config trusts
+	api.Address, api.Port, api.CA = addr, strconv.Itoa(port), caPEM
 	api.Configure().
 		Disable("disable-admission-plugins").
 		Set("service-cluster-ip-range", ServiceClusterIPRange).

@@ -47,11 +47,14 @@ func start(dir, name, binary string, args ...string) (*process, error) {
 func (p *process) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited (%v): see %s", p.name, p.err, p.logPath)
+		return fmt.Errorf("%s exited (%w): see %s", p.name, p.err, p.logPath)
 	default:
 		return nil
 	}
 }
+
+// running says whether the process was started and has not exited.
+func (p *process) running() bool { return p != nil && p.exited() == nil }
 
 // stop sends SIGTERM and waits for the process; it kills the process if it has not exited after
 // grace.

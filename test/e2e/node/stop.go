@@ -75,7 +75,7 @@ func (n *Node) Stop(ctx context.Context, c client.Client) error {
 // removePods cordons the node and deletes its pods, waiting until the kubelet has stopped them; a
 // Deployment's replacements stay Pending on the cordoned node.
 func (n *Node) removePods(ctx context.Context, c client.Client) error {
-	if n.kubelet == nil || n.kubelet.exited() != nil {
+	if !n.kubelet.running() {
 		return nil
 	}
 	node := &corev1.Node{}
@@ -111,7 +111,7 @@ func (n *Node) removePods(ctx context.Context, c client.Client) error {
 
 // removeContainers stops and removes what containerd still runs (a pod the kubelet did not get to).
 func (n *Node) removeContainers() error {
-	if n.containerd == nil || n.containerd.exited() != nil {
+	if !n.containerd.running() {
 		return nil
 	}
 	out, err := n.ctr("containers", "list", "--quiet")
@@ -181,7 +181,7 @@ func unmountUnder(dir string) error {
 
 // deleteBridge deletes the pods' bridge, if the CNI plugin created it.
 func deleteBridge() error {
-	if _, err := os.Stat(filepath.Join("/sys/class/net", Bridge)); err != nil {
+	if _, err := os.Stat(filepath.Join("/sys/class/net", Bridge)); os.IsNotExist(err) {
 		return nil
 	}
 	_, err := run("ip", "link", "delete", Bridge)
