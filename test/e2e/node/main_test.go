@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -160,8 +163,49 @@ func install(ctx context.Context, e *harness.Env, image string) error {
 // deploymentKey is the chart's Deployment.
 var deploymentKey = client.ObjectKey{Namespace: manifests.ReleaseNamespace, Name: manifests.ReleaseName}
 
-// waitAvailable waits for every replica of the chart's Deployment to be Ready.
+// chartServices are the chart's Services: the webhooks' and the metrics'.
+var chartServices = []string{"liqo-janitor-webhook", "liqo-janitor-metrics"}
+
+// waitAvailable waits for every replica of the chart's Deployment to be Ready and for the chart's Services
+// to be reachable: a Ready endpoint reaches kube-proxy's rules a moment later (until then the ClusterIP
+// refuses connections, and so the API server would, calling the gate).
 func waitAvailable(ctx context.Context, c client.Client) error {
+	if err := waitReplicas(ctx, c); err != nil {
+		return err
+	}
+	for _, name := range chartServices {
+		if err := waitServiceReachable(ctx, c, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitServiceReachable waits for a TCP connection to the Service's ClusterIP, from this machine, where the
+// API server runs, to succeed.
+func waitServiceReachable(ctx context.Context, c client.Client, name string) error {
+	var svc corev1.Service
+	if err := c.Get(ctx, client.ObjectKey{Namespace: manifests.ReleaseNamespace, Name: name}, &svc); err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	var last error
+	dialer := &net.Dialer{Timeout: time.Second}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		conn, err := dialer.DialContext(ctx, "tcp", addr)
+		if last = err; err != nil {
+			return false, nil //nolint:nilerr // no endpoint in kube-proxy's rules yet: poll again
+		}
+		return true, conn.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for Service %s (%s) to accept connections: %w", name, addr, errors.Join(err, last))
+	}
+	return nil
+}
+
+// waitReplicas waits for every replica of the chart's Deployment to be Ready.
+func waitReplicas(ctx context.Context, c client.Client) error {
 	var last appsv1.DeploymentStatus
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := lane.node.Exited(); err != nil {
