@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Usage: gen-gomod.sh 1.37.2
-# Writes ./go.mod of a tools module that builds kube-apiserver, kube-controller-manager and etcd from the
-# Go module proxy. k8s.io/kubernetes replaces its staging modules (k8s.io/api, ...) with ./staging/src
-# paths, which a dependent module ignores, so each one is pinned here to the published v0.X.Y tag.
+# Writes ./go.mod of a tools module that builds kube-apiserver, kube-controller-manager and etcd (the test
+# control plane), and kubelet, kube-scheduler and kube-proxy (the node lane, `make node`), from the Go
+# module proxy. k8s.io/kubernetes replaces its staging modules (k8s.io/api, ...) with ./staging/src paths,
+# which a dependent module ignores, so each one is pinned here to the published v0.X.Y tag.
 # Only needed to bump the Kubernetes version; run `go mod tidy` afterwards and commit go.mod and go.sum.
 set -euo pipefail
 KV="${1:?kubernetes version like 1.37.2}"
@@ -16,5 +17,5 @@ GOVER=$(sed -n 's/^go \(.*\)/\1/p' "$GOMOD_PATH")
   for m in $STAGING; do
     if grep -qx "$m" <<<"$REQUIRED"; then printf '\t%s => %s %s\n' "$m" "$m" "$SV"; fi
   done
-  printf ')\n\ntool (\n\tgo.etcd.io/etcd/server/v3\n\tk8s.io/kubernetes/cmd/kube-apiserver\n\tk8s.io/kubernetes/cmd/kube-controller-manager\n)\n'
+  printf ')\n\ntool (\n\tgo.etcd.io/etcd/server/v3\n\tk8s.io/kubernetes/cmd/kube-apiserver\n\tk8s.io/kubernetes/cmd/kube-controller-manager\n\tk8s.io/kubernetes/cmd/kube-proxy\n\tk8s.io/kubernetes/cmd/kube-scheduler\n\tk8s.io/kubernetes/cmd/kubelet\n)\n'
 } > go.mod

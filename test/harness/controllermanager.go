@@ -10,30 +10,30 @@ import (
 	"time"
 )
 
-// controllerManager is a kube-controller-manager child process running the namespace and garbage-collector
-// controllers against the envtest API server.
+// controllerManager is a kube-controller-manager child process running, against the envtest API server,
+// the namespace and garbage-collector controllers, or those its caller names (Options.AdvertiseAddress).
 type controllerManager struct {
 	cmd     *exec.Cmd
 	done    chan error
 	logPath string
 }
 
-func startControllerManager(binary, kubeconfig, dir string, detached bool) (*controllerManager, error) {
+func startControllerManager(binary, kubeconfig, dir string, detached bool, controllers []string) (*controllerManager, error) {
 	logPath := filepath.Join(dir, "kube-controller-manager.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(binary,
-		"--kubeconfig="+kubeconfig,
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0", // no HTTPS endpoint: no port clash, no delegated authn to set up
-		"--controllers=namespace-controller,garbage-collector-controller",
 		"--concurrent-gc-syncs=5",
 		// without it, kcm creates /usr/libexec/kubernetes/kubelet-plugins/volume/exec/ on the host
-		"--flex-volume-plugin-dir="+filepath.Join(dir, "flexvolume"),
+		"--flex-volume-plugin-dir=" + filepath.Join(dir, "flexvolume"),
 		"--v=1",
-	)
+	}, controllers...)
+	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Die with the test binary, even when it is killed (envtest's own processes lack this).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

@@ -33,6 +33,10 @@ func (e *Env) recordDenials(user string, text []byte) {
 	}
 }
 
+// RecordLogDenials reads the log of a replica the harness did not start (a pod's, in the node lane) for
+// RBAC refusals of user, which then fail the test package as those of the harness's replicas do.
+func (e *Env) RecordLogDenials(user, path string) { e.recordLogDenials(user, path) }
+
 // recordLogDenials reads a replica's log for RBAC refusals of user (recordDenials).
 func (e *Env) recordLogDenials(user, path string) {
 	if data, err := os.ReadFile(path); err == nil {

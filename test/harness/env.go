@@ -59,6 +59,12 @@ type Options struct {
 	// which leads nowhere without kube-proxy: a chart's webhook configurations and Service, unchanged, then
 	// reach a process on this machine through ServiceRoute.
 	ServiceRouting bool
+	// AdvertiseAddress makes the control plane one that runs pods on a real node (the node lane,
+	// test/e2e/node): the API server listens on this address of the machine, advertises it as the
+	// kubernetes Service's endpoint, serves a certificate valid for that Service's ClusterIP and admits pods
+	// with their ServiceAccount's token; kube-controller-manager, if started, runs all its default
+	// controllers (Deployments, EndpointSlices, disruption budgets, the kube-root-ca.crt ConfigMap).
+	AdvertiseAddress string
 }
 
 // dirPrefix begins the name of every Env's directory (kubeconfig, logs, built binaries); `make demo-stop`
@@ -81,6 +87,7 @@ type Env struct {
 	env       *envtest.Environment
 	kcm       *controllerManager
 	dir       string
+	pkiDir    string // the API server's certificates, for Options.AdvertiseAddress
 	detached  bool
 	keepFiles bool
 
@@ -145,8 +152,15 @@ func Start(opts Options) (*Env, error) {
 	if opts.ServiceRouting {
 		e.env.ControlPlane.GetAPIServer().Configure().Set("enable-aggregator-routing", "true")
 	}
+	if opts.AdvertiseAddress != "" {
+		e.pkiDir, err = servePods(e.env, opts.AdvertiseAddress)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("preparing an API server for pods: %w", err), os.RemoveAll(e.pkiDir))
+		}
+	}
 	if e.Config, err = e.env.Start(); err != nil {
-		return nil, fmt.Errorf("starting envtest (binaries %s, Liqo CRDs %s): %w", bins, crds, err)
+		return nil, errors.Join(fmt.Errorf("starting envtest (binaries %s, Liqo CRDs %s): %w", bins, crds, err),
+			e.removePKI())
 	}
 	if err := e.afterStart(opts); err != nil {
 		return nil, errors.Join(err, e.Stop())
@@ -174,12 +188,26 @@ func (e *Env) afterStart(opts Options) error {
 		return fmt.Errorf("writing the kubeconfig: %w", err)
 	}
 	if opts.ControllerManager {
+		controllers := []string{"--controllers=namespace-controller,garbage-collector-controller"}
+		if opts.AdvertiseAddress != "" {
+			controllers = []string{"--controllers=*",
+				"--service-account-private-key-file=" + filepath.Join(e.pkiDir, saSignerKeyFile),
+				"--root-ca-file=" + filepath.Join(e.pkiDir, caFile)}
+		}
 		if e.kcm, err = startControllerManager(filepath.Join(e.env.BinaryAssetsDirectory, "kube-controller-manager"),
-			e.KubeconfigPath, e.dir, opts.Detached); err != nil {
+			e.KubeconfigPath, e.dir, opts.Detached, controllers); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// removePKI removes the certificate directory of Options.AdvertiseAddress, if any.
+func (e *Env) removePKI() error {
+	if e.pkiDir == "" {
+		return nil
+	}
+	return os.RemoveAll(e.pkiDir)
 }
 
 // Go runs a background service of the test package, such as a manager or a webhook server, until Stop.
@@ -205,7 +233,7 @@ func (e *Env) Stop() error {
 	}
 	errs = append(errs, e.env.Stop())
 	if e.dir != "" && !e.keepFiles {
-		errs = append(errs, os.RemoveAll(e.dir))
+		errs = append(errs, os.RemoveAll(e.dir), e.removePKI())
 	}
 	return errors.Join(errs...)
 }
