@@ -93,7 +93,11 @@ func (cm *CertManager) awaitListening(ctx context.Context, addrs map[string]stri
 	for _, p := range []*process{cm.controller, cm.cainjector} {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s exited (log: %s): %w", p.what, p.log, p.err)
+			err := p.err
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
+			return fmt.Errorf("%s exited (log: %s): %w", p.what, p.log, err)
 		default:
 		}
 	}
