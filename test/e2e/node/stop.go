@@ -18,6 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// KeepLogs is the environment variable that, set, makes Stop leave the node's directory (the processes'
+// logs, NAME.log) behind, to read after a failed run; everything else is torn down all the same.
+const KeepLogs = "NODE_LANE_KEEP_LOGS"
+
 // The sysctls the node's plugins may change: the bridge CNI plugin turns on IP forwarding for its gateway.
 var watchedSysctls = []string{"net/ipv4/ip_forward"}
 
@@ -66,7 +70,7 @@ func (n *Node) Stop(ctx context.Context, c client.Client) error {
 	errs = append(errs, n.removeContainers(), n.containerd.stop(20*time.Second), n.killShims())
 	errs = append(errs, unmountUnder(n.dir), deleteBridge(), n.removeChains(), n.removeCgroups(), n.restoreSysctls(),
 		n.removeHostDirs())
-	if os.Getenv("NODE_LANE_KEEP_LOGS") == "" {
+	if os.Getenv(KeepLogs) == "" {
 		errs = append(errs, os.RemoveAll(n.dir))
 	}
 	return errors.Join(errs...)
