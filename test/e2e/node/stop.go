@@ -206,7 +206,8 @@ func cgroupDirs() []string {
 }
 
 // removeCgroups removes the kubelet's cgroups created since Start, children first (a cgroup directory is
-// removed with rmdir once it is empty of processes and children).
+// removed with rmdir once it is empty of processes and children); a container process still in one (its
+// shim killed before it) is killed first.
 func (n *Node) removeCgroups() error {
 	var errs []error
 	for _, top := range cgroupDirs() {
@@ -221,6 +222,9 @@ func (n *Node) removeCgroups() error {
 			return nil
 		})
 		slices.Reverse(dirs)
+		for _, d := range dirs {
+			killProcs(d)
+		}
 		for _, d := range dirs {
 			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
 				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
@@ -248,4 +252,23 @@ func (n *Node) restoreSysctls() error {
 		errs = append(errs, os.WriteFile(filepath.Join("/proc/sys", s), []byte(v), 0o644))
 	}
 	return errors.Join(errs...)
+}
+
+// killProcs kills the processes in a cgroup directory and waits, briefly, for them to leave it.
+func killProcs(dir string) {
+	procs := func() []int {
+		data, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		var pids []int
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	for _, pid := range procs() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Second, true,
+		func(context.Context) (bool, error) { return len(procs()) == 0, nil })
 }
