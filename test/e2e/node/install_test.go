@@ -96,3 +96,25 @@ func rootMountOptions(t *testing.T, pid string) []string {
 	t.Fatalf("no root mount in /proc/%s/mountinfo", pid)
 	return nil
 }
+
+// logReplicasOnFailure logs the end of each replica's log (the kubelet's log files) if the test fails: what
+// the installed janitor did is not in the test's output otherwise.
+func logReplicasOnFailure(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(lane.node.PodLogs(), manifests.ReleaseNamespace+"_*", "*", "*.log"))
+		for _, l := range logs {
+			data, err := os.ReadFile(l)
+			if err != nil {
+				continue
+			}
+			if len(data) > 8000 {
+				data = data[len(data)-8000:]
+			}
+			t.Logf("%s (end):\n%s", l, data)
+		}
+	})
+}

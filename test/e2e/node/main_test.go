@@ -51,6 +51,11 @@ func TestMain(m *testing.M) {
 	if missing := Missing(bin, images...); len(missing) > 0 {
 		fail("the node lane cannot run:\n  " + strings.Join(missing, "\n  "))
 	}
+	lock, err := Lock()
+	if err != nil {
+		fail(err.Error())
+	}
+	defer func() { _ = lock.Close() }() // os.Exit skips it: the process's end releases the lock
 	addr, err := HostAddress()
 	if err != nil {
 		fail(err.Error())

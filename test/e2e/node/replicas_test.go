@@ -49,6 +49,7 @@ const leaseName = "liqo-janitor.liqo-janitor.io"
 // webhook's stamps (the admin's name, the time).
 func TestTheAPIServerCallsTheGateThroughTheChartsService(t *testing.T) {
 	env := harness.Require(t)
+	logReplicasOnFailure(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := &liqov1beta1.ForeignCluster{
@@ -92,6 +93,7 @@ func holder(ctx context.Context, c client.Client) (identity, pod string, err err
 // identity either way.
 func TestOneReplicaLeadsAndAKilledLeaderHandsOver(t *testing.T) {
 	env := harness.Require(t)
+	logReplicasOnFailure(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	g.Expect(waitAvailable(ctx, env.Client)).To(Succeed())
@@ -127,6 +129,7 @@ func TestOneReplicaLeadsAndAKilledLeaderHandsOver(t *testing.T) {
 // replica running.
 func TestDrainKeepsWhatTheDisruptionBudgetAsks(t *testing.T) {
 	env := harness.Require(t)
+	logReplicasOnFailure(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	cs, err := kubernetes.NewForConfig(env.Config)
@@ -165,6 +168,7 @@ func TestDrainKeepsWhatTheDisruptionBudgetAsks(t *testing.T) {
 // to the chart's metrics-reader ClusterRole, and refuses no token and a token without that binding.
 func TestMetricsAnswerAServiceAccountTokenOverHTTPS(t *testing.T) {
 	env := harness.Require(t)
+	logReplicasOnFailure(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)

@@ -18,6 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// KeepLogs is the environment variable that, set, makes Stop leave the node's directory (the processes'
+// logs, NAME.log) behind, to read after a failed run; everything else is torn down all the same.
+const KeepLogs = "NODE_LANE_KEEP_LOGS"
+
 // The sysctls the node's plugins may change: the bridge CNI plugin turns on IP forwarding for its gateway.
 var watchedSysctls = []string{"net/ipv4/ip_forward"}
 
@@ -66,7 +70,7 @@ func (n *Node) Stop(ctx context.Context, c client.Client) error {
 	errs = append(errs, n.removeContainers(), n.containerd.stop(20*time.Second), n.killShims())
 	errs = append(errs, unmountUnder(n.dir), deleteBridge(), n.removeChains(), n.removeCgroups(), n.restoreSysctls(),
 		n.removeHostDirs())
-	if os.Getenv("NODE_LANE_KEEP_LOGS") == "" {
+	if os.Getenv(KeepLogs) == "" {
 		errs = append(errs, os.RemoveAll(n.dir))
 	}
 	return errors.Join(errs...)
@@ -202,7 +206,8 @@ func cgroupDirs() []string {
 }
 
 // removeCgroups removes the kubelet's cgroups created since Start, children first (a cgroup directory is
-// removed with rmdir once it is empty of processes and children).
+// removed with rmdir once it is empty of processes and children); a container process still in one (its
+// shim killed before it) is killed first.
 func (n *Node) removeCgroups() error {
 	var errs []error
 	for _, top := range cgroupDirs() {
@@ -217,6 +222,9 @@ func (n *Node) removeCgroups() error {
 			return nil
 		})
 		slices.Reverse(dirs)
+		for _, d := range dirs {
+			killProcs(d)
+		}
 		for _, d := range dirs {
 			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
 				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
@@ -244,4 +252,23 @@ func (n *Node) restoreSysctls() error {
 		errs = append(errs, os.WriteFile(filepath.Join("/proc/sys", s), []byte(v), 0o644))
 	}
 	return errors.Join(errs...)
+}
+
+// killProcs kills the processes in a cgroup directory and waits, briefly, for them to leave it.
+func killProcs(dir string) {
+	procs := func() []int {
+		data, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		var pids []int
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	for _, pid := range procs() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Second, true,
+		func(context.Context) (bool, error) { return len(procs()) == 0, nil })
 }
