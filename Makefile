@@ -268,4 +268,5 @@ undeploy: ## Remove the install from the cluster of the current kube context
 
 .PHONY: clean
 clean: ## Remove build output (keeps the cached control plane and tools in bin/)
-	rm -f $(BIN)/liqo-janitor $(BIN)/kubectl-liqo_janitor $(BIN)/test.log $(BIN)/test-unit.log
+	rm -f $(BIN)/liqo-janitor $(BIN)/kubectl-liqo_janitor $(BIN)/kubectl_complete-liqo_janitor \
+	  $(BIN)/test.log $(BIN)/test-unit.log $(BIN)/e2e.log
