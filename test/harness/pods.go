@@ -83,7 +83,7 @@ func freePort(addr string) (int, error) {
 // writeServingPKI writes a CA, the API server's serving certificate and key, and the service-account
 // signing key into dir, and returns the CA's PEM.
 func writeServingPKI(dir, addr string) ([]byte, error) {
-	caKey, caCert, err := newCA()
+	caKey, caCert, err := newCA("liqo-janitor test API server CA")
 	if err != nil {
 		return nil, err
 	}
@@ -128,17 +128,18 @@ func writeServingPKI(dir, addr string) ([]byte, error) {
 	return caPEM, nil
 }
 
-func newCA() (*ecdsa.PrivateKey, *x509.Certificate, error) {
+// newCA returns a fresh self-signed CA named name, valid from an hour ago for a day.
+func newCA(name string) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "liqo-janitor test API server CA"},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the API server's CA: %w", err)
+		return nil, nil, fmt.Errorf("creating the CA %q: %w", name, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	return key, cert, err

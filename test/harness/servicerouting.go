@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 
@@ -45,18 +44,16 @@ func (e *Env) ServiceRoute(ctx context.Context, namespace, service string, port 
 	return slice, nil
 }
 
-// HostAddress is this machine's first non-loopback IPv4 address: the API server validates an EndpointSlice's
-// addresses as a cluster's (no loopback, no link-local: ValidateEndpointIP), so a Service routed to a
-// process here (ServiceRoute) needs one, and the process must listen on it (or on every address).
+// HostAddress is this machine's address on its default route: not loopback, which the API server refuses
+// in an EndpointSlice (ValidateEndpointIP), so a Service routed to a process here (ServiceRoute) needs it
+// and the process must listen on it (or on every address); and what a pod on this machine reaches the
+// machine at (the node lane's API server advertises it, Options.AdvertiseAddress).
 func HostAddress() (net.IP, error) {
-	addrs, err := net.InterfaceAddrs()
+	// A UDP "connection" sends nothing; it only picks the route's source address.
+	conn, err := net.Dial("udp4", "203.0.113.1:9")
 	if err != nil {
-		return nil, fmt.Errorf("listing the machine's addresses: %w", err)
+		return nil, fmt.Errorf("finding the machine's address on its default route: %w", err)
 	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
-			return n.IP.To4(), nil
-		}
-	}
-	return nil, errors.New("this machine has no non-loopback IPv4 address for an EndpointSlice (ServiceRoute)")
+	defer func() { _ = conn.Close() }()
+	return conn.LocalAddr().(*net.UDPAddr).IP.To4(), nil
 }

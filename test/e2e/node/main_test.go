@@ -56,10 +56,11 @@ func TestMain(m *testing.M) {
 		fail(err.Error())
 	}
 	defer func() { _ = lock.Close() }() // os.Exit skips it: the process's end releases the lock
-	addr, err := HostAddress()
+	ip, err := harness.HostAddress()
 	if err != nil {
 		fail(err.Error())
 	}
+	addr := ip.String()
 	os.Exit(harness.Run(m, harness.Options{AdvertiseAddress: addr, ControllerManager: true}, func(e *harness.Env) error {
 		return setUp(e, Config{Bin: bin, Kubeconfig: e.KubeconfigPath, ClientCAFile: e.ClientCAFile(), Address: addr, Images: images})
 	}))

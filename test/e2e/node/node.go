@@ -113,18 +113,6 @@ func Missing(bin string, images ...string) []string {
 	return missing
 }
 
-// HostAddress returns the machine's address on its default route: what the API server advertises, as a
-// pod reaches it through the kubernetes Service (a loopback address would be the pod's own).
-func HostAddress() (string, error) {
-	// A UDP "connection" sends nothing; it only picks the route's source address.
-	conn, err := net.Dial("udp4", "203.0.113.1:9")
-	if err != nil {
-		return "", fmt.Errorf("finding the machine's address on its default route: %w", err)
-	}
-	defer func() { _ = conn.Close() }()
-	return conn.LocalAddr().(*net.UDPAddr).IP.String(), nil
-}
-
 // Start brings the node up and waits for it to be Ready. On an error it tears down what it started.
 func Start(ctx context.Context, c client.Client, cfg Config) (*Node, error) {
 	dir, err := os.MkdirTemp("", "liqo-janitor-node-")
