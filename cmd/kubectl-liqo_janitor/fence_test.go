@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -119,6 +118,11 @@ type world struct {
 func (w *world) create(t *testing.T, c client.Client, obj client.Object, mine bool) {
 	t.Helper()
 	NewWithT(t).Expect(c.Create(t.Context(), obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
+	w.add(obj, mine)
+}
+
+// add counts obj among the objects fence must delete (mine) or keep.
+func (w *world) add(obj client.Object, mine bool) {
 	if mine {
 		w.mine = append(w.mine, obj)
 	} else {
@@ -131,22 +135,14 @@ func namespace(name string, annotations map[string]string) *corev1.Namespace {
 }
 
 // shadowPod creates a ShadowPod reflected from origin to destination and the pod Liqo's shadowpod
-// controller would make of it: same name and labels, a controller reference to the ShadowPod
-// (ctrl.SetControllerReference: controller and blockOwnerDeletion). The pod is not bound to a node, so
-// that its deletion completes without a kubelet.
+// controller would make of it (fixture.ShadowPod).
 func (w *world) shadowPod(t *testing.T, c client.Client, ns, name, origin, destination string, mine bool) {
 	t.Helper()
-	labels := map[string]string{shadowPodOriginLabel: origin, shadowPodDestinationLabel: destination,
-		consts.ManagedByLabelKey: consts.ManagedByShadowPodValue}
-	spec := corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false),
-		Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}
-	sp := &offloadingv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		Spec: offloadingv1beta1.ShadowPodSpec{Pod: spec}}
-	w.create(t, c, sp, mine)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: offloadingv1beta1.SchemeGroupVersion.String(), Kind: "ShadowPod",
-			Name: sp.Name, UID: sp.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}, Spec: spec}
-	w.create(t, c, pod, mine)
+	objs, err := fixture.ShadowPod(t.Context(), c, ns, name, origin, destination)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for _, obj := range objs {
+		w.add(obj, mine)
+	}
 }
 
 // sameNamespaces lays out, in two namespaces: this consumer's ShadowPods (2 and 1) with their pods, the

@@ -1,20 +1,21 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
+
+	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Outage stands between a client and the API server: a TCP proxy on a fixed loopback address that
+// Outage stands between a client and the API server: a TCP proxy on a fixed address (loopback, or one that
+// pods on this machine reach: NewOutageOn) that
 // forwards to the API server, and that a test can take down (every connection cut, new ones refused)
 // and bring back on the same address. While down it keeps the address bound without listening (the
 // kernel refuses connections to it), so no other process of a busy machine can take the port and answer
@@ -36,9 +37,16 @@ type Outage struct {
 	conns map[net.Conn]bool
 }
 
-// NewOutage starts a proxy to the API server and writes a kubeconfig that uses it.
+// NewOutage starts a proxy to the API server on a loopback address and writes a kubeconfig that uses it.
 func (e *Env) NewOutage(name string) (*Outage, error) {
-	addr, err := FreeLocalAddr()
+	return e.NewOutageOn(name, net.IPv4(127, 0, 0, 1))
+}
+
+// NewOutageOn starts a proxy to the API server on host (an address of this machine: HostAddress for one
+// that pods on a real node reach, as a provider's API server is reached from the consumer's pods) and
+// writes a kubeconfig that uses it.
+func (e *Env) NewOutageOn(name string, host net.IP) (*Outage, error) {
+	port, err := freePort(host.String())
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +54,7 @@ func (e *Env) NewOutage(name string) (*Outage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the API server's address %q: %w", e.Config.Host, err)
 	}
-	o := &Outage{Addr: addr, target: u.Host, held: -1, conns: map[net.Conn]bool{}}
+	o := &Outage{Addr: net.JoinHostPort(host.String(), strconv.Itoa(port)), target: u.Host, held: -1, conns: map[net.Conn]bool{}}
 	if o.Kubeconfig, err = o.Through(e.KubeconfigPath, filepath.Join(e.dir, name+".kubeconfig")); err != nil {
 		return nil, err
 	}
@@ -64,16 +72,38 @@ func (e *Env) NewOutage(name string) (*Outage, error) {
 }
 
 // Through writes to path a copy of the kubeconfig at kubeconfig (which names the API server) that goes
-// through the proxy instead, e.g. the binary's ServiceAccount's, and returns path.
+// through the proxy instead, e.g. the binary's ServiceAccount's, and returns path. Where the proxy's host
+// is not the API server's, the copy verifies the API server's certificate for the API server's host
+// (tls-server-name): the proxy only forwards bytes.
 func (o *Outage) Through(kubeconfig, path string) (string, error) {
-	data, err := os.ReadFile(kubeconfig)
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		return "", err
 	}
-	if !bytes.Contains(data, []byte(o.target)) {
+	target, _, err := net.SplitHostPort(o.target)
+	if err != nil {
+		return "", err
+	}
+	host, _, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return "", err
+	}
+	named := false
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil || u.Host != o.target {
+			continue
+		}
+		u.Host, named = o.Addr, true
+		c.Server = u.String()
+		if host != target && c.TLSServerName == "" {
+			c.TLSServerName = target
+		}
+	}
+	if !named {
 		return "", fmt.Errorf("the kubeconfig %s does not name the API server %s", kubeconfig, o.target)
 	}
-	return path, os.WriteFile(path, bytes.ReplaceAll(data, []byte(o.target), []byte(o.Addr)), 0o600)
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 // Up (re)opens the proxy on its address.

@@ -24,7 +24,7 @@ func (d *demo) comeBack(ctx context.Context) error {
 	d.out.note(fmt.Sprintf("It was a partition, not a flood: %s's API server ran all along, and so did this consumer's "+
 		"%d pods there. Their copies here are gone (the janitor force-deleted them; the guarded one went once its owner "+
 		"removed its finalizer), and so is the peering on this side; once the consumer's controllers replace those pods, "+
-		"each runs twice.", d.dead().ID, len(d.remote.mine)/2))
+		"each runs twice.", d.dead().ID, len(d.remote.laid.Mine)/2))
 	for _, step := range []func(context.Context) error{
 		d.healPartition, d.awaitReturn, d.showReturn, d.fence, d.checkProvider, d.awaitFenced, d.showFenced, d.checkUnpeeringOnce,
 	} {
@@ -101,7 +101,7 @@ func (d *demo) showGauge(want float64) error {
 func (d *demo) fence(ctx context.Context) error {
 	d.out.note(fmt.Sprintf("The operator fences the provider with its admin's kubeconfig, typing the PROVIDER's cluster ID, as "+
 		"fence read it there, when asked (fence deletes the %d ShadowPods, then waits for the provider's garbage collector to delete their pods):",
-		len(d.remote.mine)/2))
+		len(d.remote.laid.Mine)/2))
 	t0 := time.Now()
 	id := d.dead().ID
 	out, err := d.plugin(ctx, id+"\n", "fence", id, "--provider-kubeconfig", d.remote.partition.Kubeconfig)
@@ -117,18 +117,18 @@ func (d *demo) fence(ctx context.Context) error {
 // consumer's untouched.
 func (d *demo) checkProvider(ctx context.Context) error {
 	r := &d.remote
-	mine, err := fixture.ResourceVersions(ctx, r.env.Client, r.mine...)
+	mine, err := fixture.ResourceVersions(ctx, r.env.Client, r.laid.Mine...)
 	if err != nil {
 		return err
 	}
-	if left := len(mine) - gone(mine); left > 0 {
+	if left := len(mine) - fixture.Gone(mine); left > 0 {
 		return fmt.Errorf("%d of this consumer's ShadowPods and pods are still on the provider", left)
 	}
-	theirs, err := fixture.ResourceVersions(ctx, r.env.Client, r.theirs...)
+	theirs, err := fixture.ResourceVersions(ctx, r.env.Client, r.laid.Theirs...)
 	if err != nil {
 		return err
 	}
-	if n := changed(r.theirsBefore, theirs); n > 0 {
+	if n := fixture.Changed(r.laid.TheirsBefore, theirs); n > 0 {
 		return fmt.Errorf("%d of %s's ShadowPods and pods on the provider were changed", n, otherConsumer)
 	}
 	counts, err := r.countByOrigin(ctx)
@@ -136,7 +136,7 @@ func (d *demo) checkProvider(ctx context.Context) error {
 		return err
 	}
 	d.out.done(fmt.Sprintf("on the provider now: %s; %s's %d objects untouched (resourceVersions unchanged)",
-		counts, otherConsumer, len(r.theirs)))
+		counts, otherConsumer, len(r.laid.Theirs)))
 	return nil
 }
 
@@ -147,7 +147,7 @@ func (r *remote) countByOrigin(ctx context.Context) (string, error) {
 		var sps offloadingv1beta1.ShadowPodList
 		var pods corev1.PodList
 		for _, list := range []client.ObjectList{&sps, &pods} {
-			if err := r.env.Client.List(ctx, list, client.MatchingLabels{originLabel: origin}); err != nil {
+			if err := r.env.Client.List(ctx, list, client.MatchingLabels{fixture.OriginLabel: origin}); err != nil {
 				return "", err
 			}
 		}
@@ -180,26 +180,4 @@ func (d *demo) showFenced(ctx context.Context) error {
 	}
 	d.out.shown(out)
 	return d.showGauge(0)
-}
-
-// gone counts the objects of a ResourceVersions map that no longer exist.
-func gone(rvs map[string]string) int {
-	n := 0
-	for _, rv := range rvs {
-		if rv == "<gone>" {
-			n++
-		}
-	}
-	return n
-}
-
-// changed counts the objects of before whose resourceVersion is different in after (or gone).
-func changed(before, after map[string]string) int {
-	n := 0
-	for k, rv := range before {
-		if after[k] != rv {
-			n++
-		}
-	}
-	return n
 }

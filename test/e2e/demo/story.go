@@ -87,7 +87,7 @@ func (d *demo) layout(ctx context.Context) error {
 		return err
 	}
 	d.out.done(fmt.Sprintf("on %s's own API server (%s): the %d ShadowPods of this consumer and their pods, "+
-		"and %d of %s's", d.dead().ID, d.remote.url(), len(d.remote.mine)/2, len(d.remote.theirs)/2, otherConsumer))
+		"and %d of %s's", d.dead().ID, d.remote.url(), len(d.remote.laid.Mine)/2, len(d.remote.laid.Theirs)/2, otherConsumer))
 	d.out.done(fmt.Sprintf("laid out in %s", time.Since(t0).Round(100*time.Millisecond)))
 	return nil
 }

@@ -293,7 +293,7 @@ func (d *demo) checkUnpeered(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n := changed(d.before, after); n > 0 {
+	if n := fixture.Changed(d.before, after); n > 0 {
 		return fmt.Errorf("%d objects of the live providers were changed", n)
 	}
 	d.out.done(fmt.Sprintf("live providers: %d/%d objects untouched (resourceVersions unchanged), their tenant "+

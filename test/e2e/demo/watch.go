@@ -142,7 +142,7 @@ func (d *demo) result(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n := changed(d.before, after)
+	n := fixture.Changed(d.before, after)
 	d.out.table(pr, len(d.before)-n, len(d.before))
 	if n > 0 {
 		return fmt.Errorf("%d objects of the live providers were changed", n)

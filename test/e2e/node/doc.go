@@ -3,7 +3,8 @@
 // harness's control plane plus kube-scheduler and kube-proxy. Its tests assert what only pods show: the
 // replicas become Ready under the chart's probes and security context, the API server reaches the gate
 // through the chart's Service, one replica leads and hands over when its pod is killed, a drain keeps what
-// the PodDisruptionBudget asks, and the metrics answer a ServiceAccount token over HTTPS.
+// the PodDisruptionBudget asks, the metrics answer a ServiceAccount token over HTTPS, and the
+// dead-provider story (mark, release, return, fence) runs against the installed pods.
 //
 // Node brings the node up and tears it all down again (processes, mounts, the bridge, iptables rules,
 // cgroups, files). Nothing is pulled: the pod sandbox image is built from manifests/pause and the
