@@ -6,7 +6,6 @@ import (
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	"github.com/liqotech/liqo/pkg/consts"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -35,26 +34,21 @@ type Options struct {
 
 // Defaults of the gate's options (the binary's flag defaults).
 const (
-	DefaultLiqoNamespace  = consts.DefaultLiqoNamespace
 	DefaultMinUnreachable = 60 * time.Second
 	DefaultProbeTimeout   = 2 * time.Second
-	// LiqoPreDeleteServiceAccount is the ServiceAccount, in Liqo's namespace, of the Job Liqo's chart runs
-	// before it uninstalls (its pre-delete hook; with uninstaller.forceUninstall, Liqo's PR #3333, it
-	// bare-marks every ForeignCluster).
-	LiqoPreDeleteServiceAccount = "liqo-pre-delete"
 )
 
 // DefaultLiqoUninstallerUsers are the identities rule 18 trusts when none are configured: Liqo's pre-delete
 // Job's ServiceAccount in liqoNamespace.
 func DefaultLiqoUninstallerUsers(liqoNamespace string) []string {
-	return []string{"system:serviceaccount:" + liqoNamespace + ":" + LiqoPreDeleteServiceAccount}
+	return []string{"system:serviceaccount:" + liqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount}
 }
 
-// Default returns o with an empty LiqoNamespace set to DefaultLiqoNamespace, and nil LiqoUninstallerUsers
+// Default returns o with an empty LiqoNamespace set to liqojanitor.DefaultLiqoNamespace, and nil LiqoUninstallerUsers
 // set to DefaultLiqoUninstallerUsers of it.
 func (o Options) Default() Options {
 	if o.LiqoNamespace == "" {
-		o.LiqoNamespace = DefaultLiqoNamespace
+		o.LiqoNamespace = liqojanitor.DefaultLiqoNamespace
 	}
 	if o.LiqoUninstallerUsers == nil {
 		o.LiqoUninstallerUsers = DefaultLiqoUninstallerUsers(o.LiqoNamespace)

@@ -322,7 +322,7 @@ func TestDecide(t *testing.T) {
 			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permission{Reason: "no RBAC policy matched"}},
 			wantCode:  http.StatusForbidden,
 			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
-			wantInMsg: []string{`user "alice"`, "kubectl create clusterrolebinding mark-unreachable-alice --clusterrole=" + MarkRoleName + " --user=alice", "no RBAC policy matched"},
+			wantInMsg: []string{`user "alice"`, "kubectl create clusterrolebinding mark-unreachable-alice --clusterrole=" + liqojanitor.MarkRoleName + " --user=alice", "no RBAC policy matched"},
 		},
 		"marking when the permission cannot be checked is forbidden": {
 			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permission{Err: errors.New("timeout")}},

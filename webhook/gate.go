@@ -351,7 +351,7 @@ func (g *gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignClust
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra(user.Extra),
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: MarkVerb, Group: liqov1beta1.GroupVersion.Group, Version: liqov1beta1.GroupVersion.Version,
+			Verb: liqojanitor.MarkVerb, Group: liqov1beta1.GroupVersion.Group, Version: liqov1beta1.GroupVersion.Version,
 			Resource: "foreignclusters", Name: fc.Name,
 		},
 	}}

@@ -258,10 +258,10 @@ func TestBreakGlassPermissionWithRealRBAC(t *testing.T) {
 	err := fixture.Annotate(ctx, bob, fc, markAndConfirm(fc))
 	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
 		`user "bob" may not mark it permanently unreachable`,
-		"kubectl create clusterrolebinding mark-unreachable-bob --clusterrole="+webhook.MarkRoleName+" --user=bob")
+		"kubectl create clusterrolebinding mark-unreachable-bob --clusterrole="+liqojanitor.MarkRoleName+" --user=bob")
 
 	// once bound to the shipped ClusterRole, bob may mark; the stamp names him
-	b := harness.ClusterRoleBinding("mark-unreachable-bob", webhook.MarkRoleName, plainUser)
+	b := harness.ClusterRoleBinding("mark-unreachable-bob", liqojanitor.MarkRoleName, plainUser)
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
 	g.Eventually(func() error { return fixture.Annotate(ctx, bob, fc, markAndConfirm(fc)) }).Should(Succeed())
 	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, plainUser))

@@ -30,7 +30,7 @@ import (
 
 // uninstallerUser is Liqo's pre-delete Job's ServiceAccount in the suite's Liqo namespace: the gate's
 // default for rule 18 (the suite's gate names no LiqoUninstallerUsers).
-const uninstallerUser = "system:serviceaccount:" + liqoNamespace + ":" + webhook.LiqoPreDeleteServiceAccount
+const uninstallerUser = "system:serviceaccount:" + liqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount
 
 // deleterRole lets the suite's users delete ForeignClusters (InstallOperators' roles do not).
 const deleterRole = "foreigncluster-deleter"

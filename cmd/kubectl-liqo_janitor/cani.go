@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/liqo-janitor/liqo-janitor/webhook"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 func (e *env) canICommand() *cobra.Command {
@@ -42,7 +42,7 @@ func (e *env) canICommand() *cobra.Command {
 			}
 			fmt.Fprintln(e.Out, "no")
 			return fmt.Errorf("you may not set, remove or unpause the mark: a cluster admin can grant it with "+
-				"kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>", webhook.MarkRoleName)
+				"kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>", liqojanitor.MarkRoleName)
 		},
 	}
 }

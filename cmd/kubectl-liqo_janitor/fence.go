@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // fencePollInterval is how often fence reads what is left on the provider while it waits.
@@ -87,8 +86,8 @@ with its inline credentials only: it never runs a credential plugin from a kubec
 		"Liqo cluster ID it read there and that matches")
 	o.output = addOutputFlag(cmd)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for what fence deleted to be gone")
-	f.StringVar(&o.liqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap on this cluster (the consumer)")
-	f.StringVar(&o.providerLiqoNamespace, "provider-liqo-namespace", webhook.DefaultLiqoNamespace,
+	f.StringVar(&o.liqoNamespace, "liqo-namespace", liqojanitor.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap on this cluster (the consumer)")
+	f.StringVar(&o.providerLiqoNamespace, "provider-liqo-namespace", liqojanitor.DefaultLiqoNamespace,
 		"the namespace of Liqo's cluster-ID ConfigMap on the provider")
 	return cmd
 }

@@ -30,7 +30,6 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // consumerID is the consumer's Liqo cluster ID (TestMain's cluster-ID ConfigMap); otherConsumer is a
@@ -55,7 +54,7 @@ func providerEnv(t *testing.T) *harness.Env {
 	providerLane.once.Do(func() {
 		providerLane.env, providerLane.err = harness.Start(harness.Options{ControllerManager: true})
 		if providerLane.err == nil {
-			providerLane.err = providerLane.env.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "unset")
+			providerLane.err = providerLane.env.InstallLocalClusterID(context.Background(), liqojanitor.DefaultLiqoNamespace, "unset")
 		}
 	})
 	if providerLane.err != nil {
@@ -75,7 +74,7 @@ func stopProvider() {
 // setProviderID makes the provider's Liqo cluster-ID ConfigMap say id.
 func setProviderID(t *testing.T, prov *harness.Env, id string) {
 	t.Helper()
-	cm := harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, id)
+	cm := harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, id)
 	patch, err := json.Marshal(map[string]any{"data": cm.Data})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	NewWithT(t).Expect(prov.Client.Patch(t.Context(), cm, client.RawPatch(types.MergePatchType, patch))).To(Succeed())

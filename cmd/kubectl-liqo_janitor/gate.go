@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // stampSkew is how far the gate's marked-at may lie outside the request that set the mark (the gate
@@ -71,7 +70,7 @@ func whoAmI(ctx context.Context, c client.Client) (string, error) {
 func mayMark(ctx context.Context, c client.Client, name string) (bool, error) {
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: webhook.MarkVerb, Group: liqov1beta1.GroupVersion.Group, Resource: "foreignclusters", Name: name,
+			Verb: liqojanitor.MarkVerb, Group: liqov1beta1.GroupVersion.Group, Resource: "foreignclusters", Name: name,
 		},
 	}}
 	if err := c.Create(ctx, review); err != nil {

@@ -17,7 +17,6 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // gateCheck is what the gate would say to a mark now, and whether the user holds the break-glass verb.
@@ -233,6 +232,6 @@ func printGate(out io.Writer, g gateCheck) {
 		fmt.Fprintln(out, "Permission: you hold the break-glass verb mark-unreachable.")
 	} else {
 		fmt.Fprintf(out, "Permission: you do not hold the break-glass verb mark-unreachable; a cluster admin can grant it:\n"+
-			"  kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>\n", webhook.MarkRoleName)
+			"  kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>\n", liqojanitor.MarkRoleName)
 	}
 }

@@ -301,7 +301,7 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), step.name)
 			continue
 		}
-		expectPolicyForbidden(g, err, step.refused, "--clusterrole="+webhook.MarkRoleName+" --user=bob")
+		expectPolicyForbidden(g, err, step.refused, "--clusterrole="+liqojanitor.MarkRoleName+" --user=bob")
 	}
 	// alice marks again; a fence record in another's name is refused, even to her
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: s("true"), liqojanitor.FencedAnnotation: nil})).To(Succeed())
@@ -343,7 +343,7 @@ func TestPolicyKeepsTheKeysAheadOfTheMarkWithoutTheGate(t *testing.T) {
 	}{
 		{"bob may not confirm ahead of the mark", bob, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, http.StatusForbidden,
 			[]string{`user "bob" may not set liqo-janitor.io/confirm-cluster-id or liqo-janitor.io/reason ahead of the mark`,
-				"liqoctl force unpeer", "--clusterrole=" + webhook.MarkRoleName + " --user=bob"}},
+				"liqoctl force unpeer", "--clusterrole=" + liqojanitor.MarkRoleName + " --user=bob"}},
 		{"nor give the reason", bob, map[string]*string{liqojanitor.ReasonAnnotation: s("gone")}, http.StatusForbidden,
 			[]string{`user "bob" may not set`}},
 		{"nobody gives the no-evidence key ahead of the mark", alice, map[string]*string{liqojanitor.NoEvidenceAnnotation: s(id)},
@@ -688,7 +688,7 @@ func TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	applyPolicyFallback(t)
-	uninstallerUser := webhook.DefaultLiqoUninstallerUsers(webhook.DefaultLiqoNamespace)[0]
+	uninstallerUser := webhook.DefaultLiqoUninstallerUsers(liqojanitor.DefaultLiqoNamespace)[0]
 	grantRole(t, "policy-uninstaller", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
 		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch"}}}, uninstallerUser, "dave")
 	uninstaller, dave := impersonate(t, uninstallerUser), impersonate(t, "dave")
