@@ -230,43 +230,46 @@ type verdict struct {
 	// unauthorized marks a denial for lack of the break-glass permission (HTTP 403, not 422).
 	unauthorized bool
 	// Reason names the first rule that refused the request, or what an allowed request did: one of the
-	// Reason* values (the reason label of liqo_janitor_gate_decisions_total).
+	// reason* values (the reason label of liqo_janitor_gate_decisions_total).
 	Reason string
 }
 
-// Reasons of a verdict: a bounded set, one per refusing check, plus what an allowed request did.
+// Reasons of a verdict: a bounded set, one per refusing check, plus what an allowed request did. The
+// values are the reason label of liqo_janitor_gate_decisions_total and the reason of the Event on a mark
+// by Liqo's uninstaller: the operator's documentation lists them and dashboards select on them, so a value
+// does not change once released (the tests through the API server spell the values they count).
 const (
-	ReasonMarkValue       = "MarkValue"
-	ReasonConfirmation    = "Confirmation"
-	ReasonLocalCluster    = "LocalCluster"
-	ReasonLiqoLookup      = "LiqoLookup"
-	ReasonDuplicate       = "Duplicate"
-	ReasonNoEvidence      = "NoEvidence"
-	ReasonCreateMarked    = "CreateMarked"
-	ReasonReachable       = "Reachable"
-	ReasonProviderAnswers = "ProviderAnswers"
-	ReasonLabelsLocked    = "LabelsLocked"
-	ReasonJanitorOwned    = "JanitorOwned"
-	ReasonNotStamped      = "NotStamped"
-	ReasonPermission      = "permission"
-	ReasonImmutable       = "Immutable"
-	ReasonStamps          = "StampsWithoutMark"
-	ReasonMarked          = "Marked"
-	ReasonUnmarked        = "Unmarked"
-	ReasonUnpaused        = "Unpaused"
-	ReasonFenceRecord     = "FenceRecord"
-	ReasonFenceUnmarked   = "FenceWithoutMark"
-	ReasonNothingToFence  = "NothingToFence"
-	ReasonFenced          = "Fenced"
-	ReasonEvidenceEarly   = "NoEvidenceBeforeMark"
-	ReasonArmed           = "KeysArmed"
-	ReasonOverride        = "DeleteOverride"
-	ReasonOverrideValue   = "DeleteOverrideValue"
-	ReasonOverrideSet     = "DeleteOverrideSet"
-	ReasonUninstallerMark = "MarkedByLiqoUninstaller"
-	ReasonUnpeering       = "UnpeeringRuns"
-	ReasonDeleted         = "Deleted"
-	ReasonOther           = "Other"
+	reasonMarkValue       = "MarkValue"
+	reasonConfirmation    = "Confirmation"
+	reasonLocalCluster    = "LocalCluster"
+	reasonLiqoLookup      = "LiqoLookup"
+	reasonDuplicate       = "Duplicate"
+	reasonNoEvidence      = "NoEvidence"
+	reasonCreateMarked    = "CreateMarked"
+	reasonReachable       = "Reachable"
+	reasonProviderAnswers = "ProviderAnswers"
+	reasonLabelsLocked    = "LabelsLocked"
+	reasonJanitorOwned    = "JanitorOwned"
+	reasonNotStamped      = "NotStamped"
+	reasonPermission      = "permission"
+	reasonImmutable       = "Immutable"
+	reasonStamps          = "StampsWithoutMark"
+	reasonMarked          = "Marked"
+	reasonUnmarked        = "Unmarked"
+	reasonUnpaused        = "Unpaused"
+	reasonFenceRecord     = "FenceRecord"
+	reasonFenceUnmarked   = "FenceWithoutMark"
+	reasonNothingToFence  = "NothingToFence"
+	reasonFenced          = "Fenced"
+	reasonEvidenceEarly   = "NoEvidenceBeforeMark"
+	reasonArmed           = "KeysArmed"
+	reasonOverride        = "DeleteOverride"
+	reasonOverrideValue   = "DeleteOverrideValue"
+	reasonOverrideSet     = "DeleteOverrideSet"
+	reasonUninstallerMark = "MarkedByLiqoUninstaller"
+	reasonUnpeering       = "UnpeeringRuns"
+	reasonDeleted         = "Deleted"
+	reasonOther           = "Other"
 )
 
 // deny adds errs to the verdict, naming reason if they are the first.
@@ -300,31 +303,31 @@ var lockedLabels = []string{liqojanitor.RemoteClusterIDLabel, liqojanitor.Webhoo
 // ForeignCluster.
 func decide(r *inputs, opts Options) verdict {
 	var v verdict
-	v.deny(ReasonMarkValue, checkMarkValue(r))
+	v.deny(reasonMarkValue, checkMarkValue(r))
 	t := transitionOf(r.Old, r.New)
-	v.deny(ReasonLabelsLocked, checkLabelsLocked(r, t))
-	v.deny(ReasonJanitorOwned, checkJanitorOwned(r, t))
-	allowed := ReasonOther
+	v.deny(reasonLabelsLocked, checkLabelsLocked(r, t))
+	v.deny(reasonJanitorOwned, checkJanitorOwned(r, t))
+	allowed := reasonOther
 	switch t {
 	case marking:
-		v.deny(ReasonCreateMarked, checkNotCreate(r))
-		v.deny(ReasonConfirmation, checkConfirmation(r, true))
-		v.deny(ReasonLocalCluster, checkNotLocal(r))
-		v.deny(ReasonLiqoLookup, checkLiqoLookup(r))
-		v.deny(ReasonDuplicate, checkNoDuplicate(r))
+		v.deny(reasonCreateMarked, checkNotCreate(r))
+		v.deny(reasonConfirmation, checkConfirmation(r, true))
+		v.deny(reasonLocalCluster, checkNotLocal(r))
+		v.deny(reasonLiqoLookup, checkLiqoLookup(r))
+		v.deny(reasonDuplicate, checkNoDuplicate(r))
 		if !r.LiqoUninstaller { // rule 18: Liqo's uninstaller has no second key to give
-			v.deny(ReasonNoEvidence, checkEvidence(r))
+			v.deny(reasonNoEvidence, checkEvidence(r))
 		}
-		v.deny(ReasonReachable, checkUnreachable(r, opts))
-		v.deny(ReasonProviderAnswers, checkProbe(r))
-		v.deny(ReasonNotStamped, checkStamped(r))
-		v.deny(ReasonFenceUnmarked, checkNoFenceIntoTheMark(r))
-		v.deny(ReasonOverrideValue, checkOverrideValue(r))
-		allowed = ReasonMarked
+		v.deny(reasonReachable, checkUnreachable(r, opts))
+		v.deny(reasonProviderAnswers, checkProbe(r))
+		v.deny(reasonNotStamped, checkStamped(r))
+		v.deny(reasonFenceUnmarked, checkNoFenceIntoTheMark(r))
+		v.deny(reasonOverrideValue, checkOverrideValue(r))
+		allowed = reasonMarked
 		switch {
 		case r.LiqoUninstaller && !setsOverride(r.Old, r.New):
 			// rule 18: Liqo's uninstaller holds no break-glass verb; its mark is audited instead
-			allowed = ReasonUninstallerMark
+			allowed = reasonUninstallerMark
 		default:
 			v.checkPermission(r, t)
 		}
@@ -333,35 +336,35 @@ func decide(r *inputs, opts Options) verdict {
 		if v.Allowed() {
 			v.Warnings = append(v.Warnings, warnUnmarked(r.New))
 		}
-		allowed = ReasonUnmarked
+		allowed = reasonUnmarked
 	case staysMarked:
-		v.deny(ReasonImmutable, checkImmutable(r))
+		v.deny(reasonImmutable, checkImmutable(r))
 		if unpauses(r.Old, r.New) {
 			v.checkPermission(r, t)
-			allowed = ReasonUnpaused
+			allowed = reasonUnpaused
 		}
 		if fences(r.Old, r.New) {
 			if errs := checkReturnRecorded(r); len(errs) > 0 {
-				v.deny(ReasonNothingToFence, errs)
+				v.deny(reasonNothingToFence, errs)
 			} else {
-				v.deny(ReasonFenceRecord, checkFenceRecord(r))
+				v.deny(reasonFenceRecord, checkFenceRecord(r))
 			}
 			v.checkPermission(r, t)
-			allowed = ReasonFenced
+			allowed = reasonFenced
 		}
 		if setsOverride(r.Old, r.New) {
-			v.deny(ReasonOverrideValue, checkOverrideValue(r))
+			v.deny(reasonOverrideValue, checkOverrideValue(r))
 			v.checkPermission(r, t)
-			allowed = ReasonOverrideSet
+			allowed = reasonOverrideSet
 		}
 	case notMarked:
-		v.deny(ReasonConfirmation, checkConfirmation(r, false))
-		v.deny(ReasonStamps, checkNoStampsWithoutMark(r))
-		v.deny(ReasonFenceUnmarked, checkNoFenceWithoutMark(r))
-		v.deny(ReasonEvidenceEarly, checkNoEvidenceBeforeTheMark(r))
+		v.deny(reasonConfirmation, checkConfirmation(r, false))
+		v.deny(reasonStamps, checkNoStampsWithoutMark(r))
+		v.deny(reasonFenceUnmarked, checkNoFenceWithoutMark(r))
+		v.deny(reasonEvidenceEarly, checkNoEvidenceBeforeTheMark(r))
 		if arms(r.Old, r.New) {
 			v.checkPermission(r, t)
-			allowed = ReasonArmed
+			allowed = reasonArmed
 		}
 	}
 	if v.Allowed() {
@@ -651,9 +654,9 @@ func checkNoStampsWithoutMark(r *inputs) field.ErrorList {
 func (v *verdict) checkPermission(r *inputs, t transition) {
 	switch {
 	case r.permission.Err != nil:
-		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionUnknown(r.New, r.permission.Err))})
+		v.deny(reasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionUnknown(r.New, r.permission.Err))})
 	case !r.permission.Allowed:
-		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionDenied(r.Old, r.New, r.User.Username, t, r.permission.Reason))})
+		v.deny(reasonPermission, field.ErrorList{field.Forbidden(markPath, msgPermissionDenied(r.Old, r.New, r.User.Username, t, r.permission.Reason))})
 	default:
 		return
 	}

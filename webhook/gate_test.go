@@ -455,7 +455,7 @@ func TestMarkingADuplicateOfALiveClusterIsDenied(t *testing.T) {
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: live.Spec.ClusterID}}
 	g.Expect(env.Client.Create(ctx, dup)).To(Succeed())
 
-	deniedDuplicate := map[string]string{"operation": "UPDATE", "result": "denied", "reason": webhook.ReasonDuplicate}
+	deniedDuplicate := map[string]string{"operation": "UPDATE", "result": "denied", "reason": "Duplicate"}
 	seen := harness.Metric("liqo_janitor_gate_decisions_total", deniedDuplicate)
 	err := fixture.Annotate(ctx, alice, dup, markAndConfirm(dup))
 	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", dup,

@@ -22,7 +22,6 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // The unpeering and Liqo's own flows (issue 24): rules 16 and 17 keep a marked ForeignCluster while its
@@ -289,7 +288,7 @@ func TestLiqosUninstallerMayBareMark(t *testing.T) {
 	at, err := time.Parse(time.RFC3339, got[liqojanitor.MarkedAtAnnotation])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(at).To(BeTemporally(">=", before))
-	g.Eventually(func() []string { return eventNotes(t, fc.Name, webhook.ReasonUninstallerMark) }).
+	g.Eventually(func() []string { return eventNotes(t, fc.Name, "MarkedByLiqoUninstaller") }).
 		Should(ContainElement(And(ContainSubstring("marked permanently unreachable by Liqo's uninstaller ("+uninstallerUser+")"),
 			ContainSubstring("gate rule 18"))))
 
