@@ -318,7 +318,7 @@ func TestTheRecordCarriesOn(t *testing.T) {
 	}
 
 	for name, r := range map[string]record{
-		"a grace-window plan":          parseRecord(liqojanitor.GracePlanPrefix+"20s left: would release pods 3", withFirstSight, kinds),
+		"a grace-window plan":          parseRecord(liqojanitor.GracePlan{Left: 20 * time.Second, Plan: "would release pods 3"}.String(), withFirstSight, kinds),
 		"a summary of an earlier mark": parseRecord("pods 3/3", false, kinds),
 		"nothing to release":           parseRecord("nothing to release", withFirstSight, kinds),
 	} {

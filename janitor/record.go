@@ -1,12 +1,6 @@
 package janitor
 
 import (
-	"fmt"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
-
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,9 +20,6 @@ type record struct {
 	done, total map[string]int
 }
 
-// recordCounts matches one kind's "<kind>s <done>/<total>" in a summary.
-var recordCounts = regexp.MustCompile(`(?:^|, )([a-z]+)s (\d+)/(\d+)`)
-
 // recordOf reads the record on fc: its cleanup annotation, when it belongs to the current mark (the
 // janitor's first-seen-at record is there; the gate removes it with the mark), and is a clean-up's
 // summary rather than the grace-window plan. Anything else reads as an empty record.
@@ -39,17 +30,12 @@ func recordOf(fc *liqov1beta1.ForeignCluster, kinds []string) record {
 
 func parseRecord(summary string, current bool, kinds []string) record {
 	r := record{done: map[string]int{}, total: map[string]int{}}
-	if !current || strings.HasPrefix(summary, liqojanitor.GracePlanPrefix) || strings.HasPrefix(summary, liqojanitor.ReturnedPrefix) {
+	p, ok := liqojanitor.ParseProgress(summary, kinds)
+	if !current || !ok {
 		return r
 	}
-	for _, m := range recordCounts.FindAllStringSubmatch(summary, -1) {
-		i := slices.IndexFunc(kinds, func(k string) bool { return strings.ToLower(k) == m[1] })
-		done, err1 := strconv.Atoi(m[2])
-		total, err2 := strconv.Atoi(m[3])
-		if i < 0 || err1 != nil || err2 != nil || done > total {
-			continue
-		}
-		r.done[kinds[i]], r.total[kinds[i]] = done, total
+	for _, k := range p.Kinds {
+		r.done[k.Kind], r.total[k.Kind] = k.Done, k.Total
 	}
 	return r
 }
@@ -102,26 +88,21 @@ func (r record) complete() bool {
 	return true
 }
 
-// summary writes the record as the cleanup annotation, kinds in table order, then how many objects stay
-// blocked by others' finalizers and the namespaces whose NamespaceOffloading waits for Liqo.
-func (r record) summary(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) string {
-	var parts []string
+// progress is the record as the cleanup annotation carries it (liqojanitor.Progress), kinds in table
+// order, then how many objects stay blocked by others' finalizers and the namespaces whose
+// NamespaceOffloading waits for Liqo.
+func (r record) progress(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) liqojanitor.Progress {
+	p := liqojanitor.Progress{Blocked: blocked, DryRun: dryRun} // a dry run's is never written: it writes no record
 	for _, kind := range kinds {
-		if total := r.total[kind]; total > 0 {
-			parts = append(parts, fmt.Sprintf("%ss %d/%d", strings.ToLower(kind), r.done[kind], total))
-		}
-	}
-	if blocked > 0 {
-		parts = append(parts, fmt.Sprintf("blocked %d", blocked))
+		p.Kinds = append(p.Kinds, liqojanitor.KindProgress{Kind: kind, Done: r.done[kind], Total: r.total[kind]})
 	}
 	if len(waitingNamespaces) > 0 {
-		parts = append(parts, "waiting for Liqo: "+listSome(waitingNamespaces, 3))
+		p.WaitingForLiqo = listSome(waitingNamespaces, 3)
 	}
-	if len(parts) == 0 {
-		parts = append(parts, "nothing to release")
-	}
-	if dryRun {
-		return "dry run: would release " + strings.Join(parts, ", ") // never written: a dry run writes no record
-	}
-	return strings.Join(parts, ", ")
+	return p
+}
+
+// summary is the record's progress as the cleanup annotation spells it.
+func (r record) summary(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) string {
+	return r.progress(kinds, blocked, waitingNamespaces, dryRun).String()
 }

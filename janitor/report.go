@@ -67,8 +67,8 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 	if recordOf(s.fc, t.kinds).started() {
 		return result, nil // a clean-up of this mark has begun: its record is never replaced by a plan
 	}
-	if !showsPlan(summary, planSummary) {
-		summary = fmt.Sprintf("%s%s left: %s", liqojanitor.GracePlanPrefix, l.GraceLeft.Round(time.Second), planSummary)
+	if shown, ok := liqojanitor.ParseGracePlan(summary); !ok || shown.Plan != planSummary {
+		summary = liqojanitor.GracePlan{Left: l.GraceLeft, Plan: planSummary}.String()
 	}
 	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
 	// fails, writes nothing, and the change's own event decides what comes next. Another admission webhook
@@ -79,12 +79,6 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 		return ctrl.Result{}, err
 	}
 	return result, nil
-}
-
-// showsPlan reports whether a cleanup annotation shows a plan's summary (whatever the seconds left it was
-// written with).
-func showsPlan(annotation, planSummary string) bool {
-	return strings.HasPrefix(annotation, liqojanitor.GracePlanPrefix) && strings.HasSuffix(annotation, " left: "+planSummary)
 }
 
 func waitMessage(fc *liqov1beta1.ForeignCluster, l liveness) string {
@@ -134,10 +128,11 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	prev, next := p.records(s, t)
 	p.noteLeaks(s, next)
 	refused := t.refusedBy()
-	summary := next.summary(t.kinds, blocked, waiting, p.options.DryRun)
+	progress := next.progress(t.kinds, blocked, waiting, p.options.DryRun)
 	if len(refused.webhooks) > 0 {
-		summary += ", waiting for admission webhook " + listSome(refused.webhooks, 2)
+		progress.WaitingForWebhooks = listSome(refused.webhooks, 2)
 	}
+	summary := progress.String()
 	p.releasedPerKind(s, t) // what was released is said whether or not the record can be written now
 	blockedChanged := p.memory.passed(s.fc, t)
 	p.publishBlocked()
@@ -346,8 +341,8 @@ func (p *reporter) writeRecord(ctx context.Context, on *liqov1beta1.ForeignClust
 		want[liqojanitor.UnpeeringAnnotation] = unpeering
 	}
 	if !l.FirstSeen.IsZero() {
-		want[liqojanitor.FirstSeenAnnotation] = recordTime(l.FirstSeen)
-		want[liqojanitor.GraceEndsAnnotation] = recordTime(l.GraceEnds)
+		want[liqojanitor.FirstSeenAnnotation] = liqojanitor.RecordTime(l.FirstSeen)
+		want[liqojanitor.GraceEndsAnnotation] = liqojanitor.RecordTime(l.GraceEnds)
 	}
 	for key, value := range want {
 		if on.Annotations[key] == value {
@@ -364,16 +359,6 @@ func (p *reporter) writeRecord(ctx context.Context, on *liqov1beta1.ForeignClust
 		return false, fmt.Errorf("writing the cleanup record: %w", err)
 	}
 	return true, nil
-}
-
-// recordTime formats t for the janitor's records: RFC 3339 in UTC with milliseconds, rounded up to the
-// millisecond, so a recorded first sight is never earlier than the real one (the window it starts is
-// never shorter).
-func recordTime(t time.Time) string {
-	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
-		t = r.Add(time.Millisecond)
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // quoted is ": \"reason\"" for a reason given, "" otherwise.
