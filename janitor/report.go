@@ -64,7 +64,7 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 		p.recorder.Eventf(s.fc, nil, "Normal", "Waiting", "Wait", "%s; then it %s", waitMessage(s.fc, l), planSummary)
 	}
 	summary := s.fc.Annotations[liqojanitor.CleanupAnnotation]
-	if recordOf(s.fc, t.kinds).started() {
+	if progressOf(s.fc, t.kinds).started() {
 		return result, nil // a clean-up of this mark has begun: its record is never replaced by a plan
 	}
 	if shown, ok := liqojanitor.ParseGracePlan(summary); !ok || shown.Plan != planSummary {
@@ -74,7 +74,7 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 	// fails, writes nothing, and the change's own event decides what comes next. Another admission webhook
 	// refusing it (Liqo's, while its pod is down) is no error: the plan is shown again by the next pass. A
 	// result or an error, never both (controller-runtime ignores the result then, janitor rule 11).
-	_, err := p.writeRecord(ctx, s.fc, summary, l, "")
+	_, err := p.writeOwnKeys(ctx, s.fc, summary, l, "")
 	if _, refused := refusingWebhook(err); err != nil && !refused && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
@@ -125,10 +125,10 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	}
 	waiting := s.waitingNamespaces()
 	blocked := t.sum(func(c *counts) int { return c.blocked })
-	prev, next := p.records(s, t)
+	prev, next := p.passProgress(s, t)
 	p.noteLeaks(s, next)
 	refused := t.refusedBy()
-	progress := next.progress(t.kinds, blocked, waiting, p.options.DryRun)
+	progress := next.written(t.kinds, blocked, waiting, p.options.DryRun)
 	if len(refused.webhooks) > 0 {
 		progress.WaitingForWebhooks = listSome(refused.webhooks, 2)
 	}
@@ -165,16 +165,16 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	return nil
 }
 
-// records are the record before a pass over a dead cluster and the one after it (record.go): before is
+// passProgress are the record before a pass over a dead cluster and the one after it (record.go): before is
 // the record on the ForeignCluster; the pass adds to it, or to the record this process could not write
 // there (another admission webhook refused it), so that what it released meanwhile counts. A dry run
 // writes no record: each pass counts alone, and memory holds the last one.
-func (p *reporter) records(s *scope, t *tally) (prev, next record) {
+func (p *reporter) passProgress(s *scope, t *tally) (prev, next progress) {
 	if p.options.DryRun {
-		next = record{}.after(t)
+		next = progress{}.after(t)
 		return p.memory.dryRunPassed(s.fc, next), next
 	}
-	prev = recordOf(s.fc, t.kinds)
+	prev = progressOf(s.fc, t.kinds)
 	from := prev
 	if u := p.memory.unwrittenRecord(s.fc, prev); u != nil {
 		from = *u
@@ -185,8 +185,8 @@ func (p *reporter) records(s *scope, t *tally) (prev, next record) {
 // writeRefusable writes the pass's record (a no-op in a dry run, which counts as written) and reports
 // whether it did. A refusal by another admission webhook is no error but one of the pass's refusals, and
 // the record is kept to be written by a later pass (refusals, keepUnwritten).
-func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string, l liveness, next record, refused refusal) (bool, error) {
-	_, err := p.writeRecord(ctx, s.fc, summary, l, p.unpeeringValue(s))
+func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string, l liveness, next progress, refused refusal) (bool, error) {
+	_, err := p.writeOwnKeys(ctx, s.fc, summary, l, p.unpeeringValue(s))
 	webhook, recordRefused := refusingWebhook(err)
 	if recordRefused {
 		refused.webhooks, refused.left = append(refused.webhooks, webhook), append(refused.left, "the cleanup record")
@@ -213,7 +213,7 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 		p.publishReturned()
 	}
 	summary := returnSummary(fc, l.Returned, p.clock.Now())
-	wrote, err := p.writeRecord(ctx, fc, summary, liveness{}, "")
+	wrote, err := p.writeOwnKeys(ctx, fc, summary, liveness{}, "")
 	webhook, refused := refusingWebhook(err)
 	switch {
 	case apierrors.IsConflict(err):
@@ -330,12 +330,12 @@ func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf(" (marked dead by %s: %q)", by, reason)
 }
 
-// writeRecord patches the janitor's own keys on the ForeignCluster where they differ from the live ones
+// writeOwnKeys patches the janitor's own keys on the ForeignCluster where they differ from the live ones
 // the pass read: the cleanup annotation, the unpeering record (when given), and its record of the first sight of the mark and of when the
 // grace period ends (janitor rule 1; only the janitor's identity may write them, gate rule 14). The patch
 // carries the resourceVersion the pass read, so it lands only on that version of the ForeignCluster: a
 // conflict error otherwise, and two replicas never both make one transition. It reports whether it wrote.
-func (p *reporter) writeRecord(ctx context.Context, on *liqov1beta1.ForeignCluster, summary string, l liveness, unpeering string) (bool, error) {
+func (p *reporter) writeOwnKeys(ctx context.Context, on *liqov1beta1.ForeignCluster, summary string, l liveness, unpeering string) (bool, error) {
 	want := map[string]string{liqojanitor.CleanupAnnotation: summary}
 	if unpeering != "" {
 		want[liqojanitor.UnpeeringAnnotation] = unpeering

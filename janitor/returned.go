@@ -115,7 +115,7 @@ func returnSummary(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Ti
 	rec, recorded := liqojanitor.ParseReturnRecord(fc.Annotations[liqojanitor.CleanupAnnotation])
 	if !r.recorded || !recorded {
 		rec = liqojanitor.ReturnRecord{At: r.at, How: r.how, Marked: markedBy(fc), PodsForceDeleted: podsForceDeleted(fc)}
-		if before := recordOf(fc, allKinds); before.started() {
+		if before := progressOf(fc, allKinds); before.started() {
 			rec.Before = before.summary(allKinds, 0, nil, false)
 		}
 	}
@@ -128,7 +128,7 @@ func returnSummary(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Ti
 
 // podsForceDeleted is how many pods the janitor's record of the current mark says it force-deleted.
 func podsForceDeleted(fc *liqov1beta1.ForeignCluster) int {
-	return recordOf(fc, allKinds).done[podKind]
+	return progressOf(fc, allKinds).done[podKind]
 }
 
 // markedBy says who marked fc and when, from the gate's stamps (with the janitor's first sight when a

@@ -115,7 +115,7 @@ func TestTheReturnSummarySaysItFirstAndKeepsItsRecord(t *testing.T) {
 	if got := returnSummary(fc, l.Returned, later); got != first {
 		t.Fatalf("an old fence record: %q, want %q", got, first)
 	}
-	if n := recordOf(fc, allKinds).done[podKind]; n != 0 {
+	if n := progressOf(fc, allKinds).done[podKind]; n != 0 {
 		t.Fatalf("a return's summary read as a clean-up record: pods done %d", n)
 	}
 }

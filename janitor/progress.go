@@ -7,7 +7,7 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// One record of a clean-up, across restarts and failovers (janitor rule 8). The cleanup annotation is the
+// One record of a clean-up, across restarts and failovers (janitor rule 8). The cleanup annotation (liqojanitor.Progress) is the
 // record: per kind, what the janitor released and what is still there ("pods 118/120, resourceslices
 // 3/3, blocked 2, waiting for Liqo: app"). Each pass derives the next record from the one on the
 // ForeignCluster it read live and from what the pass found and did — never from one process's memory —
@@ -15,21 +15,21 @@ import (
 // and the phase events fire on the record's own transitions, after the write that made them: a clean-up
 // starts once and is done once, whichever replica gets there.
 
-// record is a clean-up's progress per kind: done objects released and gone, total done plus still there.
-type record struct {
+// progress is a clean-up's progress per kind: done objects released and gone, total done plus still there.
+type progress struct {
 	done, total map[string]int
 }
 
-// recordOf reads the record on fc: its cleanup annotation, when it belongs to the current mark (the
+// progressOf reads the record on fc: its cleanup annotation, when it belongs to the current mark (the
 // janitor's first-seen-at record is there; the gate removes it with the mark), and is a clean-up's
 // summary rather than the grace-window plan. Anything else reads as an empty record.
-func recordOf(fc *liqov1beta1.ForeignCluster, kinds []string) record {
+func progressOf(fc *liqov1beta1.ForeignCluster, kinds []string) progress {
 	_, current := firstSightRecord(fc)
-	return parseRecord(fc.Annotations[liqojanitor.CleanupAnnotation], current, kinds)
+	return parseProgress(fc.Annotations[liqojanitor.CleanupAnnotation], current, kinds)
 }
 
-func parseRecord(summary string, current bool, kinds []string) record {
-	r := record{done: map[string]int{}, total: map[string]int{}}
+func parseProgress(summary string, current bool, kinds []string) progress {
+	r := progress{done: map[string]int{}, total: map[string]int{}}
 	p, ok := liqojanitor.ParseProgress(summary, kinds)
 	if !current || !ok {
 		return r
@@ -43,8 +43,8 @@ func parseRecord(summary string, current bool, kinds []string) record {
 // after is the record once pass t is added to r: per kind, the objects this pass released that are gone
 // join the done ones, and so do those the last record left that this pass no longer finds; what the pass
 // left (blocked, waiting, failed) is what is still there.
-func (r record) after(t *tally) record {
-	next := record{done: map[string]int{}, total: map[string]int{}}
+func (r progress) after(t *tally) progress {
+	next := progress{done: map[string]int{}, total: map[string]int{}}
 	for _, kind := range t.kinds {
 		c := t.byKind[kind]
 		left := map[types.UID]bool{}
@@ -66,7 +66,7 @@ func (r record) after(t *tally) record {
 }
 
 // started reports whether the record shows a clean-up: anything released or left to release.
-func (r record) started() bool {
+func (r progress) started() bool {
 	for _, n := range r.total {
 		if n > 0 {
 			return true
@@ -76,7 +76,7 @@ func (r record) started() bool {
 }
 
 // complete reports whether the record shows a clean-up with nothing left.
-func (r record) complete() bool {
+func (r progress) complete() bool {
 	if !r.started() {
 		return false
 	}
@@ -88,10 +88,10 @@ func (r record) complete() bool {
 	return true
 }
 
-// progress is the record as the cleanup annotation carries it (liqojanitor.Progress), kinds in table
+// written is the record as the cleanup annotation carries it (liqojanitor.Progress), kinds in table
 // order, then how many objects stay blocked by others' finalizers and the namespaces whose
 // NamespaceOffloading waits for Liqo.
-func (r record) progress(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) liqojanitor.Progress {
+func (r progress) written(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) liqojanitor.Progress {
 	p := liqojanitor.Progress{Blocked: blocked, DryRun: dryRun} // a dry run's is never written: it writes no record
 	for _, kind := range kinds {
 		p.Kinds = append(p.Kinds, liqojanitor.KindProgress{Kind: kind, Done: r.done[kind], Total: r.total[kind]})
@@ -103,6 +103,6 @@ func (r record) progress(kinds []string, blocked int, waitingNamespaces []string
 }
 
 // summary is the record's progress as the cleanup annotation spells it.
-func (r record) summary(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) string {
-	return r.progress(kinds, blocked, waitingNamespaces, dryRun).String()
+func (r progress) summary(kinds []string, blocked int, waitingNamespaces []string, dryRun bool) string {
+	return r.written(kinds, blocked, waitingNamespaces, dryRun).String()
 }
