@@ -242,8 +242,9 @@ manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers int
 	cd manifests && go run ./generate ..
 
 .PHONY: verify
-verify: manifests ## Fail if regenerating manifests or tidying any module's go.mod changes a tracked file
+verify: manifests ## Fail if regenerating manifests or tidying any module's go.mod changes a tracked file, or a comment or doc names a path that does not exist
 	@for m in $(MODULES); do (cd $$m && go mod tidy) || exit 1; done
+	@go run ./test/pathcheck
 	@files="manifests README.md $(foreach m,$(MODULES),$(m)/go.mod $(m)/go.sum)"; if [ -n "$$(git status --porcelain -- $$files)" ]; then \
 	  git status --porcelain -- $$files; git diff -- $$files | head -50; \
 	  echo "generated files are out of date: run 'make manifests' and 'go mod tidy', then commit"; exit 1; fi
