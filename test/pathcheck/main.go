@@ -8,7 +8,9 @@
 // a leading "./", a trailing "/" or "/...", and a module version (@v1.2.3) are dropped, and a brace list
 // (files/{role,webhooks}.yaml) stands for each of its paths. A relative link of a Markdown file,
 // [text](target#anchor), is resolved against that file's directory and checked likewise whatever its
-// first segment, and its anchor against the target's headings as GitHub names them.
+// first segment, and its anchor against the target's headings as GitHub names them. So is a link to this
+// repository on GitHub (https://github.com/liqo-janitor/liqo-janitor/blob/main/<path>#<anchor>) in
+// any tracked Go, Markdown, YAML, JSON or text file: the alerts' runbook_url, the chart's NOTES.txt.
 //
 // What is skipped, so that other projects' paths cited in comments are not taken for ours:
 //   - a word that continues another path or a URL (preceded by "/", "." or a word character, or by
@@ -111,26 +113,14 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s:%d: %s %s, which does not exist", p.File, p.Line, what, p.Path)
 }
 
-// check reads the tracked Go and Markdown files among files from fsys (the repository root) and returns
-// every path of ours they name, or link to, that does not exist, in file and line order.
+// check reads the tracked files among files from fsys (the repository root) and returns every path of
+// ours that the Go and Markdown files name, or link to, and every link to this repository on GitHub in
+// those and the other text files, that does not exist, in file and line order.
 func check(fsys fs.FS, files []string) ([]Problem, error) {
-	r := newRepo(files)
-	headings := map[string]map[string]bool{} // a Markdown file's anchors, read once
-	anchors := func(file string) (map[string]bool, error) {
-		if a, ok := headings[file]; ok {
-			return a, nil
-		}
-		data, err := fs.ReadFile(fsys, file)
-		if err != nil {
-			return nil, err
-		}
-		headings[file] = anchorsOf(string(data))
-		return headings[file], nil
-	}
+	c := checker{repo: newRepo(files), fsys: fsys, anchors: map[string]map[string]bool{}}
 	var problems []Problem
 	for _, f := range files {
-		markdown := strings.HasSuffix(f, ".md")
-		if !markdown && !strings.HasSuffix(f, ".go") || strings.HasPrefix(f, self) {
+		if strings.HasPrefix(f, self) || !strings.HasSuffix(f, ".go") && !strings.HasSuffix(f, ".md") && !hasTextSuffix(f) {
 			continue
 		}
 		data, err := fs.ReadFile(fsys, f)
@@ -138,26 +128,71 @@ func check(fsys fs.FS, files []string) ([]Problem, error) {
 			return nil, err
 		}
 		for n, line := range strings.Split(string(data), "\n") {
-			words := line
-			if markdown { // a link's target is checked as a link, below
-				words = link.ReplaceAllString(line, "]()")
-			}
-			for _, p := range r.missing(words) {
-				problems = append(problems, Problem{File: f, Line: n + 1, Path: p})
-			}
-			if !markdown {
-				continue
-			}
-			broken, err := r.brokenLinks(f, line, anchors)
+			found, err := c.line(f, line)
 			if err != nil {
 				return nil, err
 			}
-			for _, p := range broken {
-				problems = append(problems, Problem{File: f, Line: n + 1, Path: p, Link: true})
+			for _, p := range found {
+				p.File, p.Line = f, n+1
+				problems = append(problems, p)
 			}
 		}
 	}
 	return problems, nil
+}
+
+// checker checks the lines of the repository's files.
+type checker struct {
+	repo
+	fsys    fs.FS
+	anchors map[string]map[string]bool // a Markdown file's anchors, read once
+}
+
+// line returns what a line of file names or links to that does not exist (File and Line left empty).
+func (c checker) line(file, line string) ([]Problem, error) {
+	var out []Problem
+	urls, err := c.brokenURLs(line, c.anchorsOf)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range urls {
+		out = append(out, Problem{Path: p, Link: true})
+	}
+	markdown := strings.HasSuffix(file, ".md")
+	if !markdown && !strings.HasSuffix(file, ".go") {
+		return out, nil // YAML and text: only their links to the repository
+	}
+	words := line
+	if markdown { // a link's target is checked as a link, below
+		words = link.ReplaceAllString(line, "]()")
+	}
+	for _, p := range c.missing(words) {
+		out = append(out, Problem{Path: p})
+	}
+	if !markdown {
+		return out, nil
+	}
+	links, err := c.brokenLinks(file, line, c.anchorsOf)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range links {
+		out = append(out, Problem{Path: p, Link: true})
+	}
+	return out, nil
+}
+
+// anchorsOf returns the anchors of a tracked Markdown file.
+func (c checker) anchorsOf(file string) (map[string]bool, error) {
+	if a, ok := c.anchors[file]; ok {
+		return a, nil
+	}
+	data, err := fs.ReadFile(c.fsys, file)
+	if err != nil {
+		return nil, err
+	}
+	c.anchors[file] = anchorsOf(string(data))
+	return c.anchors[file], nil
 }
 
 // word is a candidate path: path characters with a slash inside. Group 1 is what precedes it (the start
@@ -270,6 +305,47 @@ func qualified(before, after string) bool {
 
 // link is a Markdown inline link; group 1 is its target.
 var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// textSuffixes are the files besides Go and Markdown whose links to this repository's pages are checked:
+// the chart's alerts (runbook_url), its NOTES.txt, workflows.
+var textSuffixes = []string{".yaml", ".yml", ".txt", ".tpl", ".json"}
+
+func hasTextSuffix(f string) bool {
+	for _, s := range textSuffixes {
+		if strings.HasSuffix(f, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// repoURL is a link to a file of this repository on its main branch, as GitHub shows it; group 1 is the
+// path, group 2 the anchor.
+var repoURL = regexp.MustCompile(`https://github\.com/liqo-janitor/liqo-janitor/(?:blob|tree)/main/([A-Za-z0-9_./-]+)(?:#([A-Za-z0-9_-]+))?`)
+
+// brokenURLs returns the links of a line to this repository's files (on main) whose file, or whose
+// section in a Markdown file, does not exist.
+func (r repo) brokenURLs(line string, anchors func(string) (map[string]bool, error)) ([]string, error) {
+	var out []string
+	for _, m := range repoURL.FindAllStringSubmatch(line, -1) {
+		p := strings.TrimRight(m[1], "/.")
+		if !r.paths[p] {
+			out = append(out, p)
+			continue
+		}
+		if m[2] == "" || !strings.HasSuffix(p, ".md") {
+			continue
+		}
+		a, err := anchors(p)
+		if err != nil {
+			return nil, err
+		}
+		if !a[m[2]] {
+			out = append(out, p+"#"+m[2])
+		}
+	}
+	return out, nil
+}
 
 // brokenLinks returns the relative link targets of a line of the Markdown file that do not exist,
 // resolved against its directory: a missing file, or an anchor (#section) that none of a Markdown

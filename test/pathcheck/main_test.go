@@ -64,8 +64,9 @@ func TestAnchorsAreGitHubs(t *testing.T) {
 	}))
 }
 
-// TestCheckCatchesAPlantedStalePath: a repository whose Go comment names a file that moved and whose
-// Markdown links to a page and a section that do not exist; check names each, with file and line.
+// TestCheckCatchesAPlantedStalePath: a repository whose Go comment names a file that moved, whose
+// Markdown links to a page and a section that do not exist, and whose YAML links on GitHub to a section and
+// a directory that do not exist; check names each, with file and line.
 func TestCheckCatchesAPlantedStalePath(t *testing.T) {
 	g := NewWithT(t)
 	fsys := fstest.MapFS{
@@ -73,9 +74,11 @@ func TestCheckCatchesAPlantedStalePath(t *testing.T) {
 		"docs/runbooks.md":    {Data: []byte("# Runbooks\n\n## LiqoJanitorDown\n\nSee [install](../README.md#install) and [down](#liqojanitordown).\n")},
 		"README.md": {Data: []byte("# liqo-janitor\n\n## Install\n\n[runbooks](docs/runbooks.md#liqojanitordown), " +
 			"[gone](docs/gone.md), [no section](docs/runbooks.md#liqojanitorup), [Liqo](https://liqo.io/x/y)\n")},
-		"cmd/liqo-janitor/main.go":                         {Data: []byte("package main\n")},
-		"manifests/chart/liqo-janitor/files/role.yaml":     {Data: []byte("# Not read: neither Go nor Markdown, manifests/gone\n")},
-		"manifests/chart/liqo-janitor/files/webhooks.yaml": {},
+		"cmd/liqo-janitor/main.go": {Data: []byte("package main\n")},
+		"manifests/chart/liqo-janitor/files/role.yaml": {Data: []byte("# YAML: only its links to the repository are checked, not manifests/gone\n" +
+			"runbook_url: https://github.com/liqo-janitor/liqo-janitor/blob/main/docs/runbooks.md#liqojanitordown\n" +
+			"other: https://github.com/liqo-janitor/liqo-janitor/blob/main/docs/runbooks.md#liqojanitorup\n")},
+		"manifests/chart/liqo-janitor/files/webhooks.yaml": {Data: []byte("# https://github.com/liqo-janitor/liqo-janitor/tree/main/manifests/gone\n")},
 		"test/e2e/bench/REPORT.md":                         {Data: []byte("# Report\n")},
 		"Makefile":                                         {},
 		"go.mod":                                           {},
@@ -86,6 +89,8 @@ func TestCheckCatchesAPlantedStalePath(t *testing.T) {
 		{File: "README.md", Line: 5, Path: "docs/gone.md", Link: true},
 		{File: "README.md", Line: 5, Path: "docs/runbooks.md#liqojanitorup", Link: true},
 		{File: "janitor/podwatch.go", Line: 4, Path: "test/bench/REPORT.md"},
+		{File: "manifests/chart/liqo-janitor/files/role.yaml", Line: 3, Path: "docs/runbooks.md#liqojanitorup", Link: true},
+		{File: "manifests/chart/liqo-janitor/files/webhooks.yaml", Line: 1, Path: "manifests/gone", Link: true},
 	}))
 	g.Expect(problems[2].String()).To(Equal("janitor/podwatch.go:4: names test/bench/REPORT.md, which does not exist"))
 }
