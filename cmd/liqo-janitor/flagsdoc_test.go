@@ -64,8 +64,11 @@ func flagsTable(fs *flag.FlagSet) string {
 	b.WriteString("| flag | type | default | meaning |\n|---|---|---|---|\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		typ, usage := flag.UnquoteUsage(f)
-		if typ == "" {
+		switch typ {
+		case "":
 			typ = "bool"
+		case "value": // a flag.Value of its own (a list, a log level): given as a string
+			typ = "string"
 		}
 		def := ""
 		if f.DefValue != "" {
