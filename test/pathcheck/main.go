@@ -102,7 +102,7 @@ type Problem struct {
 	File string
 	Line int
 	Path string
-	Link bool // a Markdown link's target
+	Link bool // a link (Markdown, or a URL of this repository on GitHub), not a path named in prose
 }
 
 func (p Problem) String() string {
@@ -266,9 +266,10 @@ func (r repo) ours(w string) (string, bool) {
 
 // others are the projects whose paths this repository's comments and docs cite; their paths share first
 // segments with ours (cmd/, test/, docs/, webhook/, manifests/).
-var others = []string{"liqo", "kubernetes", "kubernetes'", "k8s", "cert-manager", "controller-runtime", "helm",
-	"kubebuilder", "cluster-api", "trust-manager", "cmctl", "liqoctl", "kyverno", "prometheus", "ko", "kustomize",
-	"containerd", "kubelet", "etcd", "gardener", "jobset", "krew", "upstream"}
+var others = map[string]bool{"liqo": true, "kubernetes": true, "k8s": true, "cert-manager": true,
+	"controller-runtime": true, "helm": true, "kubebuilder": true, "cluster-api": true, "trust-manager": true,
+	"cmctl": true, "liqoctl": true, "kyverno": true, "prometheus": true, "ko": true, "kustomize": true,
+	"containerd": true, "kubelet": true, "etcd": true, "gardener": true, "jobset": true, "krew": true}
 
 // qualifierWords is how far before a path a project's possessive qualifies it: far enough for "Liqo's
 // a/b and c/d" and "cert-manager's flag names: a/b and c/d", near enough not to reach across a sentence.
@@ -283,24 +284,29 @@ func qualified(before, after string) bool {
 		words = words[len(words)-qualifierWords:]
 	}
 	for _, w := range words {
-		w = strings.Trim(w, "(`\"*[,;:")
-		for _, o := range others {
-			if w == o+"'s" || w == o+"’s" || (strings.HasSuffix(o, "'") && w == o) || w == o+"s'" ||
-				w == strings.TrimSuffix(o, "'")+"'" {
-				return true
-			}
+		if base, ok := possessive(strings.Trim(w, "(`\"*[,;:")); ok && others[base] {
+			return true
 		}
 	}
-	next := strings.Fields(strings.ToLower(after))
-	if len(next) >= 2 && (strings.Trim(next[0], "`") == "of" || strings.Trim(next[0], "`") == "in") {
-		n := strings.Trim(next[1], "`'’s,.;:)")
-		for _, o := range others {
-			if n == strings.TrimSuffix(o, "'") {
-				return true
-			}
+	next := strings.Fields(strings.ToLower(strings.TrimLeft(after, "`\"')*")))
+	if len(next) < 2 || next[0] != "of" && next[0] != "in" {
+		return false
+	}
+	project := strings.Trim(next[1], "`\",.;:)")
+	if base, ok := possessive(project); ok {
+		project = base
+	}
+	return others[project]
+}
+
+// possessive returns the word a possessive is made of ("liqo's", "kubernetes'"), and whether it is one.
+func possessive(w string) (string, bool) {
+	for _, suffix := range []string{"'s", "’s", "'", "’"} {
+		if base, ok := strings.CutSuffix(w, suffix); ok {
+			return base, true
 		}
 	}
-	return false
+	return w, false
 }
 
 // link is a Markdown inline link; group 1 is its target.
