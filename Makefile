@@ -235,16 +235,19 @@ lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint in every module
 	@for m in $(MODULES); do echo ">> lint $$m"; (cd $$m && go vet ./... && $(GOLANGCI_LINT) run ./...) || exit 1; done
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, render the chart into manifests/ and its values table into README.md
+manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, render the chart into manifests/, its values table into docs/chart-values.md and the binary's flags into docs/flags.md
 	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor/... paths=./webhook/... paths=./cmd/liqo-janitor/... output:rbac:dir=$(CHART)/files
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=$(CHART)/files
 	@mv $(CHART)/files/manifests.yaml $(CHART)/files/webhooks.yaml
 	cd manifests && go run ./generate ..
+	@# the flags table, from the flag set main binds (a golden test: make test-unit fails too when it is stale)
+	go test ./cmd/liqo-janitor -run '^TestFlagsDoc$$' -count=1 -args -update
 
 .PHONY: verify
-verify: manifests ## Fail if regenerating manifests or tidying any module's go.mod changes a tracked file
+verify: manifests ## Fail if regenerating manifests or tidying any module's go.mod changes a tracked file, or a comment or doc names a path that does not exist
 	@for m in $(MODULES); do (cd $$m && go mod tidy) || exit 1; done
-	@files="manifests README.md $(foreach m,$(MODULES),$(m)/go.mod $(m)/go.sum)"; if [ -n "$$(git status --porcelain -- $$files)" ]; then \
+	@go run ./test/pathcheck
+	@files="manifests docs README.md $(foreach m,$(MODULES),$(m)/go.mod $(m)/go.sum)"; if [ -n "$$(git status --porcelain -- $$files)" ]; then \
 	  git status --porcelain -- $$files; git diff -- $$files | head -50; \
 	  echo "generated files are out of date: run 'make manifests' and 'go mod tidy', then commit"; exit 1; fi
 

@@ -13,8 +13,8 @@ import (
 // events are Name.
 const Name = "liqo-janitor"
 
-// The user-facing API of liqo-janitor: annotations on a ForeignCluster (see README, "Marking a provider
-// dead"). The mark is Liqo's own key, so Liqo ≥ v1.1 honours it too.
+// The user-facing API of liqo-janitor: annotations on a ForeignCluster (docs/operations.md, "Marking a
+// provider dead"). The mark is Liqo's own key, so Liqo ≥ v1.1 honours it too.
 const (
 	// AnnotationPrefix is the prefix of every annotation liqo-janitor owns.
 	AnnotationPrefix = "liqo-janitor.io/"

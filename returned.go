@@ -104,17 +104,12 @@ func splitFenced(v string) (at time.Time, rest string, ret time.Time, ok bool) {
 // mark's marked-at (whole seconds), since a record older than that belongs to an earlier mark — the same
 // reading as the janitor's own (janitor/returned.go recordedReturn).
 func ReturnRecordedAt(annotations map[string]string) (time.Time, bool) {
-	rest, ok := strings.CutPrefix(annotations[CleanupAnnotation], ReturnedPrefix)
+	rec, ok := ParseReturnRecord(annotations[CleanupAnnotation])
 	if !ok {
 		return time.Time{}, false
 	}
-	ts, _, _ := strings.Cut(rest, " ")
-	at, err := time.Parse(time.RFC3339, ts)
-	if err != nil {
+	if markedAt, err := time.Parse(time.RFC3339, annotations[MarkedAtAnnotation]); err == nil && rec.At.Before(markedAt.Truncate(time.Second)) {
 		return time.Time{}, false
 	}
-	if markedAt, err := time.Parse(time.RFC3339, annotations[MarkedAtAnnotation]); err == nil && at.Before(markedAt.Truncate(time.Second)) {
-		return time.Time{}, false
-	}
-	return at, true
+	return rec.At, true
 }

@@ -121,23 +121,11 @@ func recordedFirstSight(fc *liqov1beta1.ForeignCluster, remembered time.Time) ti
 	return remembered
 }
 
-// firstSightRecord reads the janitor's record of its first sight of fc's mark (markRecord).
+// firstSightRecord reads the janitor's record of its first sight of fc's current mark
+// (liqojanitor.MarkTimeRecord).
 func firstSightRecord(fc *liqov1beta1.ForeignCluster) (time.Time, bool) {
-	return markRecord(fc, liqojanitor.FirstSeenAnnotation)
-}
-
-// markRecord reads one of the janitor's time records of fc's mark (first-seen-at, grace-ends-at). A record
-// older than marked-at belongs to an earlier mark (the gate removes it with the mark; without the gate it
-// may stay) and is not one.
-func markRecord(fc *liqov1beta1.ForeignCluster, key string) (time.Time, bool) {
-	at, err := time.Parse(time.RFC3339, fc.Annotations[key])
-	if err != nil {
-		return time.Time{}, false
-	}
-	if markedAt, ok := liqojanitor.MarkedAt(fc); ok && at.Before(markedAt) {
-		return time.Time{}, false
-	}
-	return at, true
+	at, err := liqojanitor.MarkTimeRecord(fc.Annotations, liqojanitor.FirstSeenAnnotation)
+	return at, err == nil
 }
 
 // recordedWindow replaces, for a cluster l finds dead or in its grace period, the grace window l assumed
@@ -148,9 +136,9 @@ func recordedWindow(fc *liqov1beta1.ForeignCluster, l liveness, now time.Time) l
 	if l.Wait != WaitGracePeriod && !l.Dead() {
 		return l
 	}
-	ends, ok := markRecord(fc, liqojanitor.GraceEndsAnnotation)
+	ends, err := liqojanitor.MarkTimeRecord(fc.Annotations, liqojanitor.GraceEndsAnnotation)
 	switch {
-	case !ok:
+	case err != nil:
 		return liveness{Wait: WaitGracePeriod, MarkedAt: l.MarkedAt}
 	case ends.After(now):
 		return liveness{Wait: WaitGracePeriod, MarkedAt: l.MarkedAt, GraceEnds: ends, GraceLeft: ends.Sub(now)}

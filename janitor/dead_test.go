@@ -288,7 +288,7 @@ func TestTheRecordCarriesOn(t *testing.T) {
 	kinds := []string{"Pod", "ResourceSlice", "NamespaceOffloading", "Renew"}
 	targets := []target{{kind: "Pod"}, {kind: "ResourceSlice"}, {kind: "NamespaceOffloading"}, {kind: "Renew"}}
 	withFirstSight := true
-	prev := parseRecord("pods 100/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 1, waiting for Liqo: app-a", withFirstSight, kinds)
+	prev := parseProgress("pods 100/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 1, waiting for Liqo: app-a", withFirstSight, kinds)
 	tl := newTally(targets)
 	for i := range 18 {
 		tl.add("Pod", types.UID(fmt.Sprint("pod-", i)), released, nil)
@@ -306,7 +306,7 @@ func TestTheRecordCarriesOn(t *testing.T) {
 	}
 
 	// a new leader finds the blocked pods gone and nothing left: it finishes the same record
-	done := parseRecord(got, withFirstSight, kinds).after(newTally(targets))
+	done := parseProgress(got, withFirstSight, kinds).after(newTally(targets))
 	if got := done.summary(kinds, 0, nil, false); got != "pods 120/120, resourceslices 3/3, namespaceoffloadings 2/2" {
 		t.Fatalf("finished summary = %q", got)
 	}
@@ -317,16 +317,16 @@ func TestTheRecordCarriesOn(t *testing.T) {
 		t.Fatal("a finished record stays as it is")
 	}
 
-	for name, r := range map[string]record{
-		"a grace-window plan":          parseRecord(liqojanitor.GracePlanPrefix+"20s left: would release pods 3", withFirstSight, kinds),
-		"a summary of an earlier mark": parseRecord("pods 3/3", false, kinds),
-		"nothing to release":           parseRecord("nothing to release", withFirstSight, kinds),
+	for name, r := range map[string]progress{
+		"a grace-window plan":          parseProgress(liqojanitor.GracePlan{Left: 20 * time.Second, Plan: "would release pods 3"}.String(), withFirstSight, kinds),
+		"a summary of an earlier mark": parseProgress("pods 3/3", false, kinds),
+		"nothing to release":           parseProgress("nothing to release", withFirstSight, kinds),
 	} {
 		if r.started() {
 			t.Errorf("%s reads as a clean-up in progress: %+v", name, r)
 		}
 	}
-	if got := (record{}).summary(kinds, 0, nil, false); got != "nothing to release" {
+	if got := (progress{}).summary(kinds, 0, nil, false); got != "nothing to release" {
 		t.Fatalf("empty summary = %q", got)
 	}
 	if got := listSome([]string{"d", "c", "b", "a", "e"}, 3); got != "a, b, c and 2 more" {

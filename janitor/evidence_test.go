@@ -121,7 +121,7 @@ func TestAForgedPlanIsRewritten(t *testing.T) {
 	g.Eventually(cleanupAnnotation(t, p)).Should(plan)
 
 	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{
-		liqojanitor.CleanupAnnotation: ptr.To(liqojanitor.GracePlanPrefix + "59s left: would release nothing")})).To(Succeed())
+		liqojanitor.CleanupAnnotation: ptr.To(liqojanitor.GracePlan{Left: 59 * time.Second, Plan: "would release nothing"}.String())})).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, p)).Should(plan, "a changed plan is rewritten")
 	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqojanitor.CleanupAnnotation: nil})).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, p)).Should(plan, "a removed plan is rewritten")

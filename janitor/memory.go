@@ -25,7 +25,7 @@ type memory struct {
 type clusterMemory struct {
 	lastWait WaitReason
 	// dryRun is the last dry-run pass's record (a dry run records nothing on the ForeignCluster).
-	dryRun record
+	dryRun progress
 	// blocked is how many objects of each kind stayed blocked at the last pass; lastBlocked their sum.
 	blocked     map[string]int
 	lastBlocked int
@@ -50,7 +50,7 @@ type clusterMemory struct {
 	unpeering map[unpeeringKey]int
 	// unwritten is the record the last pass could not write on the ForeignCluster because another admission
 	// webhook refused it (nil when it wrote).
-	unwritten *record
+	unwritten *progress
 }
 
 func newMemory() *memory {
@@ -110,7 +110,7 @@ func (m *memory) passed(fc *liqov1beta1.ForeignCluster, t *tally) (blockedChange
 
 // dryRunPassed records a dry-run pass's record, which a dry run never writes onto the ForeignCluster, and
 // returns the one before it: the phase events of a dry run fire on these.
-func (m *memory) dryRunPassed(fc *liqov1beta1.ForeignCluster, next record) (prev record) {
+func (m *memory) dryRunPassed(fc *liqov1beta1.ForeignCluster, next progress) (prev progress) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.cluster(fc)
@@ -241,7 +241,7 @@ func (m *memory) webhookBackoff(fc *liqov1beta1.ForeignCluster) time.Duration {
 }
 
 // keepUnwritten remembers next as fc's record the pass could not write (unwritten), or forgets it.
-func (m *memory) keepUnwritten(fc *liqov1beta1.ForeignCluster, next record, unwritten bool) {
+func (m *memory) keepUnwritten(fc *liqov1beta1.ForeignCluster, next progress, unwritten bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.cluster(fc)
@@ -253,7 +253,7 @@ func (m *memory) keepUnwritten(fc *liqov1beta1.ForeignCluster, next record, unwr
 
 // unwrittenRecord is fc's record a pass could not write, when the one on the ForeignCluster, onWritten, is
 // behind it (it has not started); else nil.
-func (m *memory) unwrittenRecord(fc *liqov1beta1.ForeignCluster, onWritten record) *record {
+func (m *memory) unwrittenRecord(fc *liqov1beta1.ForeignCluster, onWritten progress) *progress {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if u := m.cluster(fc).unwritten; u != nil && !onWritten.started() {

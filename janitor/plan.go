@@ -14,7 +14,12 @@ import (
 )
 
 // Plan is what the janitor would release for a marked ForeignCluster if its grace period ended now —
-// computed by the same targets and selection as a clean-up (janitor rule 9), writing nothing.
+// computed by the same targets and selection as a clean-up (janitor rule 9), writing nothing. It is the
+// "plan" of the plugin's `plan -o json|yaml` document (kind PlanReport, apiVersion
+// plugin.liqo-janitor.io/v1alpha1): its JSON names are that document's schema, changed only with its
+// version. One word per meaning: Wait is why the janitor leaves the cluster alone (a WaitReason);
+// Kinds[].ForLiqo counts the objects kept until Liqo has done its part; Offloadings are the
+// NamespaceOffloadings so kept, and why.
 type Plan struct {
 	// ForeignCluster and ClusterID name the cluster.
 	ForeignCluster string `json:"foreignCluster"`
@@ -27,8 +32,8 @@ type Plan struct {
 	GraceLeft time.Duration `json:"graceLeft,omitempty"`
 	// Kinds are the targets with objects, in table order.
 	Kinds []PlannedKind `json:"kinds"`
-	// Waiting are the NamespaceOffloadings that would wait for Liqo, and what for.
-	Waiting []PlannedWait `json:"waiting,omitempty"`
+	// Offloadings are the NamespaceOffloadings that would be kept until Liqo has done its part, and why.
+	Offloadings []KeptOffloading `json:"offloadings,omitempty"`
 	// Summary is the plan in the words of the cleanup annotation ("would release pods 4, …; blocked 1").
 	Summary string `json:"summary"`
 }
@@ -37,14 +42,15 @@ type Plan struct {
 type PlannedKind struct {
 	Kind string `json:"kind"`
 	// Release is how many objects would be released; Blocked how many stay because of finalizers the
-	// janitor does not own (released ones among them); Waiting how many wait (for Liqo).
+	// janitor does not own (released ones among them); ForLiqo how many are kept until Liqo has done its
+	// part.
 	Release int `json:"release"`
 	Blocked int `json:"blocked"`
-	Waiting int `json:"waiting"`
+	ForLiqo int `json:"forLiqo"`
 }
 
-// PlannedWait is one NamespaceOffloading that would wait for Liqo.
-type PlannedWait struct {
+// KeptOffloading is one NamespaceOffloading that would be kept until Liqo has done its part.
+type KeptOffloading struct {
 	Namespace string `json:"namespace"`
 	Why       string `json:"why"`
 }
@@ -76,11 +82,11 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	for _, kind := range t.kinds {
 		k := t.byKind[kind]
 		if k.released+k.blocked+k.waiting > 0 {
-			p.Kinds = append(p.Kinds, PlannedKind{Kind: kind, Release: k.released, Blocked: k.blocked, Waiting: k.waiting})
+			p.Kinds = append(p.Kinds, PlannedKind{Kind: kind, Release: k.released, Blocked: k.blocked, ForLiqo: k.waiting})
 		}
 	}
 	for _, w := range s.offloadingWaits() {
-		p.Waiting = append(p.Waiting, PlannedWait{Namespace: w.namespace, Why: w.why})
+		p.Offloadings = append(p.Offloadings, KeptOffloading{Namespace: w.namespace, Why: w.why})
 	}
 	return p, nil
 }

@@ -33,7 +33,7 @@ import (
 // DELETED) to the node's informer, news of the pass's own writes. At thousands of pods that stream
 // outruns the watch's buffer in the API server, which then closes the watch as unresponsive and serves a
 // re-watch from its event window — load on the API server that is already the limit, for nothing (see
-// test/bench/REPORT.md). So while a pass writes pods, their nodes are not watched; when it ends, fresh
+// test/e2e/bench/REPORT.md). So while a pass writes pods, their nodes are not watched; when it ends, fresh
 // informers list the nodes again and compare with what the pass left behind: only a pod the pass did
 // not leave so — new, changed, or gone — starts a pass. The pods a pass leaves on purpose (blocked,
 // left alone) start none.

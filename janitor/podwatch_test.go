@@ -30,7 +30,7 @@ func podWatchEvents(t *testing.T) float64 {
 
 // Each pod a pass force-deletes would be two watch events (MODIFIED, DELETED) to the janitor's own watch
 // of the node's pods: at thousands of pods more than the API server's watch buffer holds, so it closes
-// the watch and serves a re-watch (test/bench/REPORT.md). A pass does not watch its own writes: its
+// the watch and serves a re-watch (test/e2e/bench/REPORT.md). A pass does not watch its own writes: its
 // deletes cost the API server's watchers no more events than the same deletes sent by a plain client, plus
 // the node's list.
 func TestAPassDoesNotWatchItsOwnPodDeletes(t *testing.T) {

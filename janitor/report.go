@@ -64,27 +64,21 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 		p.recorder.Eventf(s.fc, nil, "Normal", "Waiting", "Wait", "%s; then it %s", waitMessage(s.fc, l), planSummary)
 	}
 	summary := s.fc.Annotations[liqojanitor.CleanupAnnotation]
-	if recordOf(s.fc, t.kinds).started() {
+	if progressOf(s.fc, t.kinds).started() {
 		return result, nil // a clean-up of this mark has begun: its record is never replaced by a plan
 	}
-	if !showsPlan(summary, planSummary) {
-		summary = fmt.Sprintf("%s%s left: %s", liqojanitor.GracePlanPrefix, l.GraceLeft.Round(time.Second), planSummary)
+	if shown, ok := liqojanitor.ParseGracePlan(summary); !ok || shown.Plan != planSummary {
+		summary = liqojanitor.GracePlan{Left: l.GraceLeft, Plan: planSummary}.String()
 	}
 	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
 	// fails, writes nothing, and the change's own event decides what comes next. Another admission webhook
 	// refusing it (Liqo's, while its pod is down) is no error: the plan is shown again by the next pass. A
 	// result or an error, never both (controller-runtime ignores the result then, janitor rule 11).
-	_, err := p.writeRecord(ctx, s.fc, summary, l, "")
+	_, err := p.writeOwnKeys(ctx, s.fc, summary, l, "")
 	if _, refused := refusingWebhook(err); err != nil && !refused && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
 	return result, nil
-}
-
-// showsPlan reports whether a cleanup annotation shows a plan's summary (whatever the seconds left it was
-// written with).
-func showsPlan(annotation, planSummary string) bool {
-	return strings.HasPrefix(annotation, liqojanitor.GracePlanPrefix) && strings.HasSuffix(annotation, " left: "+planSummary)
 }
 
 func waitMessage(fc *liqov1beta1.ForeignCluster, l liveness) string {
@@ -131,13 +125,14 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	}
 	waiting := s.waitingNamespaces()
 	blocked := t.sum(func(c *counts) int { return c.blocked })
-	prev, next := p.records(s, t)
+	prev, next := p.passProgress(s, t)
 	p.noteLeaks(s, next)
 	refused := t.refusedBy()
-	summary := next.summary(t.kinds, blocked, waiting, p.options.DryRun)
+	progress := next.written(t.kinds, blocked, waiting, p.options.DryRun)
 	if len(refused.webhooks) > 0 {
-		summary += ", waiting for admission webhook " + listSome(refused.webhooks, 2)
+		progress.WaitingForWebhooks = listSome(refused.webhooks, 2)
 	}
+	summary := progress.String()
 	p.releasedPerKind(s, t) // what was released is said whether or not the record can be written now
 	blockedChanged := p.memory.passed(s.fc, t)
 	p.publishBlocked()
@@ -170,16 +165,16 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	return nil
 }
 
-// records are the record before a pass over a dead cluster and the one after it (record.go): before is
+// passProgress are the record before a pass over a dead cluster and the one after it (record.go): before is
 // the record on the ForeignCluster; the pass adds to it, or to the record this process could not write
 // there (another admission webhook refused it), so that what it released meanwhile counts. A dry run
 // writes no record: each pass counts alone, and memory holds the last one.
-func (p *reporter) records(s *scope, t *tally) (prev, next record) {
+func (p *reporter) passProgress(s *scope, t *tally) (prev, next progress) {
 	if p.options.DryRun {
-		next = record{}.after(t)
+		next = progress{}.after(t)
 		return p.memory.dryRunPassed(s.fc, next), next
 	}
-	prev = recordOf(s.fc, t.kinds)
+	prev = progressOf(s.fc, t.kinds)
 	from := prev
 	if u := p.memory.unwrittenRecord(s.fc, prev); u != nil {
 		from = *u
@@ -190,8 +185,8 @@ func (p *reporter) records(s *scope, t *tally) (prev, next record) {
 // writeRefusable writes the pass's record (a no-op in a dry run, which counts as written) and reports
 // whether it did. A refusal by another admission webhook is no error but one of the pass's refusals, and
 // the record is kept to be written by a later pass (refusals, keepUnwritten).
-func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string, l liveness, next record, refused refusal) (bool, error) {
-	_, err := p.writeRecord(ctx, s.fc, summary, l, p.unpeeringValue(s))
+func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string, l liveness, next progress, refused refusal) (bool, error) {
+	_, err := p.writeOwnKeys(ctx, s.fc, summary, l, p.unpeeringValue(s))
 	webhook, recordRefused := refusingWebhook(err)
 	if recordRefused {
 		refused.webhooks, refused.left = append(refused.webhooks, webhook), append(refused.left, "the cleanup record")
@@ -218,7 +213,7 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 		p.publishReturned()
 	}
 	summary := returnSummary(fc, l.Returned, p.clock.Now())
-	wrote, err := p.writeRecord(ctx, fc, summary, liveness{}, "")
+	wrote, err := p.writeOwnKeys(ctx, fc, summary, liveness{}, "")
 	webhook, refused := refusingWebhook(err)
 	switch {
 	case apierrors.IsConflict(err):
@@ -335,19 +330,19 @@ func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf(" (marked dead by %s: %q)", by, reason)
 }
 
-// writeRecord patches the janitor's own keys on the ForeignCluster where they differ from the live ones
+// writeOwnKeys patches the janitor's own keys on the ForeignCluster where they differ from the live ones
 // the pass read: the cleanup annotation, the unpeering record (when given), and its record of the first sight of the mark and of when the
 // grace period ends (janitor rule 1; only the janitor's identity may write them, gate rule 14). The patch
 // carries the resourceVersion the pass read, so it lands only on that version of the ForeignCluster: a
 // conflict error otherwise, and two replicas never both make one transition. It reports whether it wrote.
-func (p *reporter) writeRecord(ctx context.Context, on *liqov1beta1.ForeignCluster, summary string, l liveness, unpeering string) (bool, error) {
+func (p *reporter) writeOwnKeys(ctx context.Context, on *liqov1beta1.ForeignCluster, summary string, l liveness, unpeering string) (bool, error) {
 	want := map[string]string{liqojanitor.CleanupAnnotation: summary}
 	if unpeering != "" {
 		want[liqojanitor.UnpeeringAnnotation] = unpeering
 	}
 	if !l.FirstSeen.IsZero() {
-		want[liqojanitor.FirstSeenAnnotation] = recordTime(l.FirstSeen)
-		want[liqojanitor.GraceEndsAnnotation] = recordTime(l.GraceEnds)
+		want[liqojanitor.FirstSeenAnnotation] = liqojanitor.RecordTime(l.FirstSeen)
+		want[liqojanitor.GraceEndsAnnotation] = liqojanitor.RecordTime(l.GraceEnds)
 	}
 	for key, value := range want {
 		if on.Annotations[key] == value {
@@ -364,16 +359,6 @@ func (p *reporter) writeRecord(ctx context.Context, on *liqov1beta1.ForeignClust
 		return false, fmt.Errorf("writing the cleanup record: %w", err)
 	}
 	return true, nil
-}
-
-// recordTime formats t for the janitor's records: RFC 3339 in UTC with milliseconds, rounded up to the
-// millisecond, so a recorded first sight is never earlier than the real one (the window it starts is
-// never shorter).
-func recordTime(t time.Time) string {
-	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
-		t = r.Add(time.Millisecond)
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // quoted is ": \"reason\"" for a reason given, "" otherwise.

@@ -2,7 +2,6 @@ package janitor
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -88,9 +87,8 @@ func recordedReturn(fc *liqov1beta1.ForeignCluster) (providerReturn, bool) {
 	if !ok {
 		return providerReturn{}, false
 	}
-	_, rest, _ := strings.Cut(strings.TrimPrefix(fc.Annotations[liqojanitor.CleanupAnnotation], liqojanitor.ReturnedPrefix), " ")
-	how, _, _ := strings.Cut(strings.TrimPrefix(rest, "("), ")")
-	return providerReturn{at: at, how: how, recorded: true}, true
+	rec, _ := liqojanitor.ParseReturnRecord(fc.Annotations[liqojanitor.CleanupAnnotation])
+	return providerReturn{at: at, how: rec.How, recorded: true}, true
 }
 
 // fenced reads the operator's fence record (FencedAnnotation) of a return: "by <user>: <counts>", when the
@@ -109,55 +107,35 @@ func fenced(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Time) (st
 // maxClockSkew is how far ahead of the janitor's clock a stamp of the gate (another replica's clock) may be.
 const maxClockSkew = 5 * time.Second
 
-// The parts of the return's record after its first ("provider returned at <time> (<how>)").
-const (
-	returnNextPart   = "; next: "
-	returnFencedPart = "; fenced "
-	returnBeforePart = "; before: "
-)
-
-// returnSummary is the cleanup annotation of a returned cluster: the return first, then who marked it and
-// when, how many pods the janitor had force-deleted, the clean-up's record as it was, and last what comes
-// next — the fence command, or the operator's fence record once it is there. A recorded return keeps its
-// first parts as written.
+// returnSummary is the cleanup annotation of a returned cluster (liqojanitor.ReturnRecord): the return
+// first, then who marked it and when, how many pods the janitor had force-deleted, the clean-up's record as
+// it was, and last what comes next — the fence command, or the operator's fence record once it is there.
+// A recorded return keeps its first parts as written.
 func returnSummary(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Time) string {
-	head := fc.Annotations[liqojanitor.CleanupAnnotation]
-	if r.recorded {
-		head, _ = cutLast(head, returnNextPart, returnFencedPart)
-	} else {
-		head = fmt.Sprintf("%s%s (%s); marked dead by %s at %s; pods force-deleted by the janitor: %d",
-			liqojanitor.ReturnedPrefix, recordTime(r.at), r.how, markedBy(fc), fc.Annotations[liqojanitor.MarkedAtAnnotation],
-			podsForceDeleted(fc))
-		if before := recordOf(fc, allKinds); before.started() {
-			head += returnBeforePart + before.summary(allKinds, 0, nil, false)
+	rec, recorded := liqojanitor.ParseReturnRecord(fc.Annotations[liqojanitor.CleanupAnnotation])
+	if !r.recorded || !recorded {
+		rec = liqojanitor.ReturnRecord{At: r.at, How: r.how, Marked: markedBy(fc), PodsForceDeleted: podsForceDeleted(fc)}
+		if before := progressOf(fc, allKinds); before.started() {
+			rec.Before = before.summary(allKinds, 0, nil, false)
 		}
 	}
+	rec.Next, rec.Fenced = fenceCommand(fc), ""
 	if f, ok := fenced(fc, r, now); ok {
-		return head + returnFencedPart + f
+		rec.Fenced = f
 	}
-	return head + returnNextPart + fenceCommand(fc)
-}
-
-// cutLast cuts s before the first of seps it contains.
-func cutLast(s string, seps ...string) (string, bool) {
-	for _, sep := range seps {
-		if i := strings.Index(s, sep); i >= 0 {
-			return s[:i], true
-		}
-	}
-	return s, false
+	return rec.String()
 }
 
 // podsForceDeleted is how many pods the janitor's record of the current mark says it force-deleted.
 func podsForceDeleted(fc *liqov1beta1.ForeignCluster) int {
-	return recordOf(fc, allKinds).done[podKind]
+	return progressOf(fc, allKinds).done[podKind]
 }
 
+// markedBy says who marked fc and when, from the gate's stamps (with the janitor's first sight when a
+// stamp is missing).
 func markedBy(fc *liqov1beta1.ForeignCluster) string {
-	if by := fc.Annotations[liqojanitor.MarkedByAnnotation]; by != "" {
-		return by
-	}
-	return "an unknown user (no marked-by stamp)"
+	firstSeen, _ := firstSightRecord(fc)
+	return liqojanitor.MarkStampOf(fc.Annotations).Describe(firstSeen)
 }
 
 // fenceCommand is the operator's next step for a returned cluster.
@@ -167,12 +145,11 @@ func fenceCommand(fc *liqov1beta1.ForeignCluster) string {
 
 // returnedMessage is the ProviderReturned event's text.
 func returnedMessage(fc *liqov1beta1.ForeignCluster, r providerReturn) string {
-	return fmt.Sprintf("The provider of cluster %s answered again after it was marked dead: %s at %s. It was marked dead by %s at %s; "+
+	return fmt.Sprintf("The provider of cluster %s answered again after it was marked dead: %s at %s. It was marked dead by %s; "+
 		"the janitor force-deleted %d of its pods (Liqo ≥ v1.1 also force-deletes them on the mark itself), and their copies on the "+
 		"provider may still run: each may now run twice. Nothing more is released for this mark. Stop the copies: %s; then unmark "+
 		"and re-peer, or delete the ForeignCluster",
-		fc.Spec.ClusterID, r.how, r.at.UTC().Format(time.RFC3339), markedBy(fc), fc.Annotations[liqojanitor.MarkedAtAnnotation],
-		podsForceDeleted(fc), fenceCommand(fc))
+		fc.Spec.ClusterID, r.how, r.at.UTC().Format(time.RFC3339), markedBy(fc), podsForceDeleted(fc), fenceCommand(fc))
 }
 
 // Return is the janitor's record of a provider that answered again after the mark, as the plugin shows it.

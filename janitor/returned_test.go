@@ -42,10 +42,10 @@ func TestAReturnIsEvidenceFromAfterTheMark(t *testing.T) {
 		"and on an unconfirmed mark (Liqo ≥ v1.1 acts on a bare mark)": {
 			fc: established(now, liqojanitor.ConfirmAnnotation, ""), want: WaitReturned},
 		"the janitor's record keeps a return after the provider goes away again": {
-			fc: cluster("x", marked(liqojanitor.CleanupAnnotation, liqojanitor.ReturnedPrefix+now.Format(time.RFC3339)+" (Liqo's APIServerStatus turned Established); …"),
+			fc: cluster("x", marked(liqojanitor.CleanupAnnotation, liqojanitor.ReturnRecord{At: now, How: "Liqo's APIServerStatus turned Established"}.String()),
 				liqov1beta1.ConditionStatusError), want: WaitReturned, how: "Liqo's APIServerStatus turned Established"},
 		"a record of a return before this mark belongs to an earlier one": {
-			fc: cluster("x", marked(liqojanitor.CleanupAnnotation, liqojanitor.ReturnedPrefix+markedAt.Add(-time.Hour).Format(time.RFC3339)+" (x)"),
+			fc: cluster("x", marked(liqojanitor.CleanupAnnotation, liqojanitor.ReturnRecord{At: markedAt.Add(-time.Hour), How: "x"}.String()),
 				liqov1beta1.ConditionStatusError), want: NotWaiting},
 		"no evidence: dead": {fc: cluster("x", marked(), liqov1beta1.ConditionStatusError), want: NotWaiting},
 	} {
@@ -100,8 +100,9 @@ func TestTheReturnSummarySaysItFirstAndKeepsItsRecord(t *testing.T) {
 	}
 	fc.Annotations[liqojanitor.FencedAnnotation] = stamped(now.Add(time.Minute), "bob", "shadowpods 12, pods 12")
 	fencedSummary := returnSummary(fc, l.Returned, later)
-	head, _ := cutLast(first, returnNextPart)
-	if want := head + "; fenced by bob: shadowpods 12, pods 12"; fencedSummary != want {
+	rec, _ := liqojanitor.ParseReturnRecord(first)
+	rec.Next, rec.Fenced = "", "by bob: shadowpods 12, pods 12"
+	if want := rec.String(); fencedSummary != want || !strings.HasSuffix(want, "; fenced by bob: shadowpods 12, pods 12") {
 		t.Fatalf("fenced: %q, want %q", fencedSummary, want)
 	}
 	// A fence record from the future was not stamped by the gate.
@@ -114,7 +115,7 @@ func TestTheReturnSummarySaysItFirstAndKeepsItsRecord(t *testing.T) {
 	if got := returnSummary(fc, l.Returned, later); got != first {
 		t.Fatalf("an old fence record: %q, want %q", got, first)
 	}
-	if n := recordOf(fc, allKinds).done[podKind]; n != 0 {
+	if n := progressOf(fc, allKinds).done[podKind]; n != 0 {
 		t.Fatalf("a return's summary read as a clean-up record: pods done %d", n)
 	}
 }

@@ -145,7 +145,7 @@ func (p *returnProbe) keepReturn(ctx context.Context, fc *liqov1beta1.ForeignClu
 	if !stored {
 		rec = targetsRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation]}
 	}
-	rec.Return = &keptReturn{At: recordTime(r.at), How: r.how}
+	rec.Return = &keptReturn{At: liqojanitor.RecordTime(r.at), How: r.how}
 	if err := p.store.keep(ctx, fc, rec); err != nil {
 		return false, fmt.Errorf("keeping the return of %s in the janitor's namespace: %w", fc.Name, err)
 	}

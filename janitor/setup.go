@@ -27,8 +27,8 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// RBAC of the janitor (generated into manifests/rbac by `make manifests`). Secrets are not here: their
-// RBAC ships in the opt-in kustomize component for --release-identity-secrets.
+// RBAC of the janitor (generated into manifests/chart/liqo-janitor/files/role.yaml by `make manifests`).
+// Secrets are not here: their RBAC ships in the opt-in kustomize component for --release-identity-secrets.
 // +kubebuilder:rbac:groups=core.liqo.io,resources=foreignclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=authentication.liqo.io,resources=resourceslices;renews,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps;namespaceoffloadings,verbs=get;list;watch;patch

@@ -411,7 +411,7 @@ func (p *reporter) unpeeringValue(s *scope) string {
 // cluster's reflector (its Secret controller ignores the Secret's deletion when it no longer carries the
 // finalizer: internal/crdReplicator/crdReplicator-operator.go Reconcile, v1.0.3 to v1.2.0), which keeps
 // dialling the dead provider until the crd-replicator restarts.
-func (p *reporter) noteLeaks(s *scope, next record) {
+func (p *reporter) noteLeaks(s *scope, next progress) {
 	if s.unpeering == nil || next.done[secretGVK.Kind] == 0 {
 		return
 	}

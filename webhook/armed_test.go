@@ -102,8 +102,8 @@ func jsonOrNull(v *string) string {
 func recordReturn(t *testing.T, fc *liqov1beta1.ForeignCluster, at time.Time) time.Time {
 	t.Helper()
 	at = at.UTC().Truncate(time.Millisecond)
-	record := liqojanitor.ReturnedPrefix + at.Format("2006-01-02T15:04:05.000Z07:00") +
-		" (its API server at https://10.0.0.7:6443 answered the janitor's probe); marked dead by alice"
+	record := liqojanitor.ReturnRecord{At: at, How: "its API server at https://10.0.0.7:6443 answered the janitor's probe",
+		Marked: "alice", Next: "fence"}.String()
 	NewWithT(t).Expect(fixture.Annotate(t.Context(), asJanitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed())
 	return at
 }

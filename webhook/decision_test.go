@@ -87,7 +87,7 @@ var (
 	// returnedAt is when the janitor saw the provider of returned answer again, after its mark an hour ago.
 	returnedAt = now.Add(-10*time.Minute + 250*time.Millisecond)
 	returned   = with(marked, liqojanitor.MarkedAtAnnotation, now.Add(-time.Hour).Format(time.RFC3339),
-		liqojanitor.CleanupAnnotation, liqojanitor.ReturnedPrefix+"2026-12-01T09:50:00.250Z (Liqo's APIServerStatus turned Established); …")
+		liqojanitor.CleanupAnnotation, liqojanitor.ReturnRecord{At: returnedAt, How: "Liqo's APIServerStatus turned Established"}.String())
 )
 
 // fence is a fence record as the gate stamps it.
@@ -309,7 +309,7 @@ func TestDecide(t *testing.T) {
 			wantAllowed: true,
 		},
 		"unmarking removes the grace-window plan and record with the mark": {
-			review: inputs{Old: fc(id, with(marked, liqojanitor.CleanupAnnotation, "grace 20s left: would release pods 3", liqojanitor.FirstSeenAnnotation, "2026-12-01T09:00:00Z",
+			review: inputs{Old: fc(id, with(marked, liqojanitor.CleanupAnnotation, liqojanitor.GracePlan{Left: 20 * time.Second, Plan: "would release pods 3"}.String(), liqojanitor.FirstSeenAnnotation, "2026-12-01T09:00:00Z",
 				liqojanitor.GraceEndsAnnotation, "2026-12-01T09:00:30Z"), down), New: fc(id, nil, down), permission: permitted, JanitorUser: "janitor"},
 			wantAllowed: true, wantWarning: "not restored",
 		},

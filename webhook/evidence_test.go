@@ -190,7 +190,7 @@ func TestOnlyTheJanitorWritesItsKeys(t *testing.T) {
 		}
 	}
 	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
-	janitorKeys := map[string]*string{liqojanitor.CleanupAnnotation: s(liqojanitor.GracePlanPrefix + "20s left: would release pods 3"),
+	janitorKeys := map[string]*string{liqojanitor.CleanupAnnotation: s(liqojanitor.GracePlan{Left: 20 * time.Second, Plan: "would release pods 3"}.String()),
 		liqojanitor.FirstSeenAnnotation: s(time.Now().UTC().Format(time.RFC3339)), liqojanitor.GraceEndsAnnotation: s(time.Now().UTC().Format(time.RFC3339))}
 	g.Expect(fixture.Annotate(ctx, asJanitor, fc, janitorKeys)).To(Succeed(), "the janitor's identity writes its keys")
 	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.CleanupAnnotation: nil})

@@ -32,13 +32,14 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// Paths the webhooks are served on; the generated configurations in manifests/webhook point at them.
+// Paths the webhooks are served on; the configurations generated into
+// manifests/chart/liqo-janitor/files point at them.
 const (
 	MutatePath   = "/mutate-liqo-io-v1beta1-foreigncluster"
 	ValidatePath = "/validate-liqo-io-v1beta1-foreigncluster"
 )
 
-// The configurations below are generated into manifests/webhook by `make manifests`. Their
+// The configurations below are generated into manifests/chart/liqo-janitor/files (`make manifests`). Their
 // matchConditions make the API server call the gate only for requests it could refuse or must stamp: the
 // validating webhook when the mark, the confirmation, the reason, the no-evidence key, a stamp or one of
 // the janitor's own keys is created, changed or removed (rules 1, 2, 6, 12, 14, 19), when the fence record

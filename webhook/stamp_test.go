@@ -99,8 +99,8 @@ func TestStamp(t *testing.T) {
 				liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation},
 		},
 		"unmarking in the grace period also removes the janitor's plan of the clean-up": {
-			old: fc(id, with(marked, liqojanitor.CleanupAnnotation, "grace 20s left: would release pods 3")),
-			new: fc(id, without(with(marked, liqojanitor.CleanupAnnotation, "grace 20s left: would release pods 3"), liqojanitor.MarkAnnotation)),
+			old: fc(id, with(marked, liqojanitor.CleanupAnnotation, liqojanitor.GracePlan{Left: 20 * time.Second, Plan: "would release pods 3"}.String())),
+			new: fc(id, without(with(marked, liqojanitor.CleanupAnnotation, liqojanitor.GracePlan{Left: 20 * time.Second, Plan: "would release pods 3"}.String()), liqojanitor.MarkAnnotation)),
 			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
 				liqojanitor.CleanupAnnotation},
 		},

@@ -247,7 +247,7 @@ func liqoctlForceUnpeerPatch(t *testing.T, c client.Client, fc *liqov1beta1.Fore
 	return c.Patch(t.Context(), latest, patch)
 }
 
-// TestLiqoctlForceUnpeerPassesAfterAConfirmation: the README's path for Liqo ≥ v1.1. liqoctl's bare mark
+// TestLiqoctlForceUnpeerPassesAfterAConfirmation: the operator's path for Liqo ≥ v1.1 (docs/operations.md). liqoctl's bare mark
 // is refused with the command to run first; once the operator confirmed, the same patch marks (rule 1's
 // confirmation "may come earlier"), stamped with the operator.
 func TestLiqoctlForceUnpeerPassesAfterAConfirmation(t *testing.T) {

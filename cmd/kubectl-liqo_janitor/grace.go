@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,17 +35,11 @@ func graceOf(fc *liqov1beta1.ForeignCluster, now time.Time) graceWindow {
 	if stamped {
 		g.MarkedAt = &metav1.Time{Time: markedAt.UTC()}
 	}
-	raw, recorded := fc.Annotations[liqojanitor.GraceEndsAnnotation]
-	if !recorded {
-		return g
-	}
-	ends, err := time.Parse(time.RFC3339, raw)
+	ends, err := liqojanitor.MarkTimeRecord(fc.Annotations, liqojanitor.GraceEndsAnnotation)
 	switch {
+	case errors.Is(err, liqojanitor.ErrNoRecord):
 	case err != nil:
-		g.Ignored = fmt.Sprintf("%s %q is not an RFC 3339 time", liqojanitor.GraceEndsAnnotation, raw)
-	case stamped && ends.Before(markedAt):
-		g.Ignored = fmt.Sprintf("%s %s is before the mark (marked-at %s): it is not this mark's",
-			liqojanitor.GraceEndsAnnotation, raw, markedAt.UTC().Format(time.RFC3339))
+		g.Ignored = err.Error()
 	default:
 		g.EndsAt = &metav1.Time{Time: ends.UTC()}
 		g.Left = duration(max(ends.Sub(now), 0))

@@ -158,9 +158,9 @@ func (r *planReport) escaped() *planReport {
 	out := *r
 	p := *r.Plan
 	p.ForeignCluster, p.ClusterID, p.Summary = printable(p.ForeignCluster), printable(p.ClusterID), printable(p.Summary)
-	p.Waiting = slices.Clone(p.Waiting)
-	for i := range p.Waiting {
-		p.Waiting[i].Namespace, p.Waiting[i].Why = printable(p.Waiting[i].Namespace), printable(p.Waiting[i].Why)
+	p.Offloadings = slices.Clone(p.Offloadings)
+	for i := range p.Offloadings {
+		p.Offloadings[i].Namespace, p.Offloadings[i].Why = printable(p.Offloadings[i].Namespace), printable(p.Offloadings[i].Why)
 	}
 	out.Plan = &p
 	if r.Grace != nil {
@@ -180,16 +180,16 @@ func printPlan(out io.Writer, p *janitor.Plan, grace *graceWindow) {
 	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "KIND\tRELEASED\tBLOCKED (by others' finalizers)\tWAITING (for Liqo)")
+	fmt.Fprintln(w, "KIND\tRELEASED\tBLOCKED (by others' finalizers)\tKEPT FOR LIQO (until it has done its part)")
 	for _, k := range p.Kinds {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", k.Kind, k.Release, k.Blocked, k.Waiting)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", k.Kind, k.Release, k.Blocked, k.ForLiqo)
 	}
 	if len(p.Kinds) == 0 {
 		fmt.Fprintln(w, "(nothing to release)\t\t\t")
 	}
 	_ = w.Flush()
-	for _, wt := range p.Waiting {
-		fmt.Fprintf(out, "  NamespaceOffloading %s/offloading would wait: %s\n", printable(wt.Namespace), printable(wt.Why))
+	for _, wt := range p.Offloadings {
+		fmt.Fprintf(out, "  NamespaceOffloading %s/offloading would be kept for Liqo: %s\n", printable(wt.Namespace), printable(wt.Why))
 	}
 	fmt.Fprintf(out, "\nIn the words of the cleanup annotation: %s\n", printable(p.Summary))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"time"
 
@@ -249,15 +248,12 @@ func markState(cs *clusterStatus) string {
 	return state
 }
 
-// countdown is the time left that the janitor writes into a grace-window plan ("grace 22s left: would
-// release …") when it writes the plan, which it does once per change of the plan: read later, it is stale.
-var countdown = regexp.MustCompile(`^` + regexp.QuoteMeta(liqojanitor.GracePlanPrefix) + `\S+ left: `)
-
-// withoutCountdown is a cleanup annotation without a grace-window plan's stale countdown (the grace period
-// line shows the window): "grace: would release …".
+// withoutCountdown is a cleanup annotation without a grace-window plan's countdown (the janitor writes the
+// time left once per change of the plan: read later, it is stale; the grace period line shows the
+// window): "grace: would release …".
 func withoutCountdown(cleanup string) string {
-	if loc := countdown.FindStringIndex(cleanup); loc != nil {
-		return "grace: " + cleanup[loc[1]:]
+	if plan, ok := liqojanitor.ParseGracePlan(cleanup); ok {
+		return "grace: " + plan.Plan
 	}
 	return cleanup
 }

@@ -2,7 +2,8 @@
 // whole install for `kubectl apply -f` and `kubectl apply -k manifests/default` (certificates managed by
 // the binary), the same with cert-manager (install-cert-manager.yaml), the policy fallback for
 // `kubectl apply -k manifests/policy`, and the RBAC and ValidatingAdmissionPolicy of the identity-secrets kustomize
-// component; and the README's values table, from the `# --` comments of the chart's values.yaml.
+// component; and the values table of docs/chart-values.md, from the `# --` comments of the chart's
+// values.yaml.
 package main
 
 import (
@@ -46,7 +47,7 @@ func main() {
 		}
 	}
 	if err := writeValuesTable(root); err != nil {
-		fmt.Fprintf(os.Stderr, "generate: the README's values table: %v\n", err)
+		fmt.Fprintf(os.Stderr, "generate: the values table: %v\n", err)
 		os.Exit(1)
 	}
 }

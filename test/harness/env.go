@@ -55,7 +55,7 @@ type Options struct {
 	Detached bool
 	// ServiceRouting makes the API server call a webhook configured with a Service at an endpoint of the
 	// Service's EndpointSlices (kube-apiserver --enable-aggregator-routing, which sets the resolver of
-	// webhooks too: buildServiceResolver in cmd/kube-apiserver/app/server.go) rather than at its ClusterIP,
+	// webhooks too: buildServiceResolver in Kubernetes' cmd/kube-apiserver/app/server.go) rather than at its ClusterIP,
 	// which leads nowhere without kube-proxy: a chart's webhook configurations and Service, unchanged, then
 	// reach a process on this machine through ServiceRoute.
 	ServiceRouting bool

@@ -69,7 +69,7 @@ func TestCertManagerIssuesInjectsAndRenews(t *testing.T) {
 	g.Eventually(func(g Gomega) { expectRefusedByGate(g, env, fc) }).WithTimeout(30*time.Second).
 		Should(Succeed(), "through the Service, trusting the injected bundle (log: %s)", gate.replica.Log)
 
-	// The renewal: cert-manager's trigger, as `cmctl renew` sets it (cmd/ctl/pkg/renew: Issuing=True,
+	// The renewal: cert-manager's trigger, as `cmctl renew` sets it (cert-manager's cmd/ctl/pkg/renew: Issuing=True,
 	// reason ManuallyTriggered, on the status).
 	revision := revisionOf(t, c, servingCert)
 	triggerRenewal(t, c, servingCert)

@@ -271,7 +271,7 @@ func TestChartGrantsExactlyWhatTheCodeCalls(t *testing.T) {
 }
 
 // TestChartDefaultsAreTheBinarys: the chart passes every knob explicitly, so its defaults must be the
-// binary's own (an install must behave as the README's flags table says).
+// binary's own (an install must behave as docs/flags.md says).
 func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	g := NewWithT(t)
 	b, _ := render(t, installNS, nil)

@@ -262,7 +262,7 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 	grantRole(t, "policy-janitor-z", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
 		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch"}}}, janitorUser)
 	janitor := impersonate(t, janitorUser)
-	returned := liqojanitor.ReturnedPrefix + "2026-03-01T10:05:00.000Z (Liqo's APIServerStatus turned Established)"
+	returned := liqojanitor.ReturnRecord{At: time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC), How: "Liqo's APIServerStatus turned Established"}.String()
 
 	const id = "provider-z"
 	fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: liqov1beta1.ForeignClusterSpec{ClusterID: id}}
@@ -359,7 +359,7 @@ func TestPolicyKeepsTheKeysAheadOfTheMarkWithoutTheGate(t *testing.T) {
 			liqojanitor.MarkAnnotation: s("true"), liqojanitor.NoEvidenceAnnotation: s(id)}, 0, nil},
 		{"a fence with no recorded return is refused", alice, map[string]*string{liqojanitor.FencedAnnotation: fence("alice")},
 			http.StatusUnprocessableEntity, []string{"nothing to fence: the janitor has recorded no return", "kubectl liqo-janitor status " + id}},
-		{"the janitor records a return", janitor, map[string]*string{liqojanitor.CleanupAnnotation: s(liqojanitor.ReturnedPrefix + "2026-03-01T10:05:00.000Z (x)")}, 0, nil},
+		{"the janitor records a return", janitor, map[string]*string{liqojanitor.CleanupAnnotation: s(liqojanitor.ReturnRecord{At: time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC), How: "x"}.String())}, 0, nil},
 		{"then alice fences", alice, map[string]*string{liqojanitor.FencedAnnotation: fence("alice")}, 0, nil},
 		{"alice unmarks (with the webhook absent the keys stay)", alice, map[string]*string{liqojanitor.MarkAnnotation: nil}, 0, nil},
 		{"a mark does not start fenced, nor with a no-evidence key set before it", alice, map[string]*string{liqojanitor.MarkAnnotation: s("true")},
@@ -584,7 +584,7 @@ func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
 
 	// Marked, the janitor records its first sight and its plan; nobody else may touch them.
 	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
-	plan := liqojanitor.GracePlanPrefix + "20s left: would release pods 3, resourceslices 1"
+	plan := liqojanitor.GracePlan{Left: 20 * time.Second, Plan: "would release pods 3, resourceslices 1"}.String()
 	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.FirstSeenAnnotation: s("2026-03-01T10:00:05Z"),
 		liqojanitor.GraceEndsAnnotation: s("2026-03-01T10:00:35Z"), liqojanitor.CleanupAnnotation: s(plan),
 		liqojanitor.UnpeeringAnnotation: s(liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress}.String())})).To(Succeed())
@@ -592,7 +592,7 @@ func TestPolicyLetsOnlyTheJanitorWriteItsRecordsWithoutTheGate(t *testing.T) {
 		refused(g, annotate(ctx, env.Client, id, map[string]*string{key: s("forged")}), key)
 		refused(g, annotate(ctx, env.Client, id, map[string]*string{key: nil}), key)
 	}
-	plan = liqojanitor.GracePlanPrefix + "10s left: would release pods 3, resourceslices 1"
+	plan = liqojanitor.GracePlan{Left: 10 * time.Second, Plan: "would release pods 3, resourceslices 1"}.String()
 	g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{liqojanitor.CleanupAnnotation: s(plan)})).To(Succeed())
 
 	// Unmarking may remove the grace-window records, never rewrite them.

@@ -56,21 +56,25 @@ func TestTheChartShipsTheseAlerts(t *testing.T) {
 		"no leader alert without leader election: the series never exists")
 }
 
-// readmeURL is the repository's README as GitHub shows it; a runbook is a section of it
-// (readmeURL#<anchor>), as the chart's NOTES.txt links "Marking a provider dead".
-const readmeURL = "https://github.com/liqo-janitor/liqo-janitor"
+// runbooksURL is the runbooks page, docs/runbooks.md, as GitHub shows it; an alert's runbook is its
+// section there (runbooksURL#<alert name in lower case>).
+const (
+	runbooksPage = "docs/runbooks.md"
+	runbooksURL  = "https://github.com/liqo-janitor/liqo-janitor/blob/main/" + runbooksPage
+)
 
-// TestAlertRunbooksAreREADMESections: every runbook_url names a section the README has (GitHub's anchor
-// of one of its headings), and the returned-provider alert, the one that asks for a fence, has one.
-func TestAlertRunbooksAreREADMESections(t *testing.T) {
+// TestAlertRunbooksAreSectionsOfTheRunbooksPage: every alert's runbook_url names its own section of
+// docs/runbooks.md (GitHub's anchor of one of its headings), the returned-provider alert's, the one that
+// asks for a fence, included.
+func TestAlertRunbooksAreSectionsOfTheRunbooksPage(t *testing.T) {
 	g := NewWithT(t)
 	root, err := harness.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	page, err := os.ReadFile(filepath.Join(root, runbooksPage))
 	g.Expect(err).NotTo(HaveOccurred())
 	anchors := map[string]bool{}
 	inCode := false // a "# comment" in a shell block is no heading
-	for line := range strings.SplitSeq(string(readme), "\n") {
+	for line := range strings.SplitSeq(string(page), "\n") {
 		if strings.HasPrefix(line, "```") {
 			inCode = !inCode
 		}
@@ -86,12 +90,11 @@ func TestAlertRunbooksAreREADMESections(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(runbooks).To(HaveKeyWithValue("LiqoJanitorProviderReturned", readmeURL+"#when-a-dead-provider-comes-back"))
+	g.Expect(runbooks).To(HaveKeyWithValue("LiqoJanitorProviderReturned", runbooksURL+"#liqojanitorproviderreturned"))
 	g.Expect(slices.Sorted(maps.Keys(runbooks))).To(Equal(slices.Sorted(slices.Values(alertNames(ruleFile(t, nil))))), "every alert has a runbook")
 	for alert, url := range runbooks {
-		anchor, ok := strings.CutPrefix(url, readmeURL+"#")
-		g.Expect(ok).To(BeTrue(), "%s: runbook %s is not a section of the README", alert, url)
-		g.Expect(anchors).To(HaveKey(anchor), "%s: the README has no section #%s", alert, anchor)
+		g.Expect(url).To(Equal(runbooksURL+"#"+strings.ToLower(alert)), "%s: its runbook is its own section of %s", alert, runbooksPage)
+		g.Expect(anchors).To(HaveKey(strings.ToLower(alert)), "%s: %s has no section #%s", alert, runbooksPage, strings.ToLower(alert))
 	}
 }
 
@@ -142,7 +145,7 @@ up{` + job + `, pod="b"} 1x15`},
 	// fenced yet; it is set on the leader only (the other replica exports 0).
 	"a dead provider answers again": {alert: "LiqoJanitorProviderReturned", at: 5 * time.Minute, fires: true,
 		labels:      map[string]string{"severity": "critical"},
-		annotations: map[string]string{"runbook_url": readmeURL + "#when-a-dead-provider-comes-back"},
+		annotations: map[string]string{"runbook_url": runbooksURL + "#liqojanitorproviderreturned"},
 		series: `liqo_janitor_returned_clusters{` + job + `, pod="a"} 1x10
 liqo_janitor_returned_clusters{` + job + `, pod="b"} 0x10`},
 	"a returned provider pages one minute after the gauge rises": {alert: "LiqoJanitorProviderReturned", at: 3 * time.Minute, fires: true,

@@ -47,8 +47,8 @@ plain: [a]
 
 func TestReplaceTableKeepsWhatIsAroundTheMarkers(t *testing.T) {
 	g := NewWithT(t)
-	readme := "# Title\n\nbefore\n" + tableBegin + "\nold table\n" + tableEnd + "\nafter\n"
-	out, err := replaceTable([]byte(readme), "| new |\n")
+	page := "# Title\n\nbefore\n" + tableBegin + "\nold table\n" + tableEnd + "\nafter\n"
+	out, err := replaceTable([]byte(page), "| new |\n")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(out)).To(Equal("# Title\n\nbefore\n" + tableBegin + "\n| new |\n" + tableEnd + "\nafter\n"))
 	again, err := replaceTable(out, "| new |\n")
