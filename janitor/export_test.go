@@ -13,15 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// RemoveFinalizer exposes removeFinalizer to the real-API-server tests of package janitor_test.
-var RemoveFinalizer = removeFinalizer
-
-// Outcomes of RemoveFinalizer the tests assert.
-const (
-	Released = released
-	Gone     = gone
-)
-
 // ShowPlan has a reporter show an empty plan for fc (as read at some version) in its grace period, as
 // publishPlan does for a pass, and returns publishPlan's error.
 func ShowPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) error {

@@ -54,7 +54,7 @@ type scope struct {
 	// unpeering is what the pass found of the cluster's unpeering (janitor rule 13), nil before the survey.
 	unpeering *liqojanitor.Unpeering
 	// refused names, per kind, the admission webhook that refused a write of that kind in this pass: the
-	// pass writes no more of that kind (admission.go).
+	// pass writes no more of that kind (janitor rule 11).
 	refused map[string]string
 	// wake is how soon the pass wants to come back (a release that waits for a time: fabric.go); zero is
 	// not at all.
