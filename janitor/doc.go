@@ -38,7 +38,7 @@
 //     VirtualNode.
 //  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling. A
 //     pass does not watch its own writes: the pod watches of the nodes it writes pause until it ends, and
-//     then enqueue only for what differs from what it left (podwatch.go).
+//     then enqueue only for what differs from what it left (internal/podwatch).
 //  8. Every action is visible: events (quoting the operator's reason; on the ForeignCluster, one per kind
 //     per pass with the count and the first and last object, per object only with --object-events), the
 //     cleanup annotation, metrics, logs (every release); --dry-run writes nothing but events and logs.
@@ -127,11 +127,11 @@
 // enqueues), reconciler.go (a pass: read, assess live, then wait, show the plan or clean up), dead.go and
 // sight.go (the verdict, and its one remembered input: the first sight of a mark), scope.go (what one pass
 // knows, and the one place a pass stops), releaser.go (the target table and the worker pool that runs
-// it), pods.go, replicated.go, offloading.go and identity.go (the targets, on their sources; their
-// writes, and the reading of another admission webhook's refusal, are internal/release's), tally.go,
+// it), pods.go, replicated.go, offloading.go and identity.go (the targets, on their sources), tally.go,
 // record.go, report.go and memory.go (what a pass did, the clean-up's record, the reports and what they
-// remember), podwatch.go (the pods of dead nodes), returned.go and returnprobe.go (a provider
-// that answers again), plan.go (PlanCluster,
-// for the plugin), liqoversion.go, fabric.go and unpeering.go (the installed Liqo, what an older one needs,
-// and the unpeering).
+// remember), returned.go and returnprobe.go (a provider that answers again), plan.go (PlanCluster, for the
+// plugin), liqoversion.go, fabric.go and unpeering.go (the installed Liqo, what an older one needs, and the
+// unpeering). Two leaves below it are self-contained and one-way: internal/release (every write to an
+// object the janitor does not own, and the reading of another admission webhook's refusal) and
+// internal/podwatch (the pods of dead nodes, watched per node or listed live).
 package janitor

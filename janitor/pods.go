@@ -40,7 +40,7 @@ func (src *sources) listPods(ctx context.Context, s *scope) ([]client.Object, er
 	var pods []client.Object
 	for node, draining := range nodes {
 		keep[node] = true
-		onNode, err := src.pods.pods(ctx, s.fc.Name, node, draining)
+		onNode, err := src.pods.Pods(ctx, s.fc.Name, node, draining)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +61,7 @@ func (src *sources) listPods(ctx context.Context, s *scope) ([]client.Object, er
 			}
 		}
 	}
-	src.pods.retain(s.fc.Name, keep)
+	src.pods.Retain(s.fc.Name, keep)
 	return pods, nil
 }
 

@@ -107,7 +107,7 @@ func (e passEnd) finished() bool { return !e.stopped && e.err == nil }
 const largeCleanup = 1000
 
 // forget stops watching the pods of the ForeignCluster named cluster.
-func (r *releaser) forget(cluster string) { r.src.pods.retain(cluster, nil) }
+func (r *releaser) forget(cluster string) { r.src.pods.Retain(cluster, nil) }
 
 // work is one object to release, and the target that knows how.
 type work struct {
@@ -121,7 +121,7 @@ type work struct {
 // stops the pass. The pool is not drained for the re-check: writes already started (after the previous
 // re-check) go on while it runs, so no write starts more than BatchSize writes after a re-check that
 // found the cluster dead, and the workers do not idle at every batch boundary. While the pass writes pods,
-// their nodes' watches are paused (see podWatcher).
+// their nodes' watches are paused (see package podwatch).
 func (r *releaser) release(ctx context.Context, s *scope) passEnd {
 	r.passes.Add(1)
 	defer r.settle()
@@ -149,8 +149,8 @@ func (r *releaser) release(ctx context.Context, s *scope) passEnd {
 		}
 		if stage == stageFirst && !s.reportOnly() && len(s.listed) > 0 {
 			// The pass's own pod writes are no news to the pod watches: not watched until it ends.
-			r.src.pods.pause(s.fc.Name)
-			resume = func() { r.src.pods.resume(s.fc.Name, s.leftPods(end.tally)) }
+			r.src.pods.Pause(s.fc.Name)
+			resume = func() { r.src.pods.Resume(s.fc.Name, s.leftPods(end.tally)) }
 		}
 		end.err = r.releaseAll(ctx, s, todo, end.tally)
 		if end.stopped = s.stopped.Load(); end.stopped || end.err != nil {
