@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
@@ -28,7 +29,7 @@ const fencePollInterval = time.Second
 
 type fenceOptions struct {
 	providerKubeconfig, liqoNamespace, providerLiqoNamespace string
-	output                                                   *outputFlag
+	output                                                   *output.Flag
 	all, dryRun, yes                                         bool
 	timeout                                                  time.Duration
 }
@@ -85,7 +86,7 @@ with its inline credentials only: it never runs a credential plugin from a kubec
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan and write nothing")
 	f.BoolVar(&o.yes, "yes", false, "skip typing the provider's cluster ID (for automation); fence still acts only on a provider whose "+
 		"Liqo cluster ID it read there and that matches")
-	o.output = addOutputFlag(cmd)
+	o.output = output.AddFlag(cmd)
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for what fence deleted to be gone")
 	f.StringVar(&o.liqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap on this cluster (the consumer)")
 	f.StringVar(&o.providerLiqoNamespace, "provider-liqo-namespace", webhook.DefaultLiqoNamespace,
@@ -102,7 +103,7 @@ func (o fenceOptions) validate() error {
 
 // progress is where fence writes what is not the document: stdout, or stderr with -o.
 func (e *env) progress(o fenceOptions) io.Writer {
-	if o.output.document() {
+	if o.output.Document() {
 		return e.ErrOut
 	}
 	return e.Out
@@ -119,7 +120,7 @@ func (e *env) fence(ctx context.Context, arg string, o fenceOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := e.showFence(o, &fenceReport{TypeMeta: reportType("FenceReport"), Plan: plan.escaped()}); err != nil {
+	if err := e.showFence(o, &fenceReport{TypeMeta: output.TypeMeta("FenceReport"), Plan: plan.escaped()}); err != nil {
 		return err
 	}
 	if o.dryRun {
@@ -134,12 +135,12 @@ func (e *env) fence(ctx context.Context, arg string, o fenceOptions) error {
 		err = e.recordFence(ctx, s, res)
 	}
 	if err != nil {
-		if o.output.document() {
-			_ = e.showFence(o, &fenceReport{TypeMeta: reportType("FenceReport"), Result: res})
+		if o.output.Document() {
+			_ = e.showFence(o, &fenceReport{TypeMeta: output.TypeMeta("FenceReport"), Result: res})
 		}
 		return err
 	}
-	return e.showFence(o, &fenceReport{TypeMeta: reportType("FenceReport"), Result: res})
+	return e.showFence(o, &fenceReport{TypeMeta: output.TypeMeta("FenceReport"), Result: res})
 }
 
 // fenceScope resolves the ForeignCluster (it must be marked), reads this cluster's ID, reaches the
@@ -175,8 +176,8 @@ func (e *env) fenceScope(ctx context.Context, arg string, o fenceOptions) (*fenc
 }
 
 func notMarked(fc *liqov1beta1.ForeignCluster) error {
-	name := printable(fc.Name)
-	return lines{
+	name := output.Printable(fc.Name)
+	return output.Lines{
 		fmt.Sprintf("ForeignCluster %s is not marked permanently unreachable: fence is for a provider this consumer declared dead "+
 			"that answers again. Nothing was read on the provider or written.", name),
 		"A live provider is unpeered with liqoctl unpeer. To declare this one dead first:",
@@ -194,11 +195,11 @@ func (e *env) confirmFence(s *fenceScope, plan *fencePlan, o fenceOptions) error
 	w := e.progress(o)
 	want := s.providerRead.id
 	if plan.empty() {
-		fmt.Fprintf(w, "\nThis records provider %s %s on the ForeignCluster, which ends its returned-provider alarm.\n", printable(want), verifiedClean)
+		fmt.Fprintf(w, "\nThis records provider %s %s on the ForeignCluster, which ends its returned-provider alarm.\n", output.Printable(want), verifiedClean)
 	} else {
-		fmt.Fprintf(w, "\nThis deletes on provider %s what this consumer left running there; nothing brings it back.\n", printable(want))
+		fmt.Fprintf(w, "\nThis deletes on provider %s what this consumer left running there; nothing brings it back.\n", output.Printable(want))
 	}
-	fmt.Fprintf(w, "Type the PROVIDER's cluster ID, as read there (%s, %s), to confirm: ", printable(want), s.providerRead.from)
+	fmt.Fprintf(w, "Type the PROVIDER's cluster ID, as read there (%s, %s), to confirm: ", output.Printable(want), s.providerRead.from)
 	got, err := e.readLine()
 	if err != nil {
 		return fmt.Errorf("reading the confirmation: %w", err)
@@ -223,7 +224,7 @@ type fenceReport struct {
 }
 
 // DeepCopyObject makes fenceReport a runtime.Object, for cli-runtime's printers.
-func (r *fenceReport) DeepCopyObject() runtime.Object { return deepCopyJSON(r) }
+func (r *fenceReport) DeepCopyObject() runtime.Object { return output.DeepCopyJSON(r) }
 
 // fenceResult is what fence did, and what is left.
 type fenceResult struct {
@@ -237,18 +238,18 @@ type fenceResult struct {
 }
 
 func (e *env) showFence(o fenceOptions, r *fenceReport) error {
-	if o.output.document() {
-		return o.output.print(e.Out, r)
+	if o.output.Document() {
+		return o.output.Print(e.Out, r)
 	}
 	if r.Plan != nil {
 		printFencePlan(e.Out, r.Plan)
 	}
 	if r.Result != nil && r.Result.Record != "" && strings.HasPrefix(r.Result.Counts, verifiedClean) {
 		fmt.Fprintf(e.Out, "\nVerified clean: nothing of this consumer is on the provider.\nRecorded on the ForeignCluster: %s=%s\n",
-			liqojanitor.FencedAnnotation, printable(r.Result.Record))
+			liqojanitor.FencedAnnotation, output.Printable(r.Result.Record))
 	} else if r.Result != nil && r.Result.Record != "" {
 		fmt.Fprintf(e.Out, "\nFenced: nothing this consumer left is running on the provider any more (%s).\n"+
-			"Recorded on the ForeignCluster: %s=%s\n", r.Result.Counts, liqojanitor.FencedAnnotation, printable(r.Result.Record))
+			"Recorded on the ForeignCluster: %s=%s\n", r.Result.Counts, liqojanitor.FencedAnnotation, output.Printable(r.Result.Record))
 	}
 	return nil
 }
@@ -485,9 +486,9 @@ func stillThere(steps []*fenceStep, timeout time.Duration, res *fenceResult) err
 			res.Left = append(res.Left, describe(obj)+": "+why(obj))
 		}
 	}
-	msg := lines{fmt.Sprintf("--timeout %s expired; still on the provider:", timeout)}
+	msg := output.Lines{fmt.Sprintf("--timeout %s expired; still on the provider:", timeout)}
 	for _, l := range res.Left {
-		msg = append(msg, "  "+printable(l))
+		msg = append(msg, "  "+output.Printable(l))
 	}
 	return append(msg, "fence removes no finalizers. Nothing was recorded on the ForeignCluster; once the owners of what is listed "+
 		"let it go, run fence again (it finds what is left and waits for it).")

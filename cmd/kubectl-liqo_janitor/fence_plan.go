@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // What fence selects on the provider: Liqo's own labels and annotations, the same strings in Liqo v1.0.3,
@@ -268,21 +270,21 @@ func (t *tenantFootprint) planned() plannedTenant {
 	return p
 }
 
-// escaped is p with the text that comes from the clusters passed through printable.
+// escaped is p with the text that comes from the clusters passed through output.Printable.
 func (p *fencePlan) escaped() *fencePlan {
 	out := *p
-	out.ForeignCluster, out.ProviderClusterID, out.LocalClusterID = printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.LocalClusterID)
-	out.ProviderLiqoClusterID, out.Via, out.Provider = printable(p.ProviderLiqoClusterID), printable(p.Via), printable(p.Provider)
-	out.ProviderLiqoClusterIDFrom = printable(p.ProviderLiqoClusterIDFrom)
+	out.ForeignCluster, out.ProviderClusterID, out.LocalClusterID = output.Printable(p.ForeignCluster), output.Printable(p.ProviderClusterID), output.Printable(p.LocalClusterID)
+	out.ProviderLiqoClusterID, out.Via, out.Provider = output.Printable(p.ProviderLiqoClusterID), output.Printable(p.Via), output.Printable(p.Provider)
+	out.ProviderLiqoClusterIDFrom = output.Printable(p.ProviderLiqoClusterIDFrom)
 	return &out
 }
 
 // printFencePlan prints the plan: counts per kind and namespace.
 func printFencePlan(out io.Writer, p *fencePlan) {
 	fmt.Fprintf(out, "Fence: ForeignCluster %s (cluster ID %s) answers again at %s (%s).\n",
-		printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.Provider), printable(p.Via))
+		output.Printable(p.ForeignCluster), output.Printable(p.ProviderClusterID), output.Printable(p.Provider), output.Printable(p.Via))
 	fmt.Fprintf(out, "Its Liqo cluster ID there: %s (%s there). This consumer: cluster ID %s.\n\n",
-		printable(p.ProviderLiqoClusterID), printable(p.ProviderLiqoClusterIDFrom), printable(p.LocalClusterID))
+		output.Printable(p.ProviderLiqoClusterID), output.Printable(p.ProviderLiqoClusterIDFrom), output.Printable(p.LocalClusterID))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAMESPACE\tSHADOWPODS\tPODS (deleted by the garbage collector)")
 	for _, ns := range p.Namespaces {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // env is what every command gets: the streams and the clients of the kubeconfig flags kubectl has
@@ -54,7 +55,7 @@ func (e *env) printWarnings() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, w := range e.warnings {
-		fmt.Fprintln(e.ErrOut, "Warning:", printable(w))
+		fmt.Fprintln(e.ErrOut, "Warning:", output.Printable(w))
 	}
 	e.warnings = nil
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // noEvidenceWhy is why a ForeignCluster without an APIServerStatus condition needs a second key.
@@ -165,7 +166,7 @@ func (e *env) reportDryRun(r *markRequest) {
 		fmt.Fprintln(e.Out, "\nDry run: the API server accepts this mark without the gate; nothing was stored.")
 		return
 	}
-	fmt.Fprintf(e.Out, "\nDry run: the gate accepts this mark (it would stamp %s); nothing was stored.\n", printable(r.stamps()))
+	fmt.Fprintf(e.Out, "\nDry run: the gate accepts this mark (it would stamp %s); nothing was stored.\n", output.Printable(r.stamps()))
 }
 
 // confirmMark asks the operator to type the cluster ID (unless --yes) and, for a ForeignCluster without
@@ -174,7 +175,7 @@ func (e *env) confirmMark(fc *liqov1beta1.ForeignCluster, o markOptions) error {
 	id := string(fc.Spec.ClusterID)
 	if !o.yes {
 		if err := e.typed(fmt.Sprintf("\nThis cannot be undone once the grace period ends: what is released is not restored.\n"+
-			"Type the cluster ID (%s) to confirm: ", printable(id)), id); err != nil {
+			"Type the cluster ID (%s) to confirm: ", output.Printable(id)), id); err != nil {
 			return err
 		}
 	}
@@ -182,7 +183,7 @@ func (e *env) confirmMark(fc *liqov1beta1.ForeignCluster, o markOptions) error {
 		return nil
 	}
 	return e.typed(fmt.Sprintf("Nothing shows the provider is gone. Type the cluster ID (%s) again, for %s: ",
-		printable(id), liqojanitor.NoEvidenceAnnotation), id)
+		output.Printable(id), liqojanitor.NoEvidenceAnnotation), id)
 }
 
 // typed prompts and reads one line, which must be want.
@@ -201,15 +202,15 @@ func (e *env) typed(prompt, want string) error {
 // reportMarked reports a stored mark: a success only when the stored ForeignCluster carries the gate's
 // stamps (or --without-gate).
 func (e *env) reportMarked(fc *liqov1beta1.ForeignCluster, r *markRequest, o markOptions) error {
-	name := printable(fc.Name)
+	name := output.Printable(fc.Name)
 	missing := r.stampsMissing()
 	switch {
 	case missing != "" && !o.withoutGate:
 		return storedUnstamped(fc, missing)
 	case missing != "":
-		fmt.Fprintf(e.Out, "\nForeignCluster %s is marked permanently unreachable WITHOUT the gate (%s).\n", name, printable(missing))
+		fmt.Fprintf(e.Out, "\nForeignCluster %s is marked permanently unreachable WITHOUT the gate (%s).\n", name, output.Printable(missing))
 	default:
-		fmt.Fprintf(e.Out, "\nForeignCluster %s is marked permanently unreachable (stamped by the gate: %s).\n", name, printable(r.stamps()))
+		fmt.Fprintf(e.Out, "\nForeignCluster %s is marked permanently unreachable (stamped by the gate: %s).\n", name, output.Printable(r.stamps()))
 	}
 	fmt.Fprintf(e.Out, "The janitor waits out its grace period, showing its plan on the ForeignCluster; undo within it with:\n"+
 		"  kubectl liqo-janitor unmark %s\nFollow it with: kubectl liqo-janitor status %s --watch\n", name, name)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
@@ -131,9 +132,9 @@ func (r *markRequest) stamps() string {
 
 // gateSilent is the refusal of a mark whose dry run passed without the gate's stamps.
 func gateSilent(fc *liqov1beta1.ForeignCluster, missing string) error {
-	return lines{
+	return output.Lines{
 		fmt.Sprintf("the gate did not answer: the server-side dry run of the mark on ForeignCluster %s passed with %s.",
-			printable(fc.Name), printable(missing)),
+			output.Printable(fc.Name), output.Printable(missing)),
 		"liqo-janitor's webhooks are not installed, or the API server does not call them for this request; nothing checks this mark.",
 		"Nothing was written. Check the gate with",
 		"  " + checkGateCommand,
@@ -143,10 +144,10 @@ func gateSilent(fc *liqov1beta1.ForeignCluster, missing string) error {
 
 // storedUnstamped is the failure of a mark the API server stored without the gate's stamps.
 func storedUnstamped(fc *liqov1beta1.ForeignCluster, missing string) error {
-	name := printable(fc.Name)
-	return lines{
+	name := output.Printable(fc.Name)
+	return output.Lines{
 		fmt.Sprintf("the mark IS stored on ForeignCluster %s, but without the gate's stamps (%s): the gate did not answer this request.",
-			name, printable(missing)),
+			name, output.Printable(missing)),
 		"Liqo >= v1.1 acts on the bare mark at once. If that is not what you want, remove it now:",
 		"  kubectl liqo-janitor unmark " + name,
 		"and check the gate with",

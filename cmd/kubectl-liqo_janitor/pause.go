@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 func (e *env) pauseCommand() *cobra.Command {
@@ -36,7 +37,7 @@ func (e *env) setPaused(cmd *cobra.Command, arg string, pause bool) error {
 		return err
 	}
 	e.printWarnings()
-	name := printable(fc.Name)
+	name := output.Printable(fc.Name)
 	if pause {
 		fmt.Fprintf(e.Out, "ForeignCluster %s is paused: the janitor writes nothing for it until kubectl liqo-janitor resume %s\n", name, name)
 	} else {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 func (e *env) unmarkCommand() *cobra.Command {
@@ -28,7 +29,7 @@ func (e *env) unmarkCommand() *cobra.Command {
 				return err
 			}
 			e.printWarnings() // the gate's: what was released is not restored
-			fmt.Fprintf(e.Out, "The mark is removed from ForeignCluster %s; the gate dropped its stamps and confirmation.\n", printable(fc.Name))
+			fmt.Fprintf(e.Out, "The mark is removed from ForeignCluster %s; the gate dropped its stamps and confirmation.\n", output.Printable(fc.Name))
 			return nil
 		},
 	}
