@@ -25,7 +25,7 @@ func (e *env) completeClusters(keep func(*liqov1beta1.ForeignCluster) bool) cobr
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			cobra.CompErrorln(err.Error())
 			return nil, cobra.ShellCompDirectiveError

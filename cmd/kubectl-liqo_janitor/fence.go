@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
@@ -146,7 +147,7 @@ func (e *env) fence(ctx context.Context, arg string, o fenceOptions) error {
 // fenceScope resolves the ForeignCluster (it must be marked), reads this cluster's ID, reaches the
 // provider and checks that it is the provider, not this cluster or another one.
 func (e *env) fenceScope(ctx context.Context, arg string, o fenceOptions) (*fenceScope, error) {
-	c, fc, err := e.resolve(ctx, arg)
+	c, fc, err := e.Resolve(ctx, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +201,7 @@ func (e *env) confirmFence(s *fenceScope, plan *fencePlan, o fenceOptions) error
 		fmt.Fprintf(w, "\nThis deletes on provider %s what this consumer left running there; nothing brings it back.\n", output.Printable(want))
 	}
 	fmt.Fprintf(w, "Type the PROVIDER's cluster ID, as read there (%s, %s), to confirm: ", output.Printable(want), s.providerRead.from)
-	got, err := e.readLine()
+	got, err := e.ReadLine()
 	if err != nil {
 		return fmt.Errorf("reading the confirmation: %w", err)
 	}
@@ -563,18 +564,18 @@ func countsOf(steps []*fenceStep, all bool) string {
 // recordFence writes the fenced record on the ForeignCluster: a merge patch of that one annotation, the
 // user the consumer's API server takes the plugin's requests to come from.
 func (e *env) recordFence(ctx context.Context, s *fenceScope, res *fenceResult) error {
-	user, err := whoAmI(ctx, s.consumer)
+	user, err := cli.WhoAmI(ctx, s.consumer)
 	if err != nil {
 		return fmt.Errorf("the provider is fenced (%s), but %w; nothing was recorded on the ForeignCluster", res.Counts, err)
 	}
 	value := liqojanitor.FencedRecord(time.Now(), user, res.Counts)
 	target := &liqov1beta1.ForeignCluster{}
 	target.Name = s.fc.Name
-	if err := s.consumer.Patch(ctx, target, annotationsPatch(map[string]string{liqojanitor.FencedAnnotation: value}, nil)); err != nil {
+	if err := s.consumer.Patch(ctx, target, cli.AnnotationsPatch(map[string]string{liqojanitor.FencedAnnotation: value}, nil)); err != nil {
 		return fmt.Errorf("the provider is fenced (%s), but recording it on ForeignCluster %s failed: %w; record it with "+
 			"kubectl annotate foreigncluster %s %s=%q", res.Counts, s.fc.Name, err, s.fc.Name, liqojanitor.FencedAnnotation, value)
 	}
-	e.printWarnings()
+	e.PrintWarnings()
 	res.Record = value
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
@@ -74,7 +75,7 @@ func (o markOptions) validate() error {
 
 // mark is `mark`: the plan, the dry run through the gate, the typed confirmations, the mark, its stamps.
 func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
-	c, fc, err := e.resolve(ctx, arg)
+	c, fc, err := e.Resolve(ctx, arg)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 	if err := e.checkEvidence(fc, o); err != nil {
 		return err
 	}
-	user, err := whoAmI(ctx, c)
+	user, err := cli.WhoAmI(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -103,12 +104,12 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 	if err := e.confirmMark(fc, o); err != nil {
 		return err
 	}
-	e.dropWarnings() // the dry run's: the real request gets its own
+	e.DropWarnings() // the dry run's: the real request gets its own
 	r, err := sendMark(ctx, c, fc, patch, user, false)
 	if err != nil {
 		return err // the gate's refusal, as it gives it
 	}
-	e.printWarnings()
+	e.PrintWarnings()
 	return e.reportMarked(fc, r, o)
 }
 
@@ -161,7 +162,7 @@ func (e *env) preflight(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 
 // reportDryRun reports a --dry-run=server mark.
 func (e *env) reportDryRun(r *markRequest) {
-	e.printWarnings()
+	e.PrintWarnings()
 	if r.stampsMissing() != "" {
 		fmt.Fprintln(e.Out, "\nDry run: the API server accepts this mark without the gate; nothing was stored.")
 		return
@@ -189,7 +190,7 @@ func (e *env) confirmMark(fc *liqov1beta1.ForeignCluster, o markOptions) error {
 // typed prompts and reads one line, which must be want.
 func (e *env) typed(prompt, want string) error {
 	fmt.Fprint(e.Out, prompt)
-	got, err := e.readLine()
+	got, err := e.ReadLine()
 	if err != nil {
 		return fmt.Errorf("reading the confirmation: %w", err)
 	}

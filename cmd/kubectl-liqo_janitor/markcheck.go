@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
@@ -35,7 +33,7 @@ func markPatch(fc *liqov1beta1.ForeignCluster, reason string) client.Patch {
 	if !hasEvidence(fc) {
 		annotations[liqojanitor.NoEvidenceAnnotation] = id
 	}
-	return annotationsPatch(annotations, nil)
+	return cli.AnnotationsPatch(annotations, nil)
 }
 
 // hasEvidence reports whether Liqo keeps reachability evidence for fc: an APIServerStatus condition
@@ -43,29 +41,6 @@ func markPatch(fc *liqov1beta1.ForeignCluster, reason string) client.Patch {
 // a hand-made object).
 func hasEvidence(fc *liqov1beta1.ForeignCluster) bool {
 	return liqojanitor.APIServerStatus(fc) != nil
-}
-
-// annotationsPatch is a merge patch that sets and removes annotations.
-func annotationsPatch(set map[string]string, remove []string) client.Patch {
-	annotations := map[string]any{}
-	for k, v := range set {
-		annotations[k] = v
-	}
-	for _, k := range remove {
-		annotations[k] = nil
-	}
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	return client.RawPatch(types.MergePatchType, data)
-}
-
-// whoAmI is the user the API server takes the plugin's requests to come from, impersonation (--as)
-// included: the user the gate stamps as marked-by. A SelfSubjectReview needs no RBAC.
-func whoAmI(ctx context.Context, c client.Client) (string, error) {
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := c.Create(ctx, review); err != nil {
-		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
-	}
-	return review.Status.UserInfo.Username, nil
 }
 
 // mayMark is a SelfSubjectAccessReview for the break-glass verb on the ForeignCluster named name.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
@@ -80,7 +81,7 @@ ForeignCluster it shows the grace window the janitor recorded.`,
 }
 
 func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
-	c, fc, err := e.resolve(ctx, arg)
+	c, fc, err := e.Resolve(ctx, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func (e *env) checkGate(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 		g.Refusal = "already marked permanently unreachable (kubectl liqo-janitor status " + fc.Name + ")"
 		return g, nil
 	}
-	user, err := whoAmI(ctx, c)
+	user, err := cli.WhoAmI(ctx, c)
 	if err != nil {
 		return g, err
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
@@ -23,8 +24,9 @@ const namespaceIgnored = "-n/--namespace does not apply: the plugin acts on Fore
 	"app.kubernetes.io/name label, Liqo's cluster-ID ConfigMaps by --liqo-namespace and --provider-liqo-namespace on fence)"
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	e := &env{IOStreams: streams, flags: genericclioptions.NewConfigFlags(true)}
-	e.flags.Namespace = nil // not registered: see namespaceIgnored
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.Namespace = nil // not registered: see namespaceIgnored
+	e := &env{cli.NewFactory(streams, flags)}
 	var namespace string
 	root := &cobra.Command{
 		Use:         "kubectl-liqo_janitor",
@@ -52,7 +54,7 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
 			return nil
 		},
 	}
-	e.flags.AddFlags(root.PersistentFlags())
+	flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&namespace, "namespace", "n", "", "not used: "+namespaceIgnored)
 	_ = root.PersistentFlags().MarkHidden("namespace")
 	root.SetIn(streams.In)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
@@ -56,7 +57,7 @@ func (e *env) statusCommand() *cobra.Command {
 			if watch && format.Document() {
 				return errors.New("--watch prints tables: leave out -o, or --watch to print one document")
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
 				return err
 			}
@@ -153,7 +154,7 @@ func statusOf(ctx context.Context, c client.Client, args []string, now time.Time
 // statusClusters is the ForeignCluster an argument names, or without one every marked ForeignCluster.
 func statusClusters(ctx context.Context, c client.Client, args []string) ([]*liqov1beta1.ForeignCluster, error) {
 	if len(args) == 1 {
-		fc, err := foreignCluster(ctx, c, args[0])
+		fc, err := cli.ForeignCluster(ctx, c, args[0])
 		if err != nil {
 			return nil, err
 		}

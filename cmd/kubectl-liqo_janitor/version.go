@@ -82,7 +82,7 @@ func (e *env) versionCommand() *cobra.Command {
 
 // serverVersions finds liqo-janitor's Deployments, or says why it cannot.
 func (e *env) serverVersions(ctx context.Context) ([]serverVersion, string) {
-	c, err := e.client()
+	c, err := e.Client()
 	if err != nil {
 		return nil, err.Error()
 	}
