@@ -1,4 +1,4 @@
-package main
+package fence
 
 import (
 	"context"
@@ -61,9 +61,9 @@ func newProviderConn(cfg *rest.Config, via string) (*providerConn, error) {
 
 // connectProvider reaches the provider with --provider-kubeconfig, or else with the consumer's
 // control-plane identity for it.
-func (e *env) connectProvider(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, path string) (*providerConn, error) {
+func connectProvider(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, path string) (*providerConn, error) {
 	if path == "" {
-		return e.identityConn(ctx, c, fc)
+		return identityConn(ctx, c, fc)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -77,7 +77,7 @@ func (e *env) connectProvider(ctx context.Context, c client.Client, fc *liqov1be
 // pkg/consts/authentication.go; read by kubeconfig.BuildConfigFromSecret, pkg/utils/kubeconfig/restcfg.go,
 // for the crdReplicator and the identity manager, in v1.0.3, v1.1.0 and v1.2.0) holds a kubeconfig for the
 // provider — used only with the inline credentials secretKubeconfig lets through.
-func (e *env) identityConn(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*providerConn, error) {
+func identityConn(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*providerConn, error) {
 	secret, err := identitySecret(ctx, c, fc)
 	if err != nil {
 		return nil, err
