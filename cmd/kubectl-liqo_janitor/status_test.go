@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -221,7 +222,7 @@ func TestStatusPrintsTheMarkedClustersAsADocument(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	var all statusReport
 	g.Expect(json.Unmarshal([]byte(js), &all)).To(Succeed())
-	g.Expect(all.APIVersion).To(Equal(reportAPIVersion))
+	g.Expect(all.APIVersion).To(Equal(output.APIVersion))
 	g.Expect(all.Clusters).To(ContainElement(HaveField("ForeignCluster", name)), "every marked cluster is in it")
 
 	_, stderr, err := kubectl(t, alice, "", "status", name, "--watch", "-o", "json")
