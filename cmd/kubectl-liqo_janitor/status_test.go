@@ -333,11 +333,8 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(planOut).To(ContainSubstring("Return probe: NONE: no API-server URL is known"))
 
-	setURL := func(u string) {
-		fc := &liqov1beta1.ForeignCluster{}
-		g.Expect(testEnv.Client.Get(ctx, client.ObjectKeyFromObject(dead.ForeignCluster), fc)).To(Succeed())
-		fc.Status.APIServerURL = u
-		g.Expect(testEnv.Client.Status().Update(ctx, fc)).To(Succeed())
+	setURL := func(u string) { // a merge patch: the janitor writes the same ForeignCluster meanwhile
+		g.Expect(fixture.SetAPIServerURL(ctx, testEnv.Client, dead.ForeignCluster, u)).To(Succeed())
 	}
 	const url = "https://198.51.100.7:6443"
 	setURL(url)
