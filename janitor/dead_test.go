@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 var now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -291,11 +292,11 @@ func TestTheRecordCarriesOn(t *testing.T) {
 	prev := parseProgress("pods 100/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 1, waiting for Liqo: app-a", withFirstSight, kinds)
 	tl := newTally(targets)
 	for i := range 18 {
-		tl.add("Pod", types.UID(fmt.Sprint("pod-", i)), released, nil)
+		tl.add("Pod", types.UID(fmt.Sprint("pod-", i)), release.Released, nil)
 	}
-	tl.add("Pod", "pod-x", releasedButBlocked, nil) // force-deleted, but someone else's finalizer holds it
-	tl.add("Pod", "pod-y", blocked, nil)
-	tl.add("NamespaceOffloading", "nso-2", waiting, nil)
+	tl.add("Pod", "pod-x", release.ReleasedButBlocked, nil) // force-deleted, but someone else's finalizer holds it
+	tl.add("Pod", "pod-y", release.Blocked, nil)
+	tl.add("NamespaceOffloading", "nso-2", release.Waiting, nil)
 	next := prev.after(tl)
 	got := next.summary(kinds, 2, []string{"app-b", "app-a"}, false)
 	if want := "pods 118/120, resourceslices 3/3, namespaceoffloadings 1/2, blocked 2, waiting for Liqo: app-a, app-b"; got != want {
@@ -341,7 +342,7 @@ func TestAPassesFailuresComeBackAsOneBoundedError(t *testing.T) {
 		t.Fatal("no failure, no error")
 	}
 	first := errors.New("connection refused")
-	tl.add("Pod", "pod-0", released, nil)
+	tl.add("Pod", "pod-0", release.Released, nil)
 	for i := range 3000 {
 		err := first
 		if i > 0 {
@@ -349,7 +350,7 @@ func TestAPassesFailuresComeBackAsOneBoundedError(t *testing.T) {
 		}
 		tl.add("Pod", types.UID(fmt.Sprint("pod-", i+1)), 0, err)
 	}
-	tl.add("ResourceSlice", "rs-1", blocked, nil)
+	tl.add("ResourceSlice", "rs-1", release.Blocked, nil)
 	err := tl.failure()
 	if !errors.Is(err, first) || err.Error() != "3000 of 3002 objects failed, first: connection refused" {
 		t.Fatalf("failure() = %v", err)

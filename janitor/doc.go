@@ -32,12 +32,13 @@
 //     (offloading.go); opt-in, the control-plane identity Secret loses crdreplicator.liqo.io/operator.
 //  5. Only finalizers of the allow-list are removed, with JSON patches that test the object's UID and the
 //     exact entry; pods are deleted with grace 0 and a UID precondition; a pod's finalizers are never
-//     stripped.
+//     stripped. Every such write is internal/release's; janitor/ writes nothing else but what the janitor
+//     owns (its annotations, its records, events), which a lint rule checks (.golangci.yml).
 //  6. Nothing that is not being deleted is written, but the pods Liqo's drain selects on rule 4's
 //     VirtualNode.
 //  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling. A
 //     pass does not watch its own writes: the pod watches of the nodes it writes pause until it ends, and
-//     then enqueue only for what differs from what it left (podwatch.go).
+//     then enqueue only for what differs from what it left (internal/podwatch).
 //  8. Every action is visible: events (quoting the operator's reason; on the ForeignCluster, one per kind
 //     per pass with the count and the first and last object, per object only with --object-events), the
 //     cleanup annotation, metrics, logs (every release); --dry-run writes nothing but events and logs.
@@ -68,7 +69,7 @@
 //     Established status from before the mark is no return but rule 1's veto (the gate refuses that mark).
 //  11. Another admission webhook may refuse the janitor's writes (Liqo's own use failurePolicy Fail: while
 //     Liqo's webhook pod is down, ResourceSlice finalizer patches and every ForeignCluster metadata patch
-//     fail): the janitor tells that from other failures (admission.go), counts the objects as
+//     fail): the janitor tells that from other failures (release.RefusingWebhook), counts the objects as
 //     refused_by_webhook, names the webhooks in one BlockedByWebhook event (WebhookAnswering when they
 //     let writes through again), writes no more of that kind in the pass and only one at first in the
 //     next, and comes back after a short capped backoff (1 s doubling to 8 s), so the rest goes within
@@ -126,10 +127,11 @@
 // enqueues), reconciler.go (a pass: read, assess live, then wait, show the plan or clean up), dead.go and
 // sight.go (the verdict, and its one remembered input: the first sight of a mark), scope.go (what one pass
 // knows, and the one place a pass stops), releaser.go (the target table and the worker pool that runs
-// it), pods.go, replicated.go, offloading.go and identity.go (the targets, on their sources), release.go
-// (the writes), tally.go, record.go, report.go and memory.go (what a pass did, the clean-up's record, the
-// reports and what they remember), podwatch.go (the pods of dead nodes), returned.go and returnprobe.go (a provider
-// that answers again), admission.go (writes another admission webhook refuses), plan.go (PlanCluster,
-// for the plugin), liqoversion.go, fabric.go and unpeering.go (the installed Liqo, what an older one needs,
-// and the unpeering).
+// it), pods.go, replicated.go, offloading.go and identity.go (the targets, on their sources), tally.go,
+// record.go, report.go and memory.go (what a pass did, the clean-up's record, the reports and what they
+// remember), returned.go and returnprobe.go (a provider that answers again), plan.go (PlanCluster, for the
+// plugin), liqoversion.go, fabric.go and unpeering.go (the installed Liqo, what an older one needs, and the
+// unpeering). Two leaves below it are self-contained and one-way: internal/release (every write to an
+// object the janitor does not own, and the reading of another admission webhook's refusal) and
+// internal/podwatch (the pods of dead nodes, watched per node or listed live).
 package janitor

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
 // PassResult is what one pass run by Pass did.
@@ -36,7 +37,7 @@ type PassCounts struct {
 // that reconciled them). Logs go to ctx's logger. It fails if the cluster is not
 // dead. Its live re-check is the reconciler's own (recheck).
 func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.Interface, name string, o Options) (PassResult, error) {
-	r := newReconciler(c, live, livePods{mc}, &events.FakeRecorder{}, clock.RealClock{}, o)
+	r := newReconciler(c, live, podwatch.NewLive(mc), &events.FakeRecorder{}, clock.RealClock{}, o)
 	// A running janitor has seen every marked ForeignCluster in its own passes (sightings.see).
 	var all liqov1beta1.ForeignClusterList
 	if err := live.List(ctx, &all); err != nil {

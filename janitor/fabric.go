@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 // +kubebuilder:rbac:groups=networking.liqo.io,resources=internalfabrics,verbs=get;list;patch
@@ -65,13 +66,13 @@ func (src *sources) listInternalFabrics(ctx context.Context, s *scope) ([]client
 // releaseInternalFabric removes the legacy finalizer from an InternalFabric listInternalFabrics returned,
 // once it has been deleting for the settle time (Options.FabricSettle); before that it waits, and the
 // pass comes back when the time is up.
-func (src *sources) releaseInternalFabric(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
-	settled := func(_ context.Context, o client.Object, _ int) (bool, outcome, error) {
+func (src *sources) releaseInternalFabric(ctx context.Context, s *scope, obj client.Object) (release.Outcome, error) {
+	settled := func(_ context.Context, o client.Object, _ int) (bool, release.Outcome, error) {
 		if left := src.settle - src.now().Sub(o.GetDeletionTimestamp().Time); left > 0 {
 			s.wakeIn(left)
-			return false, waiting, nil
+			return false, release.Waiting, nil
 		}
 		return true, 0, nil
 	}
-	return removeFinalizerIf(ctx, src.client, src.apiReader, obj, legacyFabricFinalizer, s.reportOnly(), settled)
+	return release.RemoveFinalizerIf(ctx, src.client, src.apiReader, obj, legacyFabricFinalizer, s.reportOnly(), settled)
 }

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 // listIdentitySecrets returns the dead cluster's terminating control-plane identity Secrets (opt-in,
@@ -23,17 +24,17 @@ func (src *sources) listIdentitySecrets(ctx context.Context, s *scope) ([]client
 // (ResourceSlice, NamespaceMap, Renew selected by liqoLocalReplicas) is left in the Secret's namespace —
 // checked live, as the crdReplicator itself checks before stopping its reflector (Reflector.Stop,
 // internal/crdReplicator/reflection/reflector.go, Liqo v1.0 to v1.2).
-func (src *sources) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (outcome, error) {
+func (src *sources) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (release.Outcome, error) {
 	for _, gvk := range replicatedGVKs {
 		left, err := listMetadata(ctx, src.apiReader, gvk, client.InNamespace(secret.GetNamespace()), liqoLocalReplicas())
 		if err != nil {
 			return 0, err
 		}
 		if len(left) > 0 {
-			return waiting, nil
+			return release.Waiting, nil
 		}
 	}
-	return removeFinalizer(ctx, src.client, src.apiReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.reportOnly())
+	return release.RemoveFinalizer(ctx, src.client, src.apiReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.reportOnly())
 }
 
 // replicatedGVKs are the kinds the crdReplicator replicates (internal/crdReplicator/resources/resources.go).

@@ -196,7 +196,7 @@ func (m *memory) returnReported(fc *liqov1beta1.ForeignCluster, fenced bool) (ne
 
 // Backoff of the passes over a cluster whose writes other admission webhooks refuse: short, so that the rest
 // goes within seconds of them answering again, and capped, so that a long outage costs a write every few
-// seconds rather than a storm (admission.go).
+// seconds rather than a storm (janitor rule 11).
 const (
 	firstWebhookBackoff = time.Second
 	maxWebhookBackoff   = 8 * time.Second

@@ -54,7 +54,7 @@ const (
 	resultDryRun   = "dry_run"
 	resultFailed   = "failed"
 	// resultRefused: another admission webhook refused the write (or one of its kind in the same pass), as
-	// Liqo's own do while their pod is down (admission.go).
+	// Liqo's own do while their pod is down (janitor rule 11).
 	resultRefused = "refused_by_webhook"
 )
 

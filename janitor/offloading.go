@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 // NamespaceOffloadings follow Liqo's own deletion, never get ahead of it. Liqo's deletionLogic
@@ -60,21 +61,21 @@ func namespaceMaps(ctx context.Context, c client.Reader) ([]offloadingv1beta1.Na
 // refreshed by the pass's live re-check before every batch, and again before every retry (s.stillDead: a
 // write that lost a race was raced by a changing world, and another cluster of the NamespaceOffloading
 // may have been unmarked meanwhile). While it waits it records what for.
-func (src *sources) releaseOffloading(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
+func (src *sources) releaseOffloading(ctx context.Context, s *scope, obj client.Object) (release.Outcome, error) {
 	nso := &offloadingv1beta1.NamespaceOffloading{}
 	if err := src.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), nso); err != nil {
 		if apierrors.IsNotFound(err) {
-			return gone, nil
+			return release.Gone, nil
 		}
 		return 0, fmt.Errorf("re-reading NamespaceOffloading %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
 	if nso.UID != obj.GetUID() {
-		return gone, nil // re-created under the same name: not the one listed
+		return release.Gone, nil // re-created under the same name: not the one listed
 	}
-	decide := func(ctx context.Context, live client.Object, attempt int) (bool, outcome, error) {
+	decide := func(ctx context.Context, live client.Object, attempt int) (bool, release.Outcome, error) {
 		if attempt > 0 {
 			if dead, err := s.stillDead(ctx); !dead {
-				return false, waiting, err // no longer dead: the pass stops; not released
+				return false, release.Waiting, err // no longer dead: the pass stops; not released
 			}
 		}
 		labelled, err := src.schedulingEnabled(ctx, live.GetNamespace())
@@ -87,11 +88,11 @@ func (src *sources) releaseOffloading(ctx context.Context, s *scope, obj client.
 		}
 		if why := offloadingWaitsFor(live.(*offloadingv1beta1.NamespaceOffloading), labelled, maps, s.deadSet()); why != "" {
 			s.waitFor(live, why)
-			return false, waiting, nil
+			return false, release.Waiting, nil
 		}
 		return true, 0, nil
 	}
-	return removeFinalizerIf(ctx, src.client, src.apiReader, nso, liqojanitor.NamespaceOffloadingFinalizer, s.reportOnly(), decide)
+	return release.RemoveFinalizerIf(ctx, src.client, src.apiReader, nso, liqojanitor.NamespaceOffloadingFinalizer, s.reportOnly(), decide)
 }
 
 // schedulingEnabled reads, live and metadata-only, whether the namespace still carries Liqo's scheduling

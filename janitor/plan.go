@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
 // Plan is what the janitor would release for a marked ForeignCluster if its grace period ended now —
@@ -62,7 +62,7 @@ type KeptOffloading struct {
 // time left unknown (recordedWindow) — o.GracePeriod is not the janitor's --grace-period, so it is not used
 // for that.
 func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, name string, o Options) (*Plan, error) {
-	r := newReconciler(client.NewDryRunClient(c), c, livePods{mc}, &events.FakeRecorder{}, clock.RealClock{}, o)
+	r := newReconciler(client.NewDryRunClient(c), c, podwatch.NewLive(mc), &events.FakeRecorder{}, clock.RealClock{}, o)
 	fc, l, fcs, err := r.assessLive(ctx, name)
 	switch {
 	case err != nil:
@@ -90,25 +90,3 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	}
 	return p, nil
 }
-
-// livePods lists a node's pods from the API server, metadata only, filtered by spec.nodeName there.
-type livePods struct{ c metadata.Interface }
-
-func (l livePods) pods(ctx context.Context, _, node string, _ bool) ([]client.Object, error) {
-	list, err := l.c.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(metav1.NamespaceAll).
-		List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		return nil, fmt.Errorf("listing the pods of virtual node %s: %w", node, err)
-	}
-	out := make([]client.Object, 0, len(list.Items))
-	for i := range list.Items {
-		pod := &list.Items[i]
-		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
-		out = append(out, pod)
-	}
-	return out, nil
-}
-
-func (livePods) retain(string, map[string]bool) {}
-func (livePods) pause(string)                   {}
-func (livePods) resume(string, leftPods)        {}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 // listPods (janitor rules 4 and 6) returns the pods the janitor may force-delete on the cluster's
@@ -39,7 +40,7 @@ func (src *sources) listPods(ctx context.Context, s *scope) ([]client.Object, er
 	var pods []client.Object
 	for node, draining := range nodes {
 		keep[node] = true
-		onNode, err := src.pods.pods(ctx, s.fc.Name, node, draining)
+		onNode, err := src.pods.Pods(ctx, s.fc.Name, node, draining)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +61,7 @@ func (src *sources) listPods(ctx context.Context, s *scope) ([]client.Object, er
 			}
 		}
 	}
-	src.pods.retain(s.fc.Name, keep)
+	src.pods.Retain(s.fc.Name, keep)
 	return pods, nil
 }
 
@@ -150,9 +151,9 @@ func (src *sources) stillDeleting(ctx context.Context, cached *offloadingv1beta1
 
 // releasePod force-deletes a terminating pod or one Liqo's drain selects (listPods); a pod Liqo's drain
 // does not select is left alone, blocked.
-func (src *sources) releasePod(ctx context.Context, s *scope, pod client.Object) (outcome, error) {
+func (src *sources) releasePod(ctx context.Context, s *scope, pod client.Object) (release.Outcome, error) {
 	if _, ok := s.undrained[pod.GetUID()]; ok {
-		return blocked, nil
+		return release.Blocked, nil
 	}
-	return forceDeletePod(ctx, src.client, pod, s.drain[pod.GetUID()], s.reportOnly())
+	return release.ForceDeletePod(ctx, src.client, pod, s.drain[pod.GetUID()], s.reportOnly())
 }

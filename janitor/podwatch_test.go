@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-janitor/liqo-janitor/janitor"
@@ -124,46 +123,4 @@ func TestAPodBoundDuringAPassIsReleasedAfterIt(t *testing.T) {
 
 	g.Eventually(gone(t, late)).WithTimeout(30*time.Second).Should(BeTrue(), "found when the watch resumed")
 	g.Eventually(cleanupAnnotation(t, dead)).WithTimeout(30 * time.Second).Should(HavePrefix(fmt.Sprintf("pods %d/%d", pods+1, pods+1)))
-}
-
-// A pod watch resumed after a pass enqueues its cluster for what changed while it was paused — a pod
-// bound to the node, a pod the pass left that went — and for nothing else.
-func TestAResumedPodWatchReportsOnlyWhatChanged(t *testing.T) {
-	g := NewWithT(t)
-	env := harness.Require(t)
-	ctx := t.Context()
-	dead := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 3}).Providers[0]
-	kill(t, dead)
-	mc, err := metadata.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	pw := janitor.NewPodWatch(mc)
-	go func() { _ = pw.Start(ctx) }()
-	cluster, node := dead.ForeignCluster.Name, dead.Node.Name
-	left, err := pw.Pods(ctx, cluster, node)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(left).To(HaveLen(3))
-	noNews := func() { g.Consistently(pw.Events()).WithTimeout(2 * time.Second).ShouldNot(Receive()) }
-	news := func(why string) { g.Eventually(pw.Events()).WithTimeout(10*time.Second).Should(Receive(), why) }
-	noNews()
-
-	pw.Pause(cluster)
-	pw.Resume(cluster, node, left)
-	noNews() // the pods as the pass left them: no pass
-
-	pw.Pause(cluster)
-	late := fixture.NewPod(dead, "default", dead.ID+"-late", true)
-	g.Expect(env.Client.Create(ctx, late)).To(Succeed())
-	g.Expect(env.Client.Delete(ctx, late, client.GracePeriodSeconds(30))).To(Succeed())
-	pw.Resume(cluster, node, left)
-	news("a terminating pod bound while paused")
-	noNews()
-
-	left, err = pw.Pods(ctx, cluster, node)
-	g.Expect(err).NotTo(HaveOccurred())
-	pw.Pause(cluster)
-	uid := left[0].GetUID()
-	g.Expect(env.Client.Delete(ctx, left[0], client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})).To(Succeed())
-	pw.Resume(cluster, node, left)
-	news("a pod the pass left went while paused")
-	noNews()
 }

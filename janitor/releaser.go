@@ -14,6 +14,8 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 // target is one kind of object a dead cluster leaves stuck: how to find the terminating objects tied to
@@ -22,7 +24,7 @@ type target struct {
 	kind    string
 	stage   int
 	list    func(ctx context.Context, s *scope) ([]client.Object, error)
-	release func(ctx context.Context, s *scope, obj client.Object) (outcome, error)
+	release func(ctx context.Context, s *scope, obj client.Object) (release.Outcome, error)
 }
 
 // Kinds of the GVKs the janitor reads metadata-only.
@@ -105,7 +107,7 @@ func (e passEnd) finished() bool { return !e.stopped && e.err == nil }
 const largeCleanup = 1000
 
 // forget stops watching the pods of the ForeignCluster named cluster.
-func (r *releaser) forget(cluster string) { r.src.pods.retain(cluster, nil) }
+func (r *releaser) forget(cluster string) { r.src.pods.Retain(cluster, nil) }
 
 // work is one object to release, and the target that knows how.
 type work struct {
@@ -119,7 +121,7 @@ type work struct {
 // stops the pass. The pool is not drained for the re-check: writes already started (after the previous
 // re-check) go on while it runs, so no write starts more than BatchSize writes after a re-check that
 // found the cluster dead, and the workers do not idle at every batch boundary. While the pass writes pods,
-// their nodes' watches are paused (see podWatcher).
+// their nodes' watches are paused (see package podwatch).
 func (r *releaser) release(ctx context.Context, s *scope) passEnd {
 	r.passes.Add(1)
 	defer r.settle()
@@ -147,8 +149,8 @@ func (r *releaser) release(ctx context.Context, s *scope) passEnd {
 		}
 		if stage == stageFirst && !s.reportOnly() && len(s.listed) > 0 {
 			// The pass's own pod writes are no news to the pod watches: not watched until it ends.
-			r.src.pods.pause(s.fc.Name)
-			resume = func() { r.src.pods.resume(s.fc.Name, s.leftPods(end.tally)) }
+			r.src.pods.Pause(s.fc.Name)
+			resume = func() { r.src.pods.Resume(s.fc.Name, s.leftPods(end.tally)) }
 		}
 		end.err = r.releaseAll(ctx, s, todo, end.tally)
 		if end.stopped = s.stopped.Load(); end.stopped || end.err != nil {
@@ -211,7 +213,7 @@ func (r *releaser) releaseAll(ctx context.Context, s *scope, todo []work, t *tal
 }
 
 // releaseOne releases one object, unless an admission webhook refused a write of its kind earlier in the
-// pass: then it is left for the next pass, untried (admission.go).
+// pass: then it is left for the next pass, untried (janitor rule 11).
 func (r *releaser) releaseOne(ctx context.Context, s *scope, w work, t *tally) {
 	if webhook := s.refusal(w.tg.kind); webhook != "" {
 		t.addRefused(w.tg.kind, w.obj.GetUID(), webhook)
@@ -219,7 +221,7 @@ func (r *releaser) releaseOne(ctx context.Context, s *scope, w work, t *tally) {
 		return
 	}
 	o, err := w.tg.release(ctx, s, w.obj)
-	if webhook, ok := refusingWebhook(err); ok {
+	if webhook, ok := release.RefusingWebhook(err); ok {
 		s.refuse(w.tg.kind, webhook)
 	}
 	t.addObject(w.tg.kind, w.obj.GetUID(), w.obj, o, err)
@@ -228,12 +230,12 @@ func (r *releaser) releaseOne(ctx context.Context, s *scope, w work, t *tally) {
 
 // recordObject makes one object's outcome visible: a log line, a metric, and with --object-events an
 // event on the object (the pass's events per kind, on the ForeignCluster, are the reporter's).
-func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj client.Object, o outcome, err error) {
+func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj client.Object, o release.Outcome, err error) {
 	if s.planOnly {
 		return // a plan is reported as a whole, on the ForeignCluster
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues(kind, klog.KObj(obj))
-	webhook, refused := refusingWebhook(err)
+	webhook, refused := release.RefusingWebhook(err)
 	switch {
 	case refused:
 		objectsTotal.WithLabelValues(kind, resultRefused).Inc()
@@ -241,24 +243,24 @@ func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj 
 	case err != nil:
 		objectsTotal.WithLabelValues(kind, resultFailed).Inc()
 		log.V(1).Info("Releasing failed, will retry", "err", err.Error())
-	case o == released || o == releasedButBlocked:
+	case o == release.Released || o == release.ReleasedButBlocked:
 		objectsTotal.WithLabelValues(kind, resultReleased).Inc()
 		log.Info("Released object", "action", releaseAction(kind))
 		if r.options.ObjectEvents {
 			r.recorder.Eventf(obj, s.fc, "Normal", "Released", releaseAction(kind),
 				"Released by liqo-janitor: its cluster %s is marked permanently unreachable%s", s.clusterID, reasonGiven(s.fc))
 		}
-	case o == wouldRelease || o == wouldReleaseButBlocked:
+	case o == release.WouldRelease || o == release.WouldReleaseButBlocked:
 		objectsTotal.WithLabelValues(kind, resultDryRun).Inc()
 		log.Info("Would release object (dry run)")
 		if r.options.ObjectEvents {
 			r.recorder.Eventf(obj, s.fc, "Normal", "WouldRelease", releaseAction(kind),
 				"Dry run: liqo-janitor would release it (its cluster %s is marked permanently unreachable)", s.clusterID)
 		}
-	case o == blocked && kind == podKind && s.undrained[obj.GetUID()] != "":
+	case o == release.Blocked && kind == podKind && s.undrained[obj.GetUID()] != "":
 		objectsTotal.WithLabelValues(kind, resultBlocked).Inc()
 		log.Info("Pod left alone on a VirtualNode being deleted: Liqo's drain does not select it", "reason", s.undrained[obj.GetUID()])
-	case o == blocked:
+	case o == release.Blocked:
 		objectsTotal.WithLabelValues(kind, resultBlocked).Inc()
 		log.V(1).Info("Object blocked by finalizers liqo-janitor does not own", "finalizers", obj.GetFinalizers())
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 // replicated is the target for one of the crdReplicator's kinds (ResourceSlice, NamespaceMap, Renew):
@@ -22,8 +23,8 @@ func (src *sources) replicated(gvk schema.GroupVersionKind) target {
 			objs, err := listMetadata(ctx, src.client, gvk, ownCopiesOf(s.clusterID))
 			return terminating(objs), err
 		},
-		release: func(ctx context.Context, s *scope, obj client.Object) (outcome, error) {
-			return removeFinalizer(ctx, src.client, src.apiReader, obj, liqojanitor.ReplicatorFinalizer, s.reportOnly())
+		release: func(ctx context.Context, s *scope, obj client.Object) (release.Outcome, error) {
+			return release.RemoveFinalizer(ctx, src.client, src.apiReader, obj, liqojanitor.ReplicatorFinalizer, s.reportOnly())
 		},
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 // reporter makes the janitor's passes visible on the ForeignCluster (janitor rule 8): the Waiting event
@@ -75,7 +76,7 @@ func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tal
 	// refusing it (Liqo's, while its pod is down) is no error: the plan is shown again by the next pass. A
 	// result or an error, never both (controller-runtime ignores the result then, janitor rule 11).
 	_, err := p.writeOwnKeys(ctx, s.fc, summary, l, "")
-	if _, refused := refusingWebhook(err); err != nil && !refused && !apierrors.IsConflict(err) {
+	if _, refused := release.RefusingWebhook(err); err != nil && !refused && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, err
 	}
 	return result, nil
@@ -187,7 +188,7 @@ func (p *reporter) passProgress(s *scope, t *tally) (prev, next progress) {
 // the record is kept to be written by a later pass (refusals, keepUnwritten).
 func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string, l liveness, next progress, refused refusal) (bool, error) {
 	_, err := p.writeOwnKeys(ctx, s.fc, summary, l, p.unpeeringValue(s))
-	webhook, recordRefused := refusingWebhook(err)
+	webhook, recordRefused := release.RefusingWebhook(err)
 	if recordRefused {
 		refused.webhooks, refused.left = append(refused.webhooks, webhook), append(refused.left, "the cleanup record")
 		refused.first, err = cmp.Or(refused.first, err), nil
@@ -214,7 +215,7 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 	}
 	summary := returnSummary(fc, l.Returned, p.clock.Now())
 	wrote, err := p.writeOwnKeys(ctx, fc, summary, liveness{}, "")
-	webhook, refused := refusingWebhook(err)
+	webhook, refused := release.RefusingWebhook(err)
 	switch {
 	case apierrors.IsConflict(err):
 		return ctrl.Result{}, nil // the ForeignCluster changed since it was read: its own event brings the next pass

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
 // scope is what one pass over a dead cluster knows: the cluster, how the pass writes (or only reports),
@@ -54,7 +55,7 @@ type scope struct {
 	// unpeering is what the pass found of the cluster's unpeering (janitor rule 13), nil before the survey.
 	unpeering *liqojanitor.Unpeering
 	// refused names, per kind, the admission webhook that refused a write of that kind in this pass: the
-	// pass writes no more of that kind (admission.go).
+	// pass writes no more of that kind (janitor rule 11).
 	refused map[string]string
 	// wake is how soon the pass wants to come back (a release that waits for a time: fabric.go); zero is
 	// not at all.
@@ -188,12 +189,12 @@ func (s *scope) waitingNamespaces() []string {
 	return out
 }
 
-// leftPods is what the pass leaves on each node for the pod watches (podWatcher.resume): the pods it
+// leftPods is what the pass leaves on each node for the pod watches (podwatch.Watcher.Resume): the pods it
 // listed that are still there by its own account (blocked, waiting, failed), as it listed them.
-func (s *scope) leftPods(t *tally) leftPods {
+func (s *scope) leftPods(t *tally) podwatch.Left {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	left := leftPods{}
+	left := podwatch.Left{}
 	for _, uid := range t.byKind[podKind].outstanding {
 		at, ok := s.listed[uid]
 		if !ok {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
 // RBAC of the janitor (generated into manifests/chart/liqo-janitor/files/role.yaml by `make manifests`).
@@ -51,7 +52,7 @@ func metadataOnly(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 // CacheByObject narrows the manager's caches to what the janitor reads: our own replicated copies of
 // ResourceSlices and Renews, virtual Nodes, namespaces that carry Liqo's scheduling label, and (opt-in)
 // control-plane identity Secrets, all metadata-only and filtered by label on the API server. Pods are
-// never cached (see podWatcher). The janitor never reads managedFields, the largest part of an object's
+// never cached (see package podwatch). The janitor never reads managedFields, the largest part of an object's
 // metadata: every cache of its own drops them (cache.TransformStripManagedFields), its pod watches too.
 func CacheByObject(o Options) map[client.Object]cache.ByObject {
 	strip := cache.TransformStripManagedFields()
@@ -88,7 +89,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the metadata client: %w", err)
 	}
-	pods := newPodWatcher(mc)
+	pods := podwatch.New(mc)
 	if err := mgr.Add(pods); err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func ownCache(mgr ctrl.Manager, what string, o cache.Options) (cache.Cache, erro
 }
 
 // watch builds the controller: what the janitor watches, and which ForeignClusters each event concerns.
-func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher, tenants, brakes cache.Cache) error {
+func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants, brakes cache.Cache) error {
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))
@@ -170,8 +171,8 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podWatcher, tenants, brakes c
 		Watches(&offloadingv1beta1.VirtualNode{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfVirtualNode)).
 		// A virtual node appears or goes: its cluster's pod watches change.
 		WatchesMetadata(metadataOnly(nodeGVK), toCluster).
-		// A terminating pod on a dead cluster's virtual node (see podWatcher).
-		WatchesRawSource(source.Channel(pods.events, &handler.EnqueueRequestForObject{})).
+		// A terminating pod on a dead cluster's virtual node (see package podwatch).
+		WatchesRawSource(source.Channel(pods.Events(), &handler.EnqueueRequestForObject{})).
 		// A tenant namespace starts terminating, changes what holds it, or goes: the unpeering moves (janitor rule 13).
 		WatchesRawSource(source.Kind[client.Object](tenants, metadataOnly(namespaceGVK), toCluster)).
 		// The provider of a marked cluster answers the janitor's probe (returnProbe).

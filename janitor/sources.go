@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
 // sources is what the targets read and write through: the manager's narrow caches and its client (c),
@@ -18,8 +20,8 @@ type sources struct {
 	client client.Client
 	// apiReader reads live from the API server, right before irreversible steps.
 	apiReader client.Reader
-	// pods lists the pods of dead virtual nodes: from per-node watches in the controller, live for a plan
-	// made outside it (PlanCluster).
+	// pods lists the pods of dead virtual nodes: from per-node watches in the controller (podwatch.Watcher),
+	// live for a plan made outside it (podwatch.Live, PlanCluster).
 	pods podSource
 	// now is the janitor's clock, and settle Options.FabricSettle (fabric.go).
 	now    func() time.Time
@@ -29,12 +31,12 @@ type sources struct {
 // podSource lists the pods bound to a virtual node of a cluster, and forgets the nodes of a cluster not
 // in keep.
 type podSource interface {
-	pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error)
-	retain(cluster string, keep map[string]bool)
-	// pause stops the cluster's pod watches while a pass writes; resume restarts them, given what the
-	// pass left on each node (see podWatcher).
-	pause(cluster string)
-	resume(cluster string, left leftPods)
+	Pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error)
+	Retain(cluster string, keep map[string]bool)
+	// Pause stops the cluster's pod watches while a pass writes; Resume restarts them, given what the
+	// pass left on each node (see package podwatch).
+	Pause(cluster string)
+	Resume(cluster string, left podwatch.Left)
 }
 
 // listMetadata lists objects of gvk metadata-only through reader: the manager's metadata-only cache, or

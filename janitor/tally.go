@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
 // counts is what one pass did with one kind.
@@ -46,12 +48,12 @@ func newTally(ts []target) *tally {
 	return t
 }
 
-func (t *tally) add(kind string, uid types.UID, o outcome, err error) {
+func (t *tally) add(kind string, uid types.UID, o release.Outcome, err error) {
 	t.addObject(kind, uid, nil, o, err)
 }
 
 // addObject is add for obj, which the pass's event per kind may name (obj may be nil).
-func (t *tally) addObject(kind string, uid types.UID, obj client.Object, o outcome, err error) {
+func (t *tally) addObject(kind string, uid types.UID, obj client.Object, o release.Outcome, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.byKind[kind]
@@ -65,7 +67,7 @@ func (t *tally) addObject(kind string, uid types.UID, obj client.Object, o outco
 			c.last = obj
 		}
 	}
-	webhook, refused := refusingWebhook(err)
+	webhook, refused := release.RefusingWebhook(err)
 	switch {
 	case refused:
 		c.refused++
@@ -78,9 +80,9 @@ func (t *tally) addObject(kind string, uid types.UID, obj client.Object, o outco
 		if t.firstErr == nil {
 			t.firstErr = err
 		}
-	case o == blocked || o == releasedButBlocked || o == wouldReleaseButBlocked:
+	case o == release.Blocked || o == release.ReleasedButBlocked || o == release.WouldReleaseButBlocked:
 		c.blocked++
-	case o == waiting:
+	case o == release.Waiting:
 		c.waiting++
 	default:
 		return
@@ -89,8 +91,8 @@ func (t *tally) addObject(kind string, uid types.UID, obj client.Object, o outco
 }
 
 // isRelease reports whether o is a release (done or, in a dry run or plan, that would be done).
-func isRelease(o outcome) bool {
-	return o == released || o == wouldRelease || o == releasedButBlocked || o == wouldReleaseButBlocked
+func isRelease(o release.Outcome) bool {
+	return o == release.Released || o == release.WouldRelease || o == release.ReleasedButBlocked || o == release.WouldReleaseButBlocked
 }
 
 func (t *tally) sum(f func(*counts) int) int {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -181,40 +180,6 @@ func TestRunningPodsOfADeadClustersDeletedVirtualNodeAreReleased(t *testing.T) {
 	g.Expect(gone(t, ds)()).To(BeFalse(), "a DaemonSet pod goes with the Node, as in Liqo's own drain")
 	g.Expect(get(t, ds).DeletionTimestamp).To(BeNil())
 	g.Eventually(cleanupAnnotation(t, p)).Should(Equal("pods 5/6, blocked 1"), "the DaemonSet pod Liqo's drain leaves is counted as blocked")
-}
-
-// TestAFinalizerPatchNeverTouchesARecreatedObject: the janitor holds a copy of a ResourceSlice that is
-// then deleted and re-created under the same name, terminating again with the same finalizer at the same
-// index. Its patch tests the UID, so the new object keeps its finalizer.
-func TestAFinalizerPatchNeverTouchesARecreatedObject(t *testing.T) {
-	env := harness.Require(t)
-	g := NewWithT(t)
-	ctx := t.Context()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "recreated-"}}
-	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	newSlice := func() *authv1beta1.ResourceSlice {
-		rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "slice", Namespace: ns.Name,
-			Finalizers: []string{liqojanitor.ReplicatorFinalizer}}}
-		g.Expect(env.Client.Create(ctx, rs)).To(Succeed())
-		g.Expect(env.Client.Delete(ctx, rs)).To(Succeed())
-		return get(t, rs)
-	}
-	stale := newSlice()
-	g.Expect(env.Client.Patch(ctx, stale.DeepCopy(), client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`)))).To(Succeed())
-	g.Eventually(gone(t, stale)).Should(BeTrue())
-	fresh := newSlice()
-	g.Expect(fresh.UID).NotTo(Equal(stale.UID))
-
-	o, err := janitor.RemoveFinalizer(ctx, env.Client, env.Client, stale, liqojanitor.ReplicatorFinalizer, false)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(o).To(Equal(janitor.Gone), "the object the janitor meant is gone")
-	g.Expect(get(t, fresh).Finalizers).To(Equal([]string{liqojanitor.ReplicatorFinalizer}), "the new one is untouched")
-	g.Expect(get(t, fresh).ResourceVersion).To(Equal(fresh.ResourceVersion))
-
-	o, err = janitor.RemoveFinalizer(ctx, env.Client, env.Client, fresh, liqojanitor.ReplicatorFinalizer, false)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(o).To(Equal(janitor.Released), "with its own UID the same patch goes through")
-	g.Eventually(gone(t, fresh)).Should(BeTrue())
 }
 
 func TestTheOperatorsReasonIsQuotedInTheCleanupEvents(t *testing.T) {

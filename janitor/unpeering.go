@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
 // The unpeering (janitor rule 13): for a dead cluster, each pass follows the consumer's side of the
@@ -153,7 +154,7 @@ type surveyor struct {
 
 // survey records what of the consumer's side of the peering of s's cluster is still there. pods are the
 // pods the pass left on each virtual node of the cluster.
-func (u *surveyor) survey(ctx context.Context, s *scope, left leftPods) (liqojanitor.Unpeering, error) {
+func (u *surveyor) survey(ctx context.Context, s *scope, left podwatch.Left) (liqojanitor.Unpeering, error) {
 	rec := liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress, LiqoVersion: s.liqo.String(), LiqoVersionFrom: s.liqo.from}
 	namespaces, err := u.tenantNamespaces(ctx, s.fc)
 	if err != nil {
@@ -358,7 +359,7 @@ func finalizersRemaining(ns *corev1.Namespace) map[string]int {
 // virtualNodes lists the cluster's VirtualNodes (spec.clusterID, the consumer's own field) and what holds
 // each: its deletion waits for Liqo's routine (drain, virtual-kubelet Deployment, Node), or it is not
 // being deleted.
-func (u *surveyor) virtualNodes(ctx context.Context, s *scope, left leftPods) ([]liqojanitor.LeftObject, error) {
+func (u *surveyor) virtualNodes(ctx context.Context, s *scope, left podwatch.Left) ([]liqojanitor.LeftObject, error) {
 	var vns offloadingv1beta1.VirtualNodeList
 	if err := u.client.List(ctx, &vns); err != nil {
 		return nil, fmt.Errorf("listing VirtualNodes: %w", err)

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 )
 
 func (e *env) canICommand() *cobra.Command {
@@ -20,13 +21,13 @@ func (e *env) canICommand() *cobra.Command {
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: e.completeClusters(nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
 				return err
 			}
 			name := ""
 			if len(args) == 1 {
-				fc, err := foreignCluster(cmd.Context(), c, args[0])
+				fc, err := cli.ForeignCluster(cmd.Context(), c, args[0])
 				if err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // completeClusters is the ValidArgsFunction of a command whose argument names a ForeignCluster: the names
@@ -24,7 +25,7 @@ func (e *env) completeClusters(keep func(*liqov1beta1.ForeignCluster) bool) cobr
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			cobra.CompErrorln(err.Error())
 			return nil, cobra.ShellCompDirectiveError
@@ -61,10 +62,10 @@ func (e *env) completeClusters(keep func(*liqov1beta1.ForeignCluster) bool) cobr
 	}
 }
 
-// completable: s can go to the shell as a completion, one word that printable leaves as it is (a cluster
+// completable: s can go to the shell as a completion, one word that output.Printable leaves as it is (a cluster
 // ID is any string Liqo accepts: one with a space, a tab or a control character is left out).
 func completable(s string) bool {
-	return s != "" && printable(s) == s && !strings.ContainsAny(s, " \t")
+	return s != "" && output.Printable(s) == s && !strings.ContainsAny(s, " \t")
 }
 
 func isMarked(fc *liqov1beta1.ForeignCluster) bool { return liqojanitor.IsMarked(fc.Annotations) }

@@ -156,7 +156,7 @@ func TestFenceRefusesAProviderItCannotIdentify(t *testing.T) {
 				if all {
 					args = append(args, "--all")
 				}
-				out, stderr, err := fence(t, "", args...)
+				out, stderr, err := kubectlFence(t, "", args...)
 				g.Expect(err).To(HaveOccurred(), "fence must refuse:\n%s", out)
 				t.Log("fence refused:\n" + stderr)
 				for _, want := range tc.want {
@@ -171,7 +171,7 @@ func TestFenceRefusesAProviderItCannotIdentify(t *testing.T) {
 
 	// Liqo's namespace on the provider is its own flag: this consumer's stays liqo.
 	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(elsewhere, dead.ID))
-	out, _, err := fence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--provider-liqo-namespace", elsewhere,
+	out, _, err := kubectlFence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--provider-liqo-namespace", elsewhere,
 		"--all", "--timeout", "2m")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("Its Liqo cluster ID there: " + dead.ID + " (ConfigMap " + elsewhere + "/liqo-clusterid-configmap there)"))
@@ -189,7 +189,7 @@ func TestFenceRecordsAProviderWithNothingLeftVerifiedClean(t *testing.T) {
 	w.shadowPod(t, prov.Client, ns, "elsewhere", consumerID, "another-provider", false)
 	before := providerRVs(t, prov, w.kept)
 
-	out, _, err := fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run")
+	out, _, err := kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("Nothing of this consumer is left on the provider: fence deletes nothing there and records it verified clean."))
 	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.FencedAnnotation), "a dry run records nothing")
@@ -197,14 +197,14 @@ func TestFenceRecordsAProviderWithNothingLeftVerifiedClean(t *testing.T) {
 	// Nothing of this consumer there, but the provider is not identified (it names another cluster): the
 	// alarm's end is never recorded.
 	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, "somebody-else"))
-	out, stderr, err := fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--yes", "--timeout", "10s")
+	out, stderr, err := kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--yes", "--timeout", "10s")
 	g.Expect(err).To(HaveOccurred(), "fence must refuse:\n%s", out)
 	g.Expect(stderr).To(ContainSubstring("wrong provider"))
 	g.Expect(out + stderr).NotTo(ContainSubstring("verified clean"))
 	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.FencedAnnotation), "nothing recorded for a provider it did not identify")
 	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, dead.ID))
 
-	out, _, err = fence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all")
+	out, _, err = kubectlFence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("fence --all on a clean provider:\n" + out)
 	g.Expect(out).To(ContainSubstring("This records provider " + dead.ID + " verified clean on the ForeignCluster"))

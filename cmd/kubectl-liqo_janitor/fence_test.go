@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/fence"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -80,8 +81,8 @@ func setProviderID(t *testing.T, prov *harness.Env, id string) {
 	NewWithT(t).Expect(prov.Client.Patch(t.Context(), cm, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
 
-// fence runs `kubectl liqo-janitor fence` as the consumer's admin with stdin.
-func fence(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+// kubectlFence runs `kubectl liqo-janitor fence` as the consumer's admin with stdin.
+func kubectlFence(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	testEnv := harness.Require(t)
 	var out, errOut bytes.Buffer
@@ -190,7 +191,7 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 	consumerBefore, providerBefore := rvs(t, dead, live), providerRVs(t, prov, append(w.mine, w.kept...))
 	kubeconfig := []string{"--provider-kubeconfig", prov.KubeconfigPath}
 
-	out, _, err := fence(t, "", append([]string{id, "--dry-run"}, kubeconfig...)...)
+	out, _, err := kubectlFence(t, "", append([]string{id, "--dry-run"}, kubeconfig...)...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("fence --dry-run:\n" + out)
 	g.Expect(out).To(MatchRegexp(`(?m)^%s\s+2\s+2$`, nsA))
@@ -198,15 +199,15 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("Its Liqo cluster ID there: " + dead.ID + " (ConfigMap liqo/liqo-clusterid-configmap there)"))
 	g.Expect(out).To(ContainSubstring("Dry run: nothing was deleted"))
 
-	out, _, err = fence(t, "", append([]string{id, "--dry-run", "-o", "json"}, kubeconfig...)...)
+	out, _, err = kubectlFence(t, "", append([]string{id, "--dry-run", "-o", "json"}, kubeconfig...)...)
 	g.Expect(err).NotTo(HaveOccurred())
-	var report fenceReport
+	var report fence.Report
 	g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
-	g.Expect(report.Plan.Namespaces).To(ConsistOf(plannedNamespace{Namespace: nsA, ShadowPods: 2, Pods: 2},
-		plannedNamespace{Namespace: nsB, ShadowPods: 1, Pods: 1}))
+	g.Expect(report.Plan.Namespaces).To(ConsistOf(fence.PlannedNamespace{Namespace: nsA, ShadowPods: 2, Pods: 2},
+		fence.PlannedNamespace{Namespace: nsB, ShadowPods: 1, Pods: 1}))
 	g.Expect(report.Plan.LocalClusterID).To(Equal(consumerID))
 
-	_, stderr, err := fence(t, consumerID+"\n", append([]string{id}, kubeconfig...)...)
+	_, stderr, err := kubectlFence(t, consumerID+"\n", append([]string{id}, kubeconfig...)...)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring(fmt.Sprintf("you typed %q, not the provider's cluster ID %q (that is this consumer's own: type the provider's)",
 		consumerID, dead.ID)))
@@ -214,7 +215,7 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 	g.Expect(providerRVs(t, prov, append(w.mine, w.kept...))).To(Equal(providerBefore), "a dry run and a wrong ID write nothing on the provider")
 	g.Expect(rvs(t, dead, live)).To(Equal(consumerBefore), "nor on the consumer")
 
-	out, _, err = fence(t, dead.ID+"\n", append([]string{id, "--timeout", "2m"}, kubeconfig...)...)
+	out, _, err = kubectlFence(t, dead.ID+"\n", append([]string{id, "--timeout", "2m"}, kubeconfig...)...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("fence:\n" + out)
 	g.Expect(out).To(ContainSubstring("Type the PROVIDER's cluster ID, as read there (" + dead.ID + ", ConfigMap liqo/liqo-clusterid-configmap)"))
@@ -242,22 +243,22 @@ func TestFenceRefusesAClusterThatIsNotTheMarkedProvider(t *testing.T) {
 	w, _, _ := sameNamespaces(t, prov, dead.ID)
 	before := providerRVs(t, prov, append(w.mine, w.kept...))
 
-	_, stderr, err := fence(t, "", live.ForeignCluster.Name, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
+	_, stderr, err := kubectlFence(t, "", live.ForeignCluster.Name, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("is not marked permanently unreachable"))
 	g.Expect(stderr).To(ContainSubstring("kubectl liqo-janitor mark " + live.ForeignCluster.Name))
 
-	_, stderr, err = fence(t, "", dead.ID, "--provider-kubeconfig", testEnv.KubeconfigPath, "--yes")
+	_, stderr, err = kubectlFence(t, "", dead.ID, "--provider-kubeconfig", testEnv.KubeconfigPath, "--yes")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("reaches this cluster itself, not the provider: namespace kube-system has the same UID"))
 
 	setProviderID(t, prov, "somebody-else")
-	_, stderr, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
+	_, stderr, err = kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("wrong provider: --provider-kubeconfig " + prov.KubeconfigPath + " reaches the Liqo cluster somebody-else (ConfigMap liqo/liqo-clusterid-configmap there), not " + dead.ID))
 
 	setProviderID(t, prov, consumerID)
-	_, stderr, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
+	_, stderr, err = kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("this consumer's own"))
 
@@ -268,13 +269,13 @@ func TestFenceRefusesAClusterThatIsNotTheMarkedProvider(t *testing.T) {
 // copyOf is a copy the crdReplicator of origin made in a tenant namespace of the provider
 // (mutateLabelsForRemote).
 func copyOf(origin string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Labels: map[string]string{consts.ReplicationRequestedLabel: "false", replicatedLabel: "true",
-		originLabel: origin, consts.RemoteClusterID: origin}}
+	return metav1.ObjectMeta{Labels: map[string]string{consts.ReplicationRequestedLabel: "false", consts.ReplicationStatusLabel: "true",
+		consts.ReplicationOriginLabel: origin, consts.RemoteClusterID: origin}}
 }
 
 func tenantNamespace(name, consumer string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{tenantNamespaceLabel: "true", consts.RemoteClusterID: consumer}}}
+		Labels: map[string]string{consts.TenantNamespaceLabel: "true", consts.RemoteClusterID: consumer}}}
 }
 
 // dropTenantNamespace, at the end of the test, unlabels and deletes a tenant namespace of the provider, so
@@ -283,13 +284,18 @@ func dropTenantNamespace(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	t.Cleanup(func() {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		patch := []byte(`{"metadata":{"labels":{"` + tenantNamespaceLabel + `":null,"` + consts.RemoteClusterID + `":null}}}`)
+		patch := []byte(`{"metadata":{"labels":{"` + consts.TenantNamespaceLabel + `":null,"` + consts.RemoteClusterID + `":null}}}`)
 		if err := c.Patch(context.Background(), ns, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Errorf("unlabelling tenant namespace %s: %v", name, err)
 		}
 		_ = c.Delete(context.Background(), ns)
 	})
 }
+
+// namespaceMapFinalizer is the finalizer Liqo's namespacemap controller puts on a NamespaceMap and removes
+// once it deleted the map's remote namespaces (namespacemap-controller/finalizer.go,
+// RemoveNamespaceMapControllerFinalizer; v1.0.3, v1.1.0 and v1.2.0).
+const namespaceMapFinalizer = "namespacemap-controller.liqo.io/finalizer"
 
 // fakeNamespaceMapController does on the provider what Liqo's namespacemap controller does when a
 // NamespaceMap copy is deleted (NamespaceMapDeletionProcess): it deletes the namespaces annotated as
@@ -313,7 +319,7 @@ func fakeNamespaceMapController(t *testing.T, c client.Client, nm *offloadingv1b
 			}
 			left := 0
 			for i := range nss.Items {
-				if nss.Items[i].Annotations[managedByNamespaceMapAnnotation] == key {
+				if nss.Items[i].Annotations[consts.RemoteNamespaceManagedByAnnotationKey] == key {
 					left++
 					_ = c.Delete(ctx, &nss.Items[i])
 				}
@@ -349,30 +355,30 @@ func TestFenceAllRemovesThisConsumersTenantCopiesInLiqosOrder(t *testing.T) {
 	w.create(t, c, &authv1beta1.Renew{ObjectMeta: meta(tenant, "theirs", otherConsumer)}, false)
 	w.create(t, c, &authv1beta1.ResourceSlice{ObjectMeta: meta(theirTenant, dead.ID, otherConsumer)}, false)
 	w.create(t, c, &offloadingv1beta1.NamespaceMap{ObjectMeta: meta(theirTenant, dead.ID, otherConsumer)}, false)
-	managed := map[string]string{managedByNamespaceMapAnnotation: tenant + "/" + nm.Name}
+	managed := map[string]string{consts.RemoteNamespaceManagedByAnnotationKey: tenant + "/" + nm.Name}
 	remoteA, remoteB, theirs := prefix+"-app-"+consumerID, prefix+"-db-"+consumerID, prefix+"-app-"+otherConsumer
 	w.create(t, c, namespace(remoteA, managed), true)
 	w.create(t, c, namespace(remoteB, managed), true)
-	w.create(t, c, namespace(theirs, map[string]string{managedByNamespaceMapAnnotation: theirTenant + "/" + dead.ID}), false)
+	w.create(t, c, namespace(theirs, map[string]string{consts.RemoteNamespaceManagedByAnnotationKey: theirTenant + "/" + dead.ID}), false)
 	w.shadowPod(t, c, remoteA, "web-0", consumerID, dead.ID, true)
 	w.shadowPod(t, c, remoteB, "db-0", consumerID, dead.ID, true)
 	w.shadowPod(t, c, theirs, "web-0", otherConsumer, dead.ID, false)
 	fakeNamespaceMapController(t, c, nm)
 	before := providerRVs(t, prov, w.kept)
 
-	out, _, err := fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run")
+	out, _, err := kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("--all, tenant namespace " + tenant + " (kept), in Liqo's order:"))
 	g.Expect(out).To(MatchRegexp(`(?m)^ResourceSlice\s+1$`))
 	g.Expect(out).NotTo(ContainSubstring(theirTenant))
-	out, _, err = fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run", "-o", "yaml")
+	out, _, err = kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--dry-run", "-o", "yaml")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report fenceReport
+	var report fence.Report
 	g.Expect(yaml.Unmarshal([]byte(strings.TrimPrefix(out, "---\n")), &report)).To(Succeed())
-	g.Expect(report.Plan.TenantNamespaces).To(ConsistOf(plannedTenant{Namespace: tenant, ResourceSlices: 1, NamespaceMaps: 1, Renews: 1,
+	g.Expect(report.Plan.TenantNamespaces).To(ConsistOf(fence.PlannedTenant{Namespace: tenant, ResourceSlices: 1, NamespaceMaps: 1, Renews: 1,
 		RemoteNamespaces: []string{remoteA, remoteB}}))
 
-	out, _, err = fence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--timeout", "2m")
+	out, _, err = kubectlFence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--timeout", "2m")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("fence --all:\n" + out)
 	iRS := strings.Index(out, "tenant namespace "+tenant+": resourceslices 1 deleted, 1 → 0 left")
@@ -400,7 +406,7 @@ func TestFenceTimesOutSayingWhatIsLeftAndWhy(t *testing.T) {
 		_ = prov.Client.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	})
 
-	_, stderr, err := fence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes", "--timeout", "3s")
+	_, stderr, err := kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes", "--timeout", "3s")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("--timeout 3s expired; still on the provider:"))
 	g.Expect(stderr).To(MatchRegexp(`pod %s/web-0: terminating since \S+, waiting for the finalizers %s`, ns, fixture.ForeignFinalizer))
@@ -453,7 +459,7 @@ func TestFenceWithoutAKubeconfigShowsWhatTheControlPlaneIdentityMayDo(t *testing
 	w, _, _ := sameNamespaces(t, prov, dead.ID)
 	before := providerRVs(t, prov, append(w.mine, w.kept...))
 
-	_, stderr, err := fence(t, "", dead.ID, "--yes")
+	_, stderr, err := kubectlFence(t, "", dead.ID, "--yes")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring(fmt.Sprintf(`no --provider-kubeconfig, and Secret %s/%s has no "kubeconfig" key`,
 		dead.TenantNS, dead.IdentitySecret.Name)))
@@ -461,7 +467,7 @@ func TestFenceWithoutAKubeconfigShowsWhatTheControlPlaneIdentityMayDo(t *testing
 
 	remoteTenant := "liqo-tenant-" + consumerID + "-" + strings.ToLower(dead.ID)
 	controlPlaneIdentity(t, dead, prov, "liqo-controlplane-"+consumerID, remoteTenant)
-	out, stderr, err := fence(t, "", dead.ID, "--yes", "--all")
+	out, stderr, err := kubectlFence(t, "", dead.ID, "--yes", "--all")
 	g.Expect(err).To(HaveOccurred())
 	t.Log("fence without --provider-kubeconfig:\n" + out + stderr)
 	g.Expect(out).To(ContainSubstring(fmt.Sprintf("No --provider-kubeconfig: using the control-plane identity of Secret %s/%s.",
@@ -472,27 +478,4 @@ func TestFenceWithoutAKubeconfigShowsWhatTheControlPlaneIdentityMayDo(t *testing
 	g.Expect(stderr).To(ContainSubstring("ShadowPods are deletable by the ResourceSlice identities only"))
 	g.Expect(stderr).To(ContainSubstring("Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider."))
 	g.Expect(providerRVs(t, prov, append(w.mine, w.kept...))).To(Equal(before), "nothing was deleted")
-}
-
-func TestFenceStepLinesAndCounts(t *testing.T) {
-	steps := []*fenceStep{
-		{Where: "namespace app", DeletedKind: "shadowpods", Deleted: 3, Kind: "pods", Before: 3, Left: 1},
-		{Where: "tenant namespace t", DeletedKind: "resourceslices", Deleted: 1, Kind: "resourceslices", Before: 1},
-		{Where: "remote namespaces", Kind: "namespaces", Before: 2},
-	}
-	for i, want := range []string{
-		"namespace app: shadowpods 3 deleted, pods 3 → 1 left",
-		"tenant namespace t: resourceslices 1 deleted, 1 → 0 left",
-		"remote namespaces: namespaces 2 → 0 left",
-	} {
-		if got := steps[i].line(); got != want {
-			t.Errorf("line %d: got %q, want %q", i, got, want)
-		}
-	}
-	if got, want := countsOf(steps[:1], false), "shadowpods 3, pods 2"; got != want {
-		t.Errorf("counts: got %q, want %q", got, want)
-	}
-	if got, want := countsOf(steps, true), "shadowpods 3, pods 2, resourceslices 1, namespacemaps 0, renews 0, namespaces 2"; got != want {
-		t.Errorf("counts --all: got %q, want %q", got, want)
-	}
 }

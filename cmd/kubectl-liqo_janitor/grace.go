@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // graceWindow is the janitor's grace period for a ForeignCluster's current mark, as the janitor itself
@@ -58,7 +59,7 @@ func (g graceWindow) String() string {
 	}
 	s := "waiting for the janitor to record its grace window"
 	if g.Ignored != "" {
-		s += " (" + printable(g.Ignored) + ")"
+		s += " (" + output.Printable(g.Ignored) + ")"
 	}
 	if g.MarkedAt != nil {
 		s += fmt.Sprintf("; it lasts at least until %s + the janitor's --grace-period", g.MarkedAt.UTC().Format(time.RFC3339))

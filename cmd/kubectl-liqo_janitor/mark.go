@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // noEvidenceWhy is why a ForeignCluster without an APIServerStatus condition needs a second key.
@@ -73,7 +75,7 @@ func (o markOptions) validate() error {
 
 // mark is `mark`: the plan, the dry run through the gate, the typed confirmations, the mark, its stamps.
 func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
-	c, fc, err := e.resolve(ctx, arg)
+	c, fc, err := e.Resolve(ctx, arg)
 	if err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 	if err := e.checkEvidence(fc, o); err != nil {
 		return err
 	}
-	user, err := whoAmI(ctx, c)
+	user, err := cli.WhoAmI(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -102,12 +104,12 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 	if err := e.confirmMark(fc, o); err != nil {
 		return err
 	}
-	e.dropWarnings() // the dry run's: the real request gets its own
+	e.DropWarnings() // the dry run's: the real request gets its own
 	r, err := sendMark(ctx, c, fc, patch, user, false)
 	if err != nil {
 		return err // the gate's refusal, as it gives it
 	}
-	e.printWarnings()
+	e.PrintWarnings()
 	return e.reportMarked(fc, r, o)
 }
 
@@ -160,12 +162,12 @@ func (e *env) preflight(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 
 // reportDryRun reports a --dry-run=server mark.
 func (e *env) reportDryRun(r *markRequest) {
-	e.printWarnings()
+	e.PrintWarnings()
 	if r.stampsMissing() != "" {
 		fmt.Fprintln(e.Out, "\nDry run: the API server accepts this mark without the gate; nothing was stored.")
 		return
 	}
-	fmt.Fprintf(e.Out, "\nDry run: the gate accepts this mark (it would stamp %s); nothing was stored.\n", printable(r.stamps()))
+	fmt.Fprintf(e.Out, "\nDry run: the gate accepts this mark (it would stamp %s); nothing was stored.\n", output.Printable(r.stamps()))
 }
 
 // confirmMark asks the operator to type the cluster ID (unless --yes) and, for a ForeignCluster without
@@ -174,7 +176,7 @@ func (e *env) confirmMark(fc *liqov1beta1.ForeignCluster, o markOptions) error {
 	id := string(fc.Spec.ClusterID)
 	if !o.yes {
 		if err := e.typed(fmt.Sprintf("\nThis cannot be undone once the grace period ends: what is released is not restored.\n"+
-			"Type the cluster ID (%s) to confirm: ", printable(id)), id); err != nil {
+			"Type the cluster ID (%s) to confirm: ", output.Printable(id)), id); err != nil {
 			return err
 		}
 	}
@@ -182,13 +184,13 @@ func (e *env) confirmMark(fc *liqov1beta1.ForeignCluster, o markOptions) error {
 		return nil
 	}
 	return e.typed(fmt.Sprintf("Nothing shows the provider is gone. Type the cluster ID (%s) again, for %s: ",
-		printable(id), liqojanitor.NoEvidenceAnnotation), id)
+		output.Printable(id), liqojanitor.NoEvidenceAnnotation), id)
 }
 
 // typed prompts and reads one line, which must be want.
 func (e *env) typed(prompt, want string) error {
 	fmt.Fprint(e.Out, prompt)
-	got, err := e.readLine()
+	got, err := e.ReadLine()
 	if err != nil {
 		return fmt.Errorf("reading the confirmation: %w", err)
 	}
@@ -201,15 +203,15 @@ func (e *env) typed(prompt, want string) error {
 // reportMarked reports a stored mark: a success only when the stored ForeignCluster carries the gate's
 // stamps (or --without-gate).
 func (e *env) reportMarked(fc *liqov1beta1.ForeignCluster, r *markRequest, o markOptions) error {
-	name := printable(fc.Name)
+	name := output.Printable(fc.Name)
 	missing := r.stampsMissing()
 	switch {
 	case missing != "" && !o.withoutGate:
 		return storedUnstamped(fc, missing)
 	case missing != "":
-		fmt.Fprintf(e.Out, "\nForeignCluster %s is marked permanently unreachable WITHOUT the gate (%s).\n", name, printable(missing))
+		fmt.Fprintf(e.Out, "\nForeignCluster %s is marked permanently unreachable WITHOUT the gate (%s).\n", name, output.Printable(missing))
 	default:
-		fmt.Fprintf(e.Out, "\nForeignCluster %s is marked permanently unreachable (stamped by the gate: %s).\n", name, printable(r.stamps()))
+		fmt.Fprintf(e.Out, "\nForeignCluster %s is marked permanently unreachable (stamped by the gate: %s).\n", name, output.Printable(r.stamps()))
 	}
 	fmt.Fprintf(e.Out, "The janitor waits out its grace period, showing its plan on the ForeignCluster; undo within it with:\n"+
 		"  kubectl liqo-janitor unmark %s\nFollow it with: kubectl liqo-janitor status %s --watch\n", name, name)

@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // stampSkew is how far the gate's marked-at may lie outside the request that set the mark (the gate
@@ -33,7 +32,7 @@ func markPatch(fc *liqov1beta1.ForeignCluster, reason string) client.Patch {
 	if !hasEvidence(fc) {
 		annotations[liqojanitor.NoEvidenceAnnotation] = id
 	}
-	return annotationsPatch(annotations, nil)
+	return cli.AnnotationsPatch(annotations, nil)
 }
 
 // hasEvidence reports whether Liqo keeps reachability evidence for fc: an APIServerStatus condition
@@ -41,29 +40,6 @@ func markPatch(fc *liqov1beta1.ForeignCluster, reason string) client.Patch {
 // a hand-made object).
 func hasEvidence(fc *liqov1beta1.ForeignCluster) bool {
 	return liqojanitor.APIServerStatus(fc) != nil
-}
-
-// annotationsPatch is a merge patch that sets and removes annotations.
-func annotationsPatch(set map[string]string, remove []string) client.Patch {
-	annotations := map[string]any{}
-	for k, v := range set {
-		annotations[k] = v
-	}
-	for _, k := range remove {
-		annotations[k] = nil
-	}
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	return client.RawPatch(types.MergePatchType, data)
-}
-
-// whoAmI is the user the API server takes the plugin's requests to come from, impersonation (--as)
-// included: the user the gate stamps as marked-by. A SelfSubjectReview needs no RBAC.
-func whoAmI(ctx context.Context, c client.Client) (string, error) {
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := c.Create(ctx, review); err != nil {
-		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
-	}
-	return review.Status.UserInfo.Username, nil
 }
 
 // mayMark is a SelfSubjectAccessReview for the break-glass verb on the ForeignCluster named name.
@@ -130,9 +106,9 @@ func (r *markRequest) stamps() string {
 
 // gateSilent is the refusal of a mark whose dry run passed without the gate's stamps.
 func gateSilent(fc *liqov1beta1.ForeignCluster, missing string) error {
-	return lines{
+	return output.Lines{
 		fmt.Sprintf("the gate did not answer: the server-side dry run of the mark on ForeignCluster %s passed with %s.",
-			printable(fc.Name), printable(missing)),
+			output.Printable(fc.Name), output.Printable(missing)),
 		"liqo-janitor's webhooks are not installed, or the API server does not call them for this request; nothing checks this mark.",
 		"Nothing was written. Check the gate with",
 		"  " + checkGateCommand,
@@ -142,10 +118,10 @@ func gateSilent(fc *liqov1beta1.ForeignCluster, missing string) error {
 
 // storedUnstamped is the failure of a mark the API server stored without the gate's stamps.
 func storedUnstamped(fc *liqov1beta1.ForeignCluster, missing string) error {
-	name := printable(fc.Name)
-	return lines{
+	name := output.Printable(fc.Name)
+	return output.Lines{
 		fmt.Sprintf("the mark IS stored on ForeignCluster %s, but without the gate's stamps (%s): the gate did not answer this request.",
-			name, printable(missing)),
+			name, output.Printable(missing)),
 		"Liqo >= v1.1 acts on the bare mark at once. If that is not what you want, remove it now:",
 		"  kubectl liqo-janitor unmark " + name,
 		"and check the gate with",

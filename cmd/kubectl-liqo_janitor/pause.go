@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 func (e *env) pauseCommand() *cobra.Command {
@@ -24,19 +26,19 @@ func (e *env) pauseCommand() *cobra.Command {
 
 // setPaused sets (pause) or removes the paused annotation on the ForeignCluster arg names.
 func (e *env) setPaused(cmd *cobra.Command, arg string, pause bool) error {
-	c, fc, err := e.resolve(cmd.Context(), arg)
+	c, fc, err := e.Resolve(cmd.Context(), arg)
 	if err != nil {
 		return err
 	}
-	patch := annotationsPatch(nil, []string{liqojanitor.PausedAnnotation})
+	patch := cli.AnnotationsPatch(nil, []string{liqojanitor.PausedAnnotation})
 	if pause {
-		patch = annotationsPatch(map[string]string{liqojanitor.PausedAnnotation: "true"}, nil)
+		patch = cli.AnnotationsPatch(map[string]string{liqojanitor.PausedAnnotation: "true"}, nil)
 	}
 	if err := c.Patch(cmd.Context(), fc, patch); err != nil {
 		return err
 	}
-	e.printWarnings()
-	name := printable(fc.Name)
+	e.PrintWarnings()
+	name := output.Printable(fc.Name)
 	if pause {
 		fmt.Fprintf(e.Out, "ForeignCluster %s is paused: the janitor writes nothing for it until kubectl liqo-janitor resume %s\n", name, name)
 	} else {

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
@@ -47,10 +49,10 @@ type planReport struct {
 }
 
 // DeepCopyObject makes planReport a runtime.Object, for cli-runtime's printers.
-func (r *planReport) DeepCopyObject() runtime.Object { return deepCopyJSON(r) }
+func (r *planReport) DeepCopyObject() runtime.Object { return output.DeepCopyJSON(r) }
 
 func (e *env) planCommand() *cobra.Command {
-	var output *outputFlag
+	var format *output.Flag
 	cmd := &cobra.Command{
 		Use:   "plan <cluster-id|foreigncluster>",
 		Short: "Show what marking the provider dead would release, and whether the gate would accept the mark now",
@@ -70,15 +72,15 @@ ForeignCluster it shows the grace window the janitor recorded.`,
 			if err != nil {
 				return err
 			}
-			return printReport(e.Out, output, report)
+			return printReport(e.Out, format, report)
 		},
 	}
-	output = addOutputFlag(cmd)
+	format = output.AddFlag(cmd)
 	return cmd
 }
 
 func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
-	c, fc, err := e.resolve(ctx, arg)
+	c, fc, err := e.Resolve(ctx, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +88,7 @@ func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &planReport{TypeMeta: reportType("PlanReport"), Plan: plan, NoReachabilityEvidence: !hasEvidence(fc)}
+	r := &planReport{TypeMeta: output.TypeMeta("PlanReport"), Plan: plan, NoReachabilityEvidence: !hasEvidence(fc)}
 	if plan.Wait != janitor.WaitReturned {
 		r.Probe = probeStatusOf(ctx, c, fc)
 	}
@@ -121,7 +123,7 @@ func (e *env) checkGate(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 		g.Refusal = "already marked permanently unreachable (kubectl liqo-janitor status " + fc.Name + ")"
 		return g, nil
 	}
-	user, err := whoAmI(ctx, c)
+	user, err := cli.WhoAmI(ctx, c)
 	if err != nil {
 		return g, err
 	}
@@ -139,9 +141,9 @@ func (e *env) checkGate(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 	return g, nil
 }
 
-func printReport(out io.Writer, output *outputFlag, r *planReport) error {
-	if output.document() {
-		return output.print(out, r.escaped())
+func printReport(out io.Writer, format *output.Flag, r *planReport) error {
+	if format.Document() {
+		return format.Print(out, r.escaped())
 	}
 	printPlan(out, r.Plan, r.Grace)
 	printEvidence(out, r.NoReachabilityEvidence)
@@ -152,29 +154,29 @@ func printReport(out io.Writer, output *outputFlag, r *planReport) error {
 	return nil
 }
 
-// escaped is r with its text from the cluster passed through printable: JSON escapes C0 controls but
+// escaped is r with its text from the cluster passed through output.Printable: JSON escapes C0 controls but
 // neither C1 nor bidirectional ones, and YAML leaves some of each raw.
 func (r *planReport) escaped() *planReport {
 	out := *r
 	p := *r.Plan
-	p.ForeignCluster, p.ClusterID, p.Summary = printable(p.ForeignCluster), printable(p.ClusterID), printable(p.Summary)
+	p.ForeignCluster, p.ClusterID, p.Summary = output.Printable(p.ForeignCluster), output.Printable(p.ClusterID), output.Printable(p.Summary)
 	p.Offloadings = slices.Clone(p.Offloadings)
 	for i := range p.Offloadings {
-		p.Offloadings[i].Namespace, p.Offloadings[i].Why = printable(p.Offloadings[i].Namespace), printable(p.Offloadings[i].Why)
+		p.Offloadings[i].Namespace, p.Offloadings[i].Why = output.Printable(p.Offloadings[i].Namespace), output.Printable(p.Offloadings[i].Why)
 	}
 	out.Plan = &p
 	if r.Grace != nil {
 		g := *r.Grace
-		g.Ignored = printable(g.Ignored)
+		g.Ignored = output.Printable(g.Ignored)
 		out.Grace = &g
 	}
-	out.Gate.Refusal = printable(out.Gate.Refusal)
+	out.Gate.Refusal = output.Printable(out.Gate.Refusal)
 	return &out
 }
 
 // printPlan prints a plan as a table per kind, with the janitor's grace window of a marked cluster.
 func printPlan(out io.Writer, p *janitor.Plan, grace *graceWindow) {
-	fmt.Fprintf(out, "ForeignCluster %s (cluster ID %s): %s\n", printable(p.ForeignCluster), printable(p.ClusterID), describeWait(p))
+	fmt.Fprintf(out, "ForeignCluster %s (cluster ID %s): %s\n", output.Printable(p.ForeignCluster), output.Printable(p.ClusterID), describeWait(p))
 	if grace != nil {
 		fmt.Fprintf(out, "Grace period: %s\n", grace)
 	}
@@ -189,9 +191,9 @@ func printPlan(out io.Writer, p *janitor.Plan, grace *graceWindow) {
 	}
 	_ = w.Flush()
 	for _, wt := range p.Offloadings {
-		fmt.Fprintf(out, "  NamespaceOffloading %s/offloading would be kept for Liqo: %s\n", printable(wt.Namespace), printable(wt.Why))
+		fmt.Fprintf(out, "  NamespaceOffloading %s/offloading would be kept for Liqo: %s\n", output.Printable(wt.Namespace), output.Printable(wt.Why))
 	}
-	fmt.Fprintf(out, "\nIn the words of the cleanup annotation: %s\n", printable(p.Summary))
+	fmt.Fprintf(out, "\nIn the words of the cleanup annotation: %s\n", output.Printable(p.Summary))
 }
 
 func describeWait(p *janitor.Plan) string {
@@ -224,9 +226,9 @@ func printGate(out io.Writer, g gateCheck) {
 		fmt.Fprintln(out, "Gate: a mark would be accepted now (server-side dry run).")
 	case g.Accepted:
 		fmt.Fprintf(out, "Gate: NOT ANSWERING: %s.\n  kubectl liqo-janitor mark refuses such a mark unless --without-gate; check the gate with\n  %s\n",
-			printable(g.Refusal), checkGateCommand)
+			output.Printable(g.Refusal), checkGateCommand)
 	default:
-		fmt.Fprintf(out, "Gate: a mark would be refused now:\n  %s\n", printable(g.Refusal))
+		fmt.Fprintf(out, "Gate: a mark would be refused now:\n  %s\n", output.Printable(g.Refusal))
 	}
 	if g.MayMark {
 		fmt.Fprintln(out, "Permission: you hold the break-glass verb mark-unreachable.")

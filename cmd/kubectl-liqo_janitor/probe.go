@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
@@ -41,20 +42,20 @@ func probeStatusOf(ctx context.Context, c client.Client, fc *liqov1beta1.Foreign
 	records, err := configMapsNamed(ctx, c, janitor.RecordsConfigMap)
 	for i := range records {
 		if t, from, at, ok := janitor.KeptTargets(&records[i], fc); ok {
-			return &probeStatus{APIServer: printable(t.APIServer), Proxy: printable(t.Proxy), CAKnown: len(t.CA) > 0,
-				Kept: true, KeptAt: &metav1.Time{Time: at.UTC()}, From: printable(from)}
+			return &probeStatus{APIServer: output.Printable(t.APIServer), Proxy: output.Printable(t.Proxy), CAKnown: len(t.CA) > 0,
+				Kept: true, KeptAt: &metav1.Time{Time: at.UTC()}, From: output.Printable(from)}
 		}
 	}
 	p := &probeStatus{}
 	if err != nil {
-		p.Unread = printable(err.Error())
+		p.Unread = output.Printable(err.Error())
 	}
 	t, from := liqojanitor.ProviderTargets(ctx, c, fc)
 	if t.APIServer == "" && t.Proxy == "" {
 		p.None = true
 		return p
 	}
-	p.APIServer, p.Proxy, p.CAKnown, p.From = printable(t.APIServer), printable(t.Proxy), len(t.CA) > 0, printable(from)
+	p.APIServer, p.Proxy, p.CAKnown, p.From = output.Printable(t.APIServer), output.Printable(t.Proxy), len(t.CA) > 0, output.Printable(from)
 	return p
 }
 

@@ -9,6 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // displayName is how the operator runs the plugin, through kubectl.
@@ -21,8 +24,9 @@ const namespaceIgnored = "-n/--namespace does not apply: the plugin acts on Fore
 	"app.kubernetes.io/name label, Liqo's cluster-ID ConfigMaps by --liqo-namespace and --provider-liqo-namespace on fence)"
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	e := &env{IOStreams: streams, flags: genericclioptions.NewConfigFlags(true)}
-	e.flags.Namespace = nil // not registered: see namespaceIgnored
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.Namespace = nil // not registered: see namespaceIgnored
+	e := &env{cli.NewFactory(streams, flags)}
 	var namespace string
 	root := &cobra.Command{
 		Use:         "kubectl-liqo_janitor",
@@ -50,7 +54,7 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
 			return nil
 		},
 	}
-	e.flags.AddFlags(root.PersistentFlags())
+	flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&namespace, "namespace", "n", "", "not used: "+namespaceIgnored)
 	_ = root.PersistentFlags().MarkHidden("namespace")
 	root.SetIn(streams.In)
@@ -80,7 +84,7 @@ func commandErrors(runE func(*cobra.Command, []string) error) func(*cobra.Comman
 	}
 }
 
-// run executes the command line and prints its error once, escaped (printError): a command's own, the
+// run executes the command line and prints its error once, escaped (output.PrintError): a command's own, the
 // API server's (the gate's refusals already say what to do next), and cobra's usage errors alike, these
 // with the command's usage line and where its help is.
 func run(ctx context.Context, root *cobra.Command) error {
@@ -90,17 +94,17 @@ func run(ctx context.Context, root *cobra.Command) error {
 	}
 	var ran commandError
 	if errors.As(err, &ran) {
-		printError(root.ErrOrStderr(), ran.err)
+		output.PrintError(root.ErrOrStderr(), ran.err)
 		return err
 	}
-	printError(root.ErrOrStderr(), usageError(cmd, err))
+	output.PrintError(root.ErrOrStderr(), usageError(cmd, err))
 	return err
 }
 
 // usageError is cobra's error err about cmd's command line, with the usage line (of a command that runs)
 // and where the help is. Cobra's suggestions come on lines of their own ("Did you mean this?").
-func usageError(cmd *cobra.Command, err error) lines {
-	var l lines
+func usageError(cmd *cobra.Command, err error) output.Lines {
+	var l output.Lines
 	for line := range strings.SplitSeq(strings.TrimSpace(err.Error()), "\n") {
 		if line = strings.ReplaceAll(line, "\t", "  "); line != "" {
 			l = append(l, line)

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
@@ -34,7 +36,7 @@ const shownEvents = 3
 func (e *env) statusCommand() *cobra.Command {
 	var watch bool
 	var interval time.Duration
-	var output *outputFlag
+	var format *output.Flag
 	cmd := &cobra.Command{
 		Use:   "status [<cluster-id|foreigncluster>]",
 		Short: "Show marked ForeignClusters: stamps, the grace window, the plan or the clean-up's progress, the janitor's last events",
@@ -52,19 +54,19 @@ func (e *env) statusCommand() *cobra.Command {
 			if watch && interval <= 0 {
 				return fmt.Errorf("--interval=%s: give a positive duration, e.g. --interval=2s", interval)
 			}
-			if watch && output.document() {
+			if watch && format.Document() {
 				return errors.New("--watch prints tables: leave out -o, or --watch to print one document")
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
 				return err
 			}
-			if output.document() {
+			if format.Document() {
 				r, err := statusOf(cmd.Context(), c, args, time.Now())
 				if err != nil {
 					return err
 				}
-				return output.print(e.Out, r)
+				return format.Print(e.Out, r)
 			}
 			if !watch {
 				return e.printStatus(cmd.Context(), c, args)
@@ -74,7 +76,7 @@ func (e *env) statusCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until interrupted (in place on a terminal, plain lines otherwise)")
 	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch refreshes")
-	output = addOutputFlag(cmd)
+	format = output.AddFlag(cmd)
 	return cmd
 }
 
@@ -133,7 +135,7 @@ func statusOf(ctx context.Context, c client.Client, args []string, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	r := &statusReport{TypeMeta: reportType("StatusReport"), Time: metav1.NewTime(now.UTC().Truncate(time.Second)), Clusters: []clusterStatus{},
+	r := &statusReport{TypeMeta: output.TypeMeta("StatusReport"), Time: metav1.NewTime(now.UTC().Truncate(time.Second)), Clusters: []clusterStatus{},
 		Brakes: brakesSet(ctx, c)}
 	for _, fc := range fcs {
 		events, err := janitorEvents(ctx, c, fc)
@@ -152,7 +154,7 @@ func statusOf(ctx context.Context, c client.Client, args []string, now time.Time
 // statusClusters is the ForeignCluster an argument names, or without one every marked ForeignCluster.
 func statusClusters(ctx context.Context, c client.Client, args []string) ([]*liqov1beta1.ForeignCluster, error) {
 	if len(args) == 1 {
-		fc, err := foreignCluster(ctx, c, args[0])
+		fc, err := cli.ForeignCluster(ctx, c, args[0])
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +307,7 @@ func brakesSet(ctx context.Context, c client.Client) []brakeStatus {
 	brakes, _ := configMapsNamed(ctx, c, liqojanitor.BrakeConfigMap)
 	var out []brakeStatus
 	for _, cm := range brakes {
-		out = append(out, brakeStatus{Namespace: printable(cm.Namespace), Reason: printable(cm.Data[liqojanitor.BrakeReasonKey])})
+		out = append(out, brakeStatus{Namespace: output.Printable(cm.Namespace), Reason: output.Printable(cm.Data[liqojanitor.BrakeReasonKey])})
 	}
 	return out
 }

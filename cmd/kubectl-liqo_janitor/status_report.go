@@ -9,12 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
 // statusReport is `status -o json|yaml`, kind StatusReport: the status of the marked ForeignClusters (of
 // the one named, marked or not), as status prints it for a person. Every text that comes from the
-// cluster is escaped as the tables escape it (printable).
+// cluster is escaped as the tables escape it (output.Printable).
 type statusReport struct {
 	metav1.TypeMeta `json:",inline"`
 	// Time is when the plugin read it: Grace.Left counts from it.
@@ -33,7 +34,7 @@ type brakeStatus struct {
 }
 
 // DeepCopyObject makes statusReport a runtime.Object, for cli-runtime's printers.
-func (r *statusReport) DeepCopyObject() runtime.Object { return deepCopyJSON(r) }
+func (r *statusReport) DeepCopyObject() runtime.Object { return output.DeepCopyJSON(r) }
 
 // clusterStatus is one ForeignCluster's status.
 type clusterStatus struct {
@@ -90,32 +91,32 @@ type statusEvent struct {
 func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, now time.Time) clusterStatus {
 	a := fc.Annotations
 	cs := clusterStatus{
-		ForeignCluster: printable(fc.Name),
-		ClusterID:      printable(string(fc.Spec.ClusterID)),
+		ForeignCluster: output.Printable(fc.Name),
+		ClusterID:      output.Printable(string(fc.Spec.ClusterID)),
 		Marked:         liqojanitor.IsMarked(a),
 		Confirmed:      liqojanitor.Confirmed(fc),
 		Paused:         liqojanitor.Paused(fc),
-		MarkedBy:       printable(a[liqojanitor.MarkedByAnnotation]),
-		Reason:         printable(a[liqojanitor.ReasonAnnotation]),
-		Cleanup:        printable(withoutCountdown(a[liqojanitor.CleanupAnnotation])),
+		MarkedBy:       output.Printable(a[liqojanitor.MarkedByAnnotation]),
+		Reason:         output.Printable(a[liqojanitor.ReasonAnnotation]),
+		Cleanup:        output.Printable(withoutCountdown(a[liqojanitor.CleanupAnnotation])),
 	}
 	if at, ok := liqojanitor.MarkedAt(fc); ok {
 		cs.MarkedAt = &metav1.Time{Time: at.UTC()}
 	}
 	if cs.Marked {
 		g := graceOf(fc, now)
-		g.Ignored = printable(g.Ignored)
+		g.Ignored = output.Printable(g.Ignored)
 		cs.Grace = &g
 	}
 	if u, ok := liqojanitor.UnpeeringOf(a); ok {
 		cs.Unpeering = printableUnpeering(u)
 	}
 	if r, ok := janitor.RecordedReturn(fc); ok {
-		cs.Returned = &returnedStatus{At: metav1.NewTime(r.At.UTC()), How: printable(r.How), Fenced: printable(r.Fenced)}
+		cs.Returned = &returnedStatus{At: metav1.NewTime(r.At.UTC()), How: output.Printable(r.How), Fenced: output.Printable(r.Fenced)}
 	}
 	for _, ev := range events {
-		cs.Events = append(cs.Events, statusEvent{Time: metav1.NewTime(eventTime(ev).UTC()), Type: printable(ev.Type),
-			Reason: printable(ev.Reason), Note: printable(ev.Note)})
+		cs.Events = append(cs.Events, statusEvent{Time: metav1.NewTime(eventTime(ev).UTC()), Type: output.Printable(ev.Type),
+			Reason: output.Printable(ev.Reason), Note: output.Printable(ev.Note)})
 	}
 	return cs
 }
@@ -123,17 +124,17 @@ func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, no
 // printableUnpeering is the janitor's unpeering record with every text escaped as the tables escape it.
 func printableUnpeering(u liqojanitor.Unpeering) *liqojanitor.Unpeering {
 	out := u
-	out.Phase = liqojanitor.UnpeeringPhase(printable(string(u.Phase)))
-	out.Since, out.LiqoVersion, out.LiqoVersionFrom = printable(u.Since), printable(u.LiqoVersion), printable(u.LiqoVersionFrom)
-	out.TenantNamespace = printable(u.TenantNamespace)
+	out.Phase = liqojanitor.UnpeeringPhase(output.Printable(string(u.Phase)))
+	out.Since, out.LiqoVersion, out.LiqoVersionFrom = output.Printable(u.Since), output.Printable(u.LiqoVersion), output.Printable(u.LiqoVersionFrom)
+	out.TenantNamespace = output.Printable(u.TenantNamespace)
 	out.Left = make([]liqojanitor.LeftObject, 0, len(u.Left))
 	for _, o := range u.Left {
-		out.Left = append(out.Left, liqojanitor.LeftObject{Kind: printable(o.Kind), Namespace: printable(o.Namespace),
-			Name: printable(o.Name), HeldBy: printable(o.HeldBy), Releasable: o.Releasable, Next: printable(o.Next)})
+		out.Left = append(out.Left, liqojanitor.LeftObject{Kind: output.Printable(o.Kind), Namespace: output.Printable(o.Namespace),
+			Name: output.Printable(o.Name), HeldBy: output.Printable(o.HeldBy), Releasable: o.Releasable, Next: output.Printable(o.Next)})
 	}
 	out.Notes = make([]string, 0, len(u.Notes))
 	for _, n := range u.Notes {
-		out.Notes = append(out.Notes, printable(n))
+		out.Notes = append(out.Notes, output.Printable(n))
 	}
 	return &out
 }

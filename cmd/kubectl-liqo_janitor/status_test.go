@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -221,7 +222,7 @@ func TestStatusPrintsTheMarkedClustersAsADocument(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	var all statusReport
 	g.Expect(json.Unmarshal([]byte(js), &all)).To(Succeed())
-	g.Expect(all.APIVersion).To(Equal(reportAPIVersion))
+	g.Expect(all.APIVersion).To(Equal(output.APIVersion))
 	g.Expect(all.Clusters).To(ContainElement(HaveField("ForeignCluster", name)), "every marked cluster is in it")
 
 	_, stderr, err := kubectl(t, alice, "", "status", name, "--watch", "-o", "json")
@@ -332,11 +333,8 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(planOut).To(ContainSubstring("Return probe: NONE: no API-server URL is known"))
 
-	setURL := func(u string) {
-		fc := &liqov1beta1.ForeignCluster{}
-		g.Expect(testEnv.Client.Get(ctx, client.ObjectKeyFromObject(dead.ForeignCluster), fc)).To(Succeed())
-		fc.Status.APIServerURL = u
-		g.Expect(testEnv.Client.Status().Update(ctx, fc)).To(Succeed())
+	setURL := func(u string) { // a merge patch: the janitor writes the same ForeignCluster meanwhile
+		g.Expect(fixture.SetAPIServerURL(ctx, testEnv.Client, dead.ForeignCluster, u)).To(Succeed())
 	}
 	const url = "https://198.51.100.7:6443"
 	setURL(url)

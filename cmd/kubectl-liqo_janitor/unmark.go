@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 func (e *env) unmarkCommand() *cobra.Command {
@@ -17,18 +19,18 @@ func (e *env) unmarkCommand() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeClusters(isMarked),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, fc, err := e.resolve(cmd.Context(), args[0])
+			c, fc, err := e.Resolve(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			if !liqojanitor.IsMarked(fc.Annotations) {
 				return fmt.Errorf("ForeignCluster %s is not marked: nothing to remove", fc.Name)
 			}
-			if err := c.Patch(cmd.Context(), fc, annotationsPatch(nil, []string{liqojanitor.MarkAnnotation})); err != nil {
+			if err := c.Patch(cmd.Context(), fc, cli.AnnotationsPatch(nil, []string{liqojanitor.MarkAnnotation})); err != nil {
 				return err
 			}
-			e.printWarnings() // the gate's: what was released is not restored
-			fmt.Fprintf(e.Out, "The mark is removed from ForeignCluster %s; the gate dropped its stamps and confirmation.\n", printable(fc.Name))
+			e.PrintWarnings() // the gate's: what was released is not restored
+			fmt.Fprintf(e.Out, "The mark is removed from ForeignCluster %s; the gate dropped its stamps and confirmation.\n", output.Printable(fc.Name))
 			return nil
 		},
 	}

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // The labels the chart puts on liqo-janitor's Deployment (manifests/chart: liqo-janitor.labels).
@@ -48,11 +50,11 @@ type serverVersion struct {
 }
 
 // DeepCopyObject makes versionReport a runtime.Object, for cli-runtime's printers.
-func (r *versionReport) DeepCopyObject() runtime.Object { return deepCopyJSON(r) }
+func (r *versionReport) DeepCopyObject() runtime.Object { return output.DeepCopyJSON(r) }
 
 func (e *env) versionCommand() *cobra.Command {
 	var clientOnly bool
-	var output *outputFlag
+	var format *output.Flag
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version and that of liqo-janitor on the cluster",
@@ -62,25 +64,25 @@ func (e *env) versionCommand() *cobra.Command {
   kubectl liqo-janitor version --client`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := &versionReport{TypeMeta: reportType("VersionReport"), ClientVersion: version}
+			r := &versionReport{TypeMeta: output.TypeMeta("VersionReport"), ClientVersion: version}
 			if !clientOnly {
 				r.Servers, r.ServerUnknown = e.serverVersions(cmd.Context())
 			}
-			if output.document() {
-				return output.print(e.Out, r.escaped())
+			if format.Document() {
+				return format.Print(e.Out, r.escaped())
 			}
 			printVersion(e.Out, r.escaped(), clientOnly)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&clientOnly, "client", false, "print the plugin's version only, without asking the cluster")
-	output = addOutputFlag(cmd)
+	format = output.AddFlag(cmd)
 	return cmd
 }
 
 // serverVersions finds liqo-janitor's Deployments, or says why it cannot.
 func (e *env) serverVersions(ctx context.Context) ([]serverVersion, string) {
-	c, err := e.client()
+	c, err := e.Client()
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -119,14 +121,14 @@ func imageTag(image string) string {
 	return "unknown"
 }
 
-// escaped is r with the cluster's text passed through printable.
+// escaped is r with the cluster's text passed through output.Printable.
 func (r *versionReport) escaped() *versionReport {
 	out := *r
 	out.Servers = slices.Clone(r.Servers)
 	for i, s := range out.Servers {
-		out.Servers[i] = serverVersion{Version: printable(s.Version), Deployment: printable(s.Deployment), Image: printable(s.Image)}
+		out.Servers[i] = serverVersion{Version: output.Printable(s.Version), Deployment: output.Printable(s.Deployment), Image: output.Printable(s.Image)}
 	}
-	out.ServerUnknown = printable(r.ServerUnknown)
+	out.ServerUnknown = output.Printable(r.ServerUnknown)
 	return &out
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
@@ -46,7 +47,7 @@ func TestVersionShowsTheJanitorsDeployment(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	var report versionReport
 	g.Expect(yaml.UnmarshalStrict([]byte(out), &report)).To(Succeed())
-	g.Expect(report.TypeMeta).To(Equal(reportType("VersionReport")))
+	g.Expect(report.TypeMeta).To(Equal(output.TypeMeta("VersionReport")))
 	g.Expect(report.ClientVersion).To(Equal("dev"))
 	g.Expect(report.Servers).To(ContainElement(serverVersion{Version: "v0.9.1", Deployment: ns + "/liqo-janitor",
 		Image: "ghcr.io/liqo-janitor/liqo-janitor:v0.9.1"}))

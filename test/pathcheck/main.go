@@ -34,7 +34,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"unicode"
+
+	"github.com/liqo-janitor/liqo-janitor/test/markdown"
 )
 
 // self is this command's directory, whose doc and tests name paths that do not exist on purpose.
@@ -191,7 +192,7 @@ func (c checker) anchorsOf(file string) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.anchors[file] = anchorsOf(string(data))
+	c.anchors[file] = markdown.Anchors(string(data))
 	return c.anchors[file], nil
 }
 
@@ -383,48 +384,4 @@ func (r repo) brokenLinks(file, line string, anchors func(string) (map[string]bo
 		}
 	}
 	return out, nil
-}
-
-// anchorsOf returns the anchors GitHub gives the headings of a Markdown document (outside code blocks),
-// a repeated one numbered as GitHub numbers it (section, section-1, …), and those of <a id|name="…">.
-func anchorsOf(doc string) map[string]bool {
-	anchors := map[string]bool{}
-	inCode := false
-	for line := range strings.SplitSeq(doc, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inCode = !inCode
-			continue
-		}
-		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
-			anchors[m[1]] = true
-		}
-		heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
-		if inCode || !ok || !strings.HasPrefix(line, "#") {
-			continue
-		}
-		a := githubAnchor(heading)
-		for i := 1; anchors[a]; i++ {
-			a = fmt.Sprintf("%s-%d", githubAnchor(heading), i)
-		}
-		anchors[a] = true
-	}
-	return anchors
-}
-
-// htmlAnchor is an explicit anchor in a Markdown file.
-var htmlAnchor = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
-
-// githubAnchor is the anchor GitHub gives a Markdown heading: lower case, spaces as hyphens, punctuation
-// other than hyphens and underscores dropped (backticks and other inline markup included).
-func githubAnchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

@@ -5,6 +5,8 @@ import (
 	"testing/fstest"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/liqo-janitor/liqo-janitor/test/markdown"
 )
 
 // files is a small repository: top-level directories cmd, janitor, manifests, test, docs, and files.
@@ -60,7 +62,7 @@ func TestMissingFindsOurPathsThatDoNotExist(t *testing.T) {
 
 func TestAnchorsAreGitHubs(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(anchorsOf("# liqo-janitor\n## Install on a cluster\n### `--grace-period`\n```sh\n# a comment\n```\n" +
+	g.Expect(markdown.Anchors("# liqo-janitor\n## Install on a cluster\n### `--grace-period`\n```sh\n# a comment\n```\n" +
 		"## Runbooks\n## Runbooks\n<a id=\"explicit\"></a>\n")).To(Equal(map[string]bool{
 		"liqo-janitor": true, "install-on-a-cluster": true, "--grace-period": true, "runbooks": true, "runbooks-1": true,
 		"explicit": true,

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/common/model"
@@ -22,6 +21,7 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
+	"github.com/liqo-janitor/liqo-janitor/test/markdown"
 )
 
 // ruleFile renders the chart's PrometheusRule with values and parses it as Prometheus loads a rule file
@@ -72,16 +72,7 @@ func TestAlertRunbooksAreSectionsOfTheRunbooksPage(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	page, err := os.ReadFile(filepath.Join(root, runbooksPage))
 	g.Expect(err).NotTo(HaveOccurred())
-	anchors := map[string]bool{}
-	inCode := false // a "# comment" in a shell block is no heading
-	for line := range strings.SplitSeq(string(page), "\n") {
-		if strings.HasPrefix(line, "```") {
-			inCode = !inCode
-		}
-		if heading, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && !inCode && strings.HasPrefix(line, "#") {
-			anchors[githubAnchor(heading)] = true
-		}
-	}
+	anchors := markdown.Anchors(string(page))
 	runbooks := map[string]string{}
 	for _, group := range ruleFile(t, nil).Groups {
 		for _, r := range group.Rules {
@@ -96,21 +87,6 @@ func TestAlertRunbooksAreSectionsOfTheRunbooksPage(t *testing.T) {
 		g.Expect(url).To(Equal(runbooksURL+"#"+strings.ToLower(alert)), "%s: its runbook is its own section of %s", alert, runbooksPage)
 		g.Expect(anchors).To(HaveKey(strings.ToLower(alert)), "%s: %s has no section #%s", alert, runbooksPage, strings.ToLower(alert))
 	}
-}
-
-// githubAnchor is the anchor GitHub gives a Markdown heading: lower case, spaces as hyphens, punctuation
-// other than hyphens and underscores dropped.
-func githubAnchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // alertCase is a Prometheus rule unit test: series loaded at one-minute steps (promqltest's load syntax),

@@ -1,4 +1,4 @@
-package main
+package output
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ func TestPrintableEscapesWhatCouldRewriteTheTerminal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := printable(tc.in)
+			got := Printable(tc.in)
 			g.Expect(got).To(Equal(tc.want))
-			g.Expect(printable(got)).To(Equal(got), "escaping twice changes nothing")
+			g.Expect(Printable(got)).To(Equal(got), "escaping twice changes nothing")
 		})
 	}
 }
@@ -35,10 +35,10 @@ func TestPrintableEscapesWhatCouldRewriteTheTerminal(t *testing.T) {
 func TestPrintErrorEscapesTheClustersTextAndKeepsThePluginsLines(t *testing.T) {
 	g := NewWithT(t)
 	var b bytes.Buffer
-	printError(&b, fmt.Errorf("patching: %w", errors.New("admission webhook denied the request: \x1b[2J\nerror: forged")))
+	PrintError(&b, fmt.Errorf("patching: %w", errors.New("admission webhook denied the request: \x1b[2J\nerror: forged")))
 	g.Expect(b.String()).To(Equal(`error: patching: admission webhook denied the request: \x1b[2J\nerror: forged` + "\n"))
 
 	b.Reset()
-	printError(&b, lines{"the gate did not answer", "  kubectl get \x1b[2Jpods"})
+	PrintError(&b, Lines{"the gate did not answer", "  kubectl get \x1b[2Jpods"})
 	g.Expect(b.String()).To(Equal("error: the gate did not answer\n" + `  kubectl get \x1b[2Jpods` + "\n"))
 }

@@ -1,4 +1,4 @@
-package main
+package fence
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // remoteControlPlaneRole is where Liqo says what a consumer's control-plane identity may do on the
@@ -60,9 +61,9 @@ func newProviderConn(cfg *rest.Config, via string) (*providerConn, error) {
 
 // connectProvider reaches the provider with --provider-kubeconfig, or else with the consumer's
 // control-plane identity for it.
-func (e *env) connectProvider(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, path string) (*providerConn, error) {
+func connectProvider(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, path string) (*providerConn, error) {
 	if path == "" {
-		return e.identityConn(ctx, c, fc)
+		return identityConn(ctx, c, fc)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -76,12 +77,12 @@ func (e *env) connectProvider(ctx context.Context, c client.Client, fc *liqov1be
 // pkg/consts/authentication.go; read by kubeconfig.BuildConfigFromSecret, pkg/utils/kubeconfig/restcfg.go,
 // for the crdReplicator and the identity manager, in v1.0.3, v1.1.0 and v1.2.0) holds a kubeconfig for the
 // provider — used only with the inline credentials secretKubeconfig lets through.
-func (e *env) identityConn(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*providerConn, error) {
+func identityConn(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*providerConn, error) {
 	secret, err := identitySecret(ctx, c, fc)
 	if err != nil {
 		return nil, err
 	}
-	name := printable(secret.Namespace + "/" + secret.Name)
+	name := output.Printable(secret.Namespace + "/" + secret.Name)
 	if awsIdentity(secret) {
 		return nil, fmt.Errorf("no --provider-kubeconfig, and Secret %s is an AWS IAM identity: Liqo gets its token from AWS "+
 			"(identityManager.mutateIAMConfig), fence does not; nothing was read on the provider or written: %s", name, passKubeconfig(fc))
@@ -92,12 +93,12 @@ func (e *env) identityConn(ctx context.Context, c client.Client, fc *liqov1beta1
 	}
 	cfg, err := secretKubeconfig(data)
 	if err != nil {
-		return nil, lines{
-			fmt.Sprintf("no --provider-kubeconfig, and the kubeconfig in Secret %s (key %q) %s.", name, consts.KubeconfigSecretField, printable(err.Error())),
+		return nil, output.Lines{
+			fmt.Sprintf("no --provider-kubeconfig, and the kubeconfig in Secret %s (key %q) %s.", name, consts.KubeconfigSecretField, output.Printable(err.Error())),
 			"fence uses a kubeconfig it finds in the cluster only with inline credentials (a client certificate and key, or a token): " +
 				"it never runs its exec or auth-provider credential plugins nor reads files it names, not even with --dry-run. " +
 				"Nothing was run, read on the provider or written.",
-			"Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider " + printable(string(fc.Spec.ClusterID)) + ".",
+			"Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider " + output.Printable(string(fc.Spec.ClusterID)) + ".",
 		}
 	}
 	p, err := newProviderConn(cfg, "the control-plane identity of Secret "+name)
@@ -177,7 +178,7 @@ func awsIdentity(secret *corev1.Secret) bool {
 
 // passKubeconfig is the next step when fence cannot use the consumer's identity.
 func passKubeconfig(fc *liqov1beta1.ForeignCluster) string {
-	return fmt.Sprintf("pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider %s", printable(string(fc.Spec.ClusterID)))
+	return fmt.Sprintf("pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider %s", output.Printable(string(fc.Spec.ClusterID)))
 }
 
 // identitySecret is the consumer's control-plane identity Secret for fc's provider, chosen as Liqo's own
@@ -188,7 +189,7 @@ func passKubeconfig(fc *liqov1beta1.ForeignCluster) string {
 // several, Liqo errs, and fence refuses, naming them.
 func identitySecret(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*corev1.Secret, error) {
 	id := string(fc.Spec.ClusterID)
-	selector := fmt.Sprintf("%s=%s,%s=%s", liqojanitor.RemoteClusterIDLabel, printable(id), liqojanitor.IdentityTypeLabel, liqojanitor.ControlPlaneIdentity)
+	selector := fmt.Sprintf("%s=%s,%s=%s", liqojanitor.RemoteClusterIDLabel, output.Printable(id), liqojanitor.IdentityTypeLabel, liqojanitor.ControlPlaneIdentity)
 	var list corev1.SecretList
 	err := c.List(ctx, &list, client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: id, liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity})
 	switch {
@@ -202,7 +203,7 @@ func identitySecret(ctx context.Context, c client.Client, fc *liqov1beta1.Foreig
 	case len(list.Items) > 1:
 		names := make([]string, 0, len(list.Items))
 		for i := range list.Items {
-			names = append(names, printable(list.Items[i].Namespace+"/"+list.Items[i].Name))
+			names = append(names, output.Printable(list.Items[i].Namespace+"/"+list.Items[i].Name))
 		}
 		return nil, fmt.Errorf("no --provider-kubeconfig, and %d Secrets labelled %s (%s), where Liqo takes exactly one "+
 			"(GetControlPlaneKubeconfigSecretByClusterID): fence cannot tell which is the identity; nothing was read on the provider "+
@@ -261,7 +262,7 @@ func checkIdentity(ctx context.Context, w io.Writer, p *providerConn, all bool) 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "No --provider-kubeconfig: using %s. On the provider it:\n", printable(p.via))
+	fmt.Fprintf(w, "No --provider-kubeconfig: using %s. On the provider it:\n", output.Printable(p.via))
 	var denied []string
 	for _, a := range checks {
 		fmt.Fprintf(w, "  %s\n", a)
@@ -272,7 +273,7 @@ func checkIdentity(ctx context.Context, w io.Writer, p *providerConn, all bool) 
 	if len(denied) == 0 {
 		return nil
 	}
-	return lines{
+	return output.Lines{
 		fmt.Sprintf("the consumer's control-plane identity may not %s on the provider: nothing was deleted or written.", strings.Join(denied, ", ")),
 		"In Liqo it may delete only Renews, ResourceSlices and NamespaceMaps in its tenant namespace (ClusterRole " + remoteControlPlaneRole + ");",
 		"ShadowPods are deletable by the ResourceSlice identities only, in the remote namespaces.",

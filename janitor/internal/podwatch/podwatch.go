@@ -1,4 +1,22 @@
-package janitor
+// Package podwatch lists the pods of dead clusters' virtual nodes for liqo-janitor: Watcher from per-node
+// watches in the controller, Live from the API server at each call, for a plan made outside it.
+//
+// Why not a pod cache: a cluster-wide pod informer would hold every pod of the consumer in memory, and
+// memory must not grow with pods unrelated to dead clusters. Why not a list per pass: a terminating pod
+// that appears on a dead node must be handled within seconds, without polling. So for each virtual node
+// of a dead cluster the janitor runs one metadata-only informer filtered server-side with the field
+// selector spec.nodeName=<node>: it costs nothing for pods elsewhere, and its events enqueue the node's
+// ForeignCluster. Informers stop when the cluster is no longer dead or the node is gone (Retain).
+//
+// Why a pass pauses them (Pause, Resume): each pod the pass force-deletes is two watch events (MODIFIED,
+// DELETED) to the node's informer, news of the pass's own writes. At thousands of pods that stream
+// outruns the watch's buffer in the API server, which then closes the watch as unresponsive and serves a
+// re-watch from its event window — load on the API server that is already the limit, for nothing (see
+// test/e2e/bench/REPORT.md). So while a pass writes pods, their nodes are not watched; when it ends, fresh
+// informers list the nodes again and compare with what the pass left behind: only a pod the pass did
+// not leave so — new, changed, or gone — starts a pass. The pods a pass leaves on purpose (blocked,
+// left alone) start none.
+package podwatch
 
 import (
 	"context"
@@ -20,24 +38,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// podWatcher watches the pods of dead virtual nodes only.
-//
-// Why not a pod cache: a cluster-wide pod informer would hold every pod of the consumer in memory, and
-// memory must not grow with pods unrelated to dead clusters. Why not a list per pass: a terminating pod
-// that appears on a dead node must be handled within seconds, without polling. So for each virtual node
-// of a dead cluster the janitor runs one metadata-only informer filtered server-side with the field
-// selector spec.nodeName=<node>: it costs nothing for pods elsewhere, and its events enqueue the node's
-// ForeignCluster. Informers stop when the cluster is no longer dead or the node is gone.
-//
-// Why a pass pauses them (pause, resume): each pod the pass force-deletes is two watch events (MODIFIED,
-// DELETED) to the node's informer, news of the pass's own writes. At thousands of pods that stream
-// outruns the watch's buffer in the API server, which then closes the watch as unresponsive and serves a
-// re-watch from its event window — load on the API server that is already the limit, for nothing (see
-// test/e2e/bench/REPORT.md). So while a pass writes pods, their nodes are not watched; when it ends, fresh
-// informers list the nodes again and compare with what the pass left behind: only a pod the pass did
-// not leave so — new, changed, or gone — starts a pass. The pods a pass leaves on purpose (blocked,
-// left alone) start none.
-type podWatcher struct {
+// Watcher watches the pods of dead virtual nodes only, one metadata-only informer per node (see the
+// package documentation); run Start (the manager does, on the leader only).
+type Watcher struct {
 	client metadata.Interface
 	events chan event.GenericEvent
 
@@ -57,17 +60,19 @@ type nodePods struct {
 	draining atomic.Bool
 }
 
-// leftPods is what a pass left on each node it paused: node name → pod UID → resourceVersion as the pass
+// Left is what a pass left on each node it paused: node name → pod UID → resourceVersion as the pass
 // last saw it.
-type leftPods map[string]map[types.UID]string
+type Left map[string]map[types.UID]string
 
-func newPodWatcher(c metadata.Interface) *podWatcher {
-	return &podWatcher{client: c, events: make(chan event.GenericEvent, 1024), nodes: map[string]*nodePods{}}
+// New returns a Watcher that reads pods metadata-only through c; it watches no node until Pods asks.
+func New(c metadata.Interface) *Watcher {
+	return &Watcher{client: c, events: make(chan event.GenericEvent, 1024), nodes: map[string]*nodePods{}}
 }
 
-// pods returns the pods bound to node, starting (and syncing) the node's informer on first use; draining
-// says whether every pod event on the node is work, or only those of terminating pods.
-func (w *podWatcher) pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error) {
+// Pods returns the pods bound to node, starting (and syncing) the node's informer on first use; its events
+// enqueue the ForeignCluster named cluster. draining says whether every pod event on the node is work, or
+// only those of terminating pods.
+func (w *Watcher) Pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error) {
 	informer := w.ensure(cluster, node, draining)
 	if informer == nil {
 		return nil, fmt.Errorf("not watching the pods of virtual node %s: the janitor is stopping", node)
@@ -89,7 +94,7 @@ func (w *podWatcher) pods(ctx context.Context, cluster, node string, draining bo
 
 // ensure returns node's running informer, starting it if there is none (or it is paused: another
 // ForeignCluster of the same cluster ID may be in a pass of its own); nil once the manager stops.
-func (w *podWatcher) ensure(cluster, node string, draining bool) toolscache.SharedIndexInformer {
+func (w *Watcher) ensure(cluster, node string, draining bool) toolscache.SharedIndexInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopped {
@@ -111,7 +116,7 @@ func (w *podWatcher) ensure(cluster, node string, draining bool) toolscache.Shar
 // run starts an informer for node's pods. Events after its initial list enqueue the node's cluster when
 // they are work; the initial list does only for a resumed watch (left is what the pass that paused it left
 // on the node), and only where it differs from what the pass left. w.mu must be held.
-func (w *podWatcher) run(np *nodePods, node string, left map[types.UID]string) {
+func (w *Watcher) run(np *nodePods, node string, left map[types.UID]string) {
 	informer := metadatainformer.NewFilteredMetadataInformer(w.client, corev1.SchemeGroupVersion.WithResource("pods"),
 		metav1.NamespaceAll, 0, toolscache.Indexers{}, func(o *metav1.ListOptions) {
 			o.FieldSelector = "spec.nodeName=" + node
@@ -180,8 +185,9 @@ func notifyIfGone(stop <-chan struct{}, reg toolscache.ResourceEventHandlerRegis
 	}
 }
 
-// pause stops watching cluster's nodes while a pass writes their pods (see podWatcher); resume undoes it.
-func (w *podWatcher) pause(cluster string) {
+// Pause stops watching cluster's nodes while a pass writes their pods (see the package documentation);
+// Resume undoes it.
+func (w *Watcher) Pause(cluster string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, np := range w.nodes {
@@ -191,9 +197,9 @@ func (w *podWatcher) pause(cluster string) {
 	}
 }
 
-// resume watches cluster's paused nodes again, given what the pass left on each: a pod that differs from
+// Resume watches cluster's paused nodes again, given what the pass left on each: a pod that differs from
 // it, or is missing, enqueues the cluster once the fresh informer has listed the node.
-func (w *podWatcher) resume(cluster string, left leftPods) {
+func (w *Watcher) Resume(cluster string, left Left) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopped {
@@ -211,7 +217,7 @@ func (w *podWatcher) resume(cluster string, left leftPods) {
 }
 
 // Start runs until ctx ends, then stops every node informer (the manager runs it, on the leader only).
-func (w *podWatcher) Start(ctx context.Context) error {
+func (w *Watcher) Start(ctx context.Context) error {
 	<-ctx.Done()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -223,8 +229,8 @@ func (w *podWatcher) Start(ctx context.Context) error {
 	return nil
 }
 
-// retain stops the informers of cluster's nodes that are not in keep (all of them when keep is empty).
-func (w *podWatcher) retain(cluster string, keep map[string]bool) {
+// Retain stops the informers of cluster's nodes that are not in keep (all of them when keep is empty).
+func (w *Watcher) Retain(cluster string, keep map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for node, np := range w.nodes {
@@ -242,3 +248,7 @@ func (np *nodePods) halt() {
 		np.informer, np.stop = nil, nil
 	}
 }
+
+// Events is where the watches enqueue the ForeignCluster of a node whose pods changed (a source for the
+// controller).
+func (w *Watcher) Events() <-chan event.GenericEvent { return w.events }

@@ -1,12 +1,9 @@
-package main
+package fence
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
-	"strings"
-	"text/tabwriter"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
@@ -47,17 +44,17 @@ const (
 	// pkg/liqo-controller-manager/offloading/namespacemap-controller/enforcement.go); on the copy's deletion
 	// the same controller deletes exactly those namespaces (NamespaceMapDeletionProcess →
 	// ensureNamespacesDeletion → deleteNamespace, which skips a namespace without this annotation) and then
-	// removes its finalizer namespaceMapFinalizer (finalizer.go, RemoveNamespaceMapControllerFinalizer).
+	// removes its finalizer namespacemap-controller.liqo.io/finalizer (finalizer.go,
+	// RemoveNamespaceMapControllerFinalizer).
 	// fence therefore deletes only the NamespaceMap copy and waits for Liqo to delete the namespaces:
 	// deleting them itself would race that controller, which re-creates a missing one while the map lives
 	// (ensureNamespacesExistence).
 	managedByNamespaceMapAnnotation = consts.RemoteNamespaceManagedByAnnotationKey
-	namespaceMapFinalizer           = "namespacemap-controller.liqo.io/finalizer"
 )
 
-// fencePlan is what fence would remove on the provider: the consumer's ShadowPods and the pods Liqo's
+// Plan is what fence would remove on the provider: the consumer's ShadowPods and the pods Liqo's
 // shadowpod controller made from them, per namespace, and with --all its tenant namespace's copies.
-type fencePlan struct {
+type Plan struct {
 	ForeignCluster    string `json:"foreignCluster"`
 	ProviderClusterID string `json:"providerClusterID"`
 	LocalClusterID    string `json:"localClusterID"`
@@ -68,24 +65,24 @@ type fencePlan struct {
 	// unless it is ProviderClusterID), and ProviderLiqoClusterIDFrom that ConfigMap.
 	ProviderLiqoClusterID     string             `json:"providerLiqoClusterID"`
 	ProviderLiqoClusterIDFrom string             `json:"providerLiqoClusterIDFrom"`
-	Namespaces                []plannedNamespace `json:"namespaces"`
+	Namespaces                []PlannedNamespace `json:"namespaces"`
 	All                       bool               `json:"all"`
-	TenantNamespaces          []plannedTenant    `json:"tenantNamespaces,omitempty"`
+	TenantNamespaces          []PlannedTenant    `json:"tenantNamespaces,omitempty"`
 
 	shadowPods []offloadingv1beta1.ShadowPod
 	tenants    []*tenantFootprint
 }
 
-// plannedNamespace is one namespace of the provider where the consumer's ShadowPods are.
-type plannedNamespace struct {
+// PlannedNamespace is one namespace of the provider where the consumer's ShadowPods are.
+type PlannedNamespace struct {
 	Namespace  string `json:"namespace"`
 	ShadowPods int    `json:"shadowPods"`
 	Pods       int    `json:"pods"`
 }
 
-// plannedTenant is the consumer's tenant namespace on the provider: the copies fence --all deletes, in
+// PlannedTenant is the consumer's tenant namespace on the provider: the copies fence --all deletes, in
 // Liqo's order, and the remote namespaces Liqo then deletes.
-type plannedTenant struct {
+type PlannedTenant struct {
 	Namespace        string   `json:"namespace"`
 	ResourceSlices   int      `json:"resourceSlices"`
 	NamespaceMaps    int      `json:"namespaceMaps"`
@@ -108,20 +105,20 @@ func shadowPodSelector(localID, providerID string) client.MatchingLabels {
 }
 
 // ownsShadowPod re-checks, on the object itself, what the selector asked the API server for.
-func (s *fenceScope) ownsShadowPod(obj client.Object) bool {
+func (s *scope) ownsShadowPod(obj client.Object) bool {
 	l := obj.GetLabels()
 	return l[shadowPodOriginLabel] == s.localID && l[shadowPodDestinationLabel] == s.providerID
 }
 
 // ownsCopy re-checks that obj is a copy the consumer's crdReplicator made.
-func (s *fenceScope) ownsCopy(obj client.Object) bool {
+func (s *scope) ownsCopy(obj client.Object) bool {
 	l := obj.GetLabels()
 	return l[replicatedLabel] == "true" && l[originLabel] == s.localID
 }
 
 // computePlan lists, on the provider, what fence removes.
-func computePlan(ctx context.Context, s *fenceScope) (*fencePlan, error) {
-	p := &fencePlan{ForeignCluster: s.fc.Name, ProviderClusterID: s.providerID, LocalClusterID: s.localID,
+func computePlan(ctx context.Context, s *scope) (*Plan, error) {
+	p := &Plan{ForeignCluster: s.fc.Name, ProviderClusterID: s.providerID, LocalClusterID: s.localID,
 		Provider: s.provider.host, Via: s.provider.via, ProviderLiqoClusterID: s.providerRead.id,
 		ProviderLiqoClusterIDFrom: s.providerRead.from, All: s.all}
 	if err := p.listShadowPods(ctx, s); err != nil {
@@ -133,7 +130,7 @@ func computePlan(ctx context.Context, s *fenceScope) (*fencePlan, error) {
 	return p, p.listTenants(ctx, s)
 }
 
-func (p *fencePlan) listShadowPods(ctx context.Context, s *fenceScope) error {
+func (p *Plan) listShadowPods(ctx context.Context, s *scope) error {
 	var list offloadingv1beta1.ShadowPodList
 	if err := s.provider.c.List(ctx, &list, shadowPodSelector(s.localID, s.providerID)); err != nil {
 		return providerErr("listing ShadowPods in every namespace", err)
@@ -148,7 +145,7 @@ func (p *fencePlan) listShadowPods(ctx context.Context, s *fenceScope) error {
 		if err != nil {
 			return err
 		}
-		p.Namespaces = append(p.Namespaces, plannedNamespace{Namespace: ns, ShadowPods: len(byNS[ns]), Pods: len(pods)})
+		p.Namespaces = append(p.Namespaces, PlannedNamespace{Namespace: ns, ShadowPods: len(byNS[ns]), Pods: len(pods)})
 	}
 	return nil
 }
@@ -179,7 +176,7 @@ func ownedPods(ctx context.Context, c client.Client, ns string, owners []types.U
 }
 
 // listTenants finds the consumer's tenant namespaces on the provider and the copies in them.
-func (p *fencePlan) listTenants(ctx context.Context, s *fenceScope) error {
+func (p *Plan) listTenants(ctx context.Context, s *scope) error {
 	var nss corev1.NamespaceList
 	if err := s.provider.c.List(ctx, &nss, client.MatchingLabels{tenantNamespaceLabel: "true", consts.RemoteClusterID: s.localID}); err != nil {
 		return providerErr("listing the tenant namespaces of this consumer", err)
@@ -195,7 +192,7 @@ func (p *fencePlan) listTenants(ctx context.Context, s *fenceScope) error {
 	return nil
 }
 
-func listTenant(ctx context.Context, s *fenceScope, ns string) (*tenantFootprint, error) {
+func listTenant(ctx context.Context, s *scope, ns string) (*tenantFootprint, error) {
 	t := &tenantFootprint{namespace: ns}
 	var err error
 	sel := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{replicatedLabel: "true", originLabel: s.localID}}
@@ -213,7 +210,7 @@ func listTenant(ctx context.Context, s *fenceScope, ns string) (*tenantFootprint
 }
 
 // listCopies lists the crdReplicator's copies of one kind, each re-checked.
-func listCopies(ctx context.Context, s *fenceScope, list client.ObjectList, opts []client.ListOption) ([]client.Object, error) {
+func listCopies(ctx context.Context, s *scope, list client.ObjectList, opts []client.ListOption) ([]client.Object, error) {
 	if err := s.provider.c.List(ctx, list, opts...); err != nil {
 		return nil, providerErr(fmt.Sprintf("listing %T", list), err)
 	}
@@ -259,8 +256,8 @@ func remoteNamespaces(ctx context.Context, c client.Client, maps []client.Object
 	return out, nil
 }
 
-func (t *tenantFootprint) planned() plannedTenant {
-	p := plannedTenant{Namespace: t.namespace, ResourceSlices: len(t.resourceSlices), NamespaceMaps: len(t.namespaceMaps),
+func (t *tenantFootprint) planned() PlannedTenant {
+	p := PlannedTenant{Namespace: t.namespace, ResourceSlices: len(t.resourceSlices), NamespaceMaps: len(t.namespaceMaps),
 		Renews: len(t.renews), RemoteNamespaces: []string{}}
 	for _, ns := range t.remoteNamespaces {
 		p.RemoteNamespaces = append(p.RemoteNamespaces, ns.GetName())
@@ -268,47 +265,8 @@ func (t *tenantFootprint) planned() plannedTenant {
 	return p
 }
 
-// escaped is p with the text that comes from the clusters passed through printable.
-func (p *fencePlan) escaped() *fencePlan {
-	out := *p
-	out.ForeignCluster, out.ProviderClusterID, out.LocalClusterID = printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.LocalClusterID)
-	out.ProviderLiqoClusterID, out.Via, out.Provider = printable(p.ProviderLiqoClusterID), printable(p.Via), printable(p.Provider)
-	out.ProviderLiqoClusterIDFrom = printable(p.ProviderLiqoClusterIDFrom)
-	return &out
-}
-
-// printFencePlan prints the plan: counts per kind and namespace.
-func printFencePlan(out io.Writer, p *fencePlan) {
-	fmt.Fprintf(out, "Fence: ForeignCluster %s (cluster ID %s) answers again at %s (%s).\n",
-		printable(p.ForeignCluster), printable(p.ProviderClusterID), printable(p.Provider), printable(p.Via))
-	fmt.Fprintf(out, "Its Liqo cluster ID there: %s (%s there). This consumer: cluster ID %s.\n\n",
-		printable(p.ProviderLiqoClusterID), printable(p.ProviderLiqoClusterIDFrom), printable(p.LocalClusterID))
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tSHADOWPODS\tPODS (deleted by the garbage collector)")
-	for _, ns := range p.Namespaces {
-		fmt.Fprintf(w, "%s\t%d\t%d\n", ns.Namespace, ns.ShadowPods, ns.Pods)
-	}
-	if len(p.Namespaces) == 0 {
-		fmt.Fprintln(w, "(no ShadowPod of this consumer)\t\t")
-	}
-	_ = w.Flush()
-	if !p.All {
-		fmt.Fprintln(out, "\nWith --all, also this consumer's replicated copies in its tenant namespace there.")
-	} else {
-		printTenants(out, p.TenantNamespaces)
-	}
-	if p.empty() {
-		fmt.Fprintf(out, "\nNothing of this consumer is left on the provider: fence deletes nothing there and records it %s.\n", verifiedClean)
-	}
-}
-
-// verifiedClean starts the counts of the fenced record of a fence that found nothing of this consumer on
-// the identified provider: "verified clean (shadowpods 0, pods 0)". Like any fence record it ends the
-// returned-provider alarm.
-const verifiedClean = "verified clean"
-
 // empty: the plan found nothing of this consumer on the provider.
-func (p *fencePlan) empty() bool {
+func (p *Plan) empty() bool {
 	if len(p.shadowPods) > 0 {
 		return false
 	}
@@ -318,24 +276,4 @@ func (p *fencePlan) empty() bool {
 		}
 	}
 	return true
-}
-
-func printTenants(out io.Writer, ts []plannedTenant) {
-	if len(ts) == 0 {
-		fmt.Fprintln(out, "\n--all: no tenant namespace of this consumer on the provider.")
-		return
-	}
-	for _, t := range ts {
-		fmt.Fprintf(out, "\n--all, tenant namespace %s (kept), in Liqo's order:\n", t.Namespace)
-		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "KIND\tCOUNT")
-		fmt.Fprintf(w, "ResourceSlice\t%d\n", t.ResourceSlices)
-		fmt.Fprintf(w, "NamespaceMap\t%d\n", t.NamespaceMaps)
-		fmt.Fprintf(w, "Renew\t%d\n", t.Renews)
-		_ = w.Flush()
-		if len(t.RemoteNamespaces) > 0 {
-			fmt.Fprintf(out, "Liqo's namespacemap controller then deletes the NamespaceMap's remote namespaces: %s\n",
-				strings.Join(t.RemoteNamespaces, ", "))
-		}
-	}
 }

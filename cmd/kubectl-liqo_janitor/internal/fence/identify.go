@@ -1,4 +1,4 @@
-package main
+package fence
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
 // Which cluster fence reached: not this consumer (kube-system's UID), and the marked provider itself (the
@@ -61,7 +62,7 @@ func readClusterID(ctx context.Context, c client.Client, ns string) (clusterIDRe
 	}
 	found := make([]string, 0, len(cms.Items))
 	for i := range cms.Items {
-		found = append(found, printable(cms.Items[i].Namespace+"/"+cms.Items[i].Name))
+		found = append(found, output.Printable(cms.Items[i].Namespace+"/"+cms.Items[i].Name))
 	}
 	if len(found) != 1 {
 		return clusterIDRead{}, &clusterIDError{ns: ns, found: found}
@@ -88,17 +89,17 @@ func checkNotConsumer(ctx context.Context, consumer client.Client, p *providerCo
 	local, err := kubeSystemUID(ctx, consumer)
 	if err != nil {
 		return fmt.Errorf("reading namespace kube-system on this cluster: %w (fence compares its UID with the provider's, "+
-			"to be sure %s does not reach this cluster itself); nothing was written", err, printable(p.via))
+			"to be sure %s does not reach this cluster itself); nothing was written", err, output.Printable(p.via))
 	}
 	remote, err := kubeSystemUID(ctx, p.c)
 	if err != nil {
 		return providerErr("reading namespace kube-system (fence compares its UID with this cluster's, to be sure "+
-			printable(p.via)+" does not reach this cluster itself)", err)
+			output.Printable(p.via)+" does not reach this cluster itself)", err)
 	}
 	if local == remote {
-		return lines{
+		return output.Lines{
 			fmt.Sprintf("%s reaches this cluster itself, not the provider: namespace kube-system has the same UID %s on both API servers.",
-				printable(p.via), local),
+				output.Printable(p.via), local),
 			"Nothing was deleted or written. Pass --provider-kubeconfig <file> with a kubeconfig of the provider.",
 		}
 	}
@@ -115,19 +116,19 @@ func checkProviderID(ctx context.Context, p *providerConn, ns string, fc *liqov1
 	if err != nil {
 		return clusterIDRead{}, unidentified(p, ns, fc, err)
 	}
-	next := "Nothing was deleted or written. Pass --provider-kubeconfig <file> with a kubeconfig of the provider " + printable(want) + "."
+	next := "Nothing was deleted or written. Pass --provider-kubeconfig <file> with a kubeconfig of the provider " + output.Printable(want) + "."
 	switch read.id {
 	case want:
 		return read, nil
 	case localID:
-		return clusterIDRead{}, lines{
-			fmt.Sprintf("%s reaches a cluster whose Liqo cluster ID is %s (%s): this consumer's own.", printable(p.via), printable(read.id), read.from),
+		return clusterIDRead{}, output.Lines{
+			fmt.Sprintf("%s reaches a cluster whose Liqo cluster ID is %s (%s): this consumer's own.", output.Printable(p.via), output.Printable(read.id), read.from),
 			next,
 		}
 	}
-	return clusterIDRead{}, lines{
+	return clusterIDRead{}, output.Lines{
 		fmt.Sprintf("wrong provider: %s reaches the Liqo cluster %s (%s there), not %s (ForeignCluster %s).",
-			printable(p.via), printable(read.id), read.from, printable(want), printable(fc.Name)),
+			output.Printable(p.via), output.Printable(read.id), read.from, output.Printable(want), output.Printable(fc.Name)),
 		next,
 	}
 }
@@ -135,11 +136,11 @@ func checkProviderID(ctx context.Context, p *providerConn, ns string, fc *liqov1
 // unidentified is fence's refusal when it could not read the provider's Liqo cluster ID, with the next
 // step for why.
 func unidentified(p *providerConn, ns string, fc *liqov1beta1.ForeignCluster, err error) error {
-	want := printable(string(fc.Spec.ClusterID))
-	msg := lines{
-		fmt.Sprintf("fence could not read the provider's Liqo cluster ID through %s: %s.", printable(p.via), printable(err.Error())),
+	want := output.Printable(string(fc.Spec.ClusterID))
+	msg := output.Lines{
+		fmt.Sprintf("fence could not read the provider's Liqo cluster ID through %s: %s.", output.Printable(p.via), output.Printable(err.Error())),
 		fmt.Sprintf("It acts only on a provider whose Liqo cluster ID it read there and that is %s (ForeignCluster %s): "+
-			"nothing was deleted on the provider or written on this cluster.", want, printable(fc.Name)),
+			"nothing was deleted on the provider or written on this cluster.", want, output.Printable(fc.Name)),
 	}
 	var idErr *clusterIDError
 	switch {
@@ -150,7 +151,7 @@ func unidentified(p *providerConn, ns string, fc *liqov1beta1.ForeignCluster, er
 		return append(msg,
 			"If Liqo runs in another namespace there, pass --provider-liqo-namespace <namespace> (on the provider: kubectl get configmaps -A -l "+
 				liqojanitor.ClusterIDConfigMapNameLabel+"="+liqojanitor.ClusterIDConfigMapNameValue+").",
-			"If Liqo is not installed there, "+printable(p.via)+" does not reach the provider: pass --provider-kubeconfig <file> "+
+			"If Liqo is not installed there, "+output.Printable(p.via)+" does not reach the provider: pass --provider-kubeconfig <file> "+
 				"with a kubeconfig of the provider "+want+".")
 	case errors.As(err, &idErr) && idErr.err == nil:
 		return append(msg, "Liqo itself cannot read its cluster ID there either (it takes exactly one such ConfigMap, with a "+
