@@ -415,7 +415,7 @@ func TestDecide(t *testing.T) {
 		},
 		"a fence record in the plugin's spelling, naming no return, is refused (the mutating webhook rewrites it)": {
 			review: inputs{Old: fc(id, returned, down), New: fc(id, with(returned, liqojanitor.FencedAnnotation,
-				liqojanitor.FencedRecord(now, "alice", "shadowpods 3")), down), permission: permitted},
+				liqojanitor.FenceRecord{At: now, By: "alice", Counts: "shadowpods 3"}.String()), down), permission: permitted},
 			wantCode:  http.StatusUnprocessableEntity,
 			wantPaths: []string{"metadata.annotations[liqo-janitor.io/fenced]"},
 		},

@@ -512,8 +512,8 @@ func TestAFenceRecordIsBreakGlassAndStampedWithTheRequester(t *testing.T) {
 
 	before := time.Now().Truncate(time.Second)
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: &forged})).To(Succeed())
-	at, rest, ok := liqojanitor.ParseFenced(get(t, fc).Annotations[liqojanitor.FencedAnnotation])
+	rec, ok := liqojanitor.ParseFenceRecord(get(t, fc).Annotations[liqojanitor.FencedAnnotation])
 	g.Expect(ok).To(BeTrue())
-	g.Expect(rest).To(Equal("by alice: shadowpods 3, pods 3"), "the requester, the counts kept")
-	g.Expect(at).To(BeTemporally(">=", before), "the gate's time, not the request's")
+	g.Expect([]string{rec.By, rec.Counts}).To(Equal([]string{"alice", "shadowpods 3, pods 3"}), "the requester, the counts kept")
+	g.Expect(rec.At).To(BeTemporally(">=", before), "the gate's time, not the request's")
 }

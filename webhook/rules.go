@@ -248,9 +248,9 @@ func checkReturnRecorded(r *inputs) field.ErrorList {
 // as the mutating webhook writes it (rule 15): nobody records a fence in another's name, backdated,
 // future-dated, or for another return.
 func checkFenceRecord(r *inputs) field.ErrorList {
-	rec, ok := liqojanitor.ParseFencedRecord(r.New.Annotations[liqojanitor.FencedAnnotation])
+	rec, ok := liqojanitor.ParseFenceRecord(r.New.Annotations[liqojanitor.FencedAnnotation])
 	returned, recorded := liqojanitor.ReturnRecordedAt(r.Old.Annotations)
-	if ok && recorded && rec.By == r.User.Username && rec.Return.Equal(returned) &&
+	if ok && rec.Stamped() && recorded && rec.By == r.User.Username && rec.Return.Equal(returned) &&
 		!rec.At.After(r.Now.Add(clockSkew)) && r.Now.Sub(rec.At) <= stampWindow {
 		return nil
 	}

@@ -18,10 +18,8 @@ import (
 // spelling, "<time> by <user>: <counts>[; fences the return at <time>]"; the whole value if it is neither).
 func fenceRecord(value, user string, returned, now time.Time) string {
 	counts := value
-	if _, rest, ok := liqojanitor.ParseFenced(value); ok {
-		if _, c, found := strings.Cut(rest, ": "); found {
-			counts = c
-		}
+	if rec, ok := liqojanitor.ParseFenceRecord(value); ok {
+		counts = rec.Counts
 	}
 	return liqojanitor.FenceRecord{At: now, By: user, Return: returned, Counts: counts}.String()
 }

@@ -227,10 +227,10 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 		g.Expect(providerRVs(t, prov, []client.Object{obj})).To(HaveKeyWithValue(key, providerBefore[key]), "untouched")
 	}
 	record := annotations(t, dead)[liqojanitor.FencedAnnotation]
-	at, rest, ok := liqojanitor.ParseFenced(record)
-	g.Expect(ok).To(BeTrue(), "the fenced record %q", record)
-	g.Expect(at).To(BeTemporally("~", time.Now(), time.Minute))
-	g.Expect(rest).To(MatchRegexp(`^by \S+: shadowpods 3, pods 3$`))
+	rec, ok := liqojanitor.ParseFenceRecord(record)
+	g.Expect(ok && rec.By != "").To(BeTrue(), "the fenced record %q", record)
+	g.Expect(rec.At).To(BeTemporally("~", time.Now(), time.Minute))
+	g.Expect(rec.Counts).To(Equal("shadowpods 3, pods 3"))
 	for k, v := range rvs(t, live) {
 		g.Expect(consumerBefore).To(HaveKeyWithValue(k, v), "nothing of the live provider")
 	}
@@ -389,8 +389,8 @@ func TestFenceAllRemovesThisConsumersTenantCopiesInLiqosOrder(t *testing.T) {
 	g.Expect(iRS < iNM && iNS < iRN).To(BeTrue(), "ResourceSlices, then NamespaceMaps and their namespaces, then Renews")
 	g.Expect(allGone(t, prov, w.mine)()).To(BeEmpty())
 	g.Expect(providerRVs(t, prov, w.kept)).To(Equal(before), "the tenant namespaces, the other consumer's copies and namespaces")
-	_, rest, _ := liqojanitor.ParseFenced(annotations(t, dead)[liqojanitor.FencedAnnotation])
-	g.Expect(rest).To(HaveSuffix(": shadowpods 2, pods 2, resourceslices 1, namespacemaps 1, renews 1, namespaces 2"))
+	rec, _ := liqojanitor.ParseFenceRecord(annotations(t, dead)[liqojanitor.FencedAnnotation])
+	g.Expect(rec.Counts).To(Equal("shadowpods 2, pods 2, resourceslices 1, namespacemaps 1, renews 1, namespaces 2"))
 }
 
 func TestFenceTimesOutSayingWhatIsLeftAndWhy(t *testing.T) {

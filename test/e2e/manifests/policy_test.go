@@ -287,9 +287,9 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 		{"bob may not unpause it", bob, map[string]*string{liqojanitor.PausedAnnotation: nil}, `user "bob" may not unpause it`},
 		{"alice may", alice, map[string]*string{liqojanitor.PausedAnnotation: nil}, ""},
 		{"the janitor records a return", janitor, map[string]*string{liqojanitor.CleanupAnnotation: &returned}, ""},
-		{"bob may not record a fence", bob, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "bob", "shadowpods 1"))},
+		{"bob may not record a fence", bob, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FenceRecord{At: time.Now(), By: "bob", Counts: "shadowpods 1"}.String())},
 			`user "bob" may not record a fence (liqo-janitor.io/fenced)`},
-		{"alice may, in her own name", alice, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "alice", "shadowpods 1"))}, ""},
+		{"alice may, in her own name", alice, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FenceRecord{At: time.Now(), By: "alice", Counts: "shadowpods 1"}.String())}, ""},
 		{"bob may not remove the mark", bob, map[string]*string{liqojanitor.MarkAnnotation: nil}, `user "bob" may not remove its permanently-unreachable mark`},
 		{"alice may", alice, map[string]*string{liqojanitor.MarkAnnotation: nil}, ""},
 		{"on an unmarked cluster bob may pause and unpause", bob, map[string]*string{liqojanitor.PausedAnnotation: s("true")}, ""},
@@ -305,7 +305,7 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 	}
 	// alice marks again; a fence record in another's name is refused, even to her
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: s("true"), liqojanitor.FencedAnnotation: nil})).To(Succeed())
-	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "bob", "shadowpods 1"))})
+	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FenceRecord{At: time.Now(), By: "bob", Counts: "shadowpods 1"}.String())})
 	expectPolicyDenied(g, err, `one naming another user is refused`)
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	got := &liqov1beta1.ForeignCluster{}
@@ -328,7 +328,7 @@ func TestPolicyKeepsTheKeysAheadOfTheMarkWithoutTheGate(t *testing.T) {
 	alice, bob, janitor := impersonate(t, "alice"), impersonate(t, "bob"), impersonate(t, janitorUser)
 	const id = "provider-armed"
 	fc := createForeignCluster(t, id, nil)
-	fence := func(user string) *string { return s(liqojanitor.FencedRecord(time.Now(), user, "shadowpods 1")) }
+	fence := func(user string) *string { return s(liqojanitor.FenceRecord{At: time.Now(), By: user, Counts: "shadowpods 1"}.String()) }
 	// wait until the verb is granted (an early success of the dry run changes nothing)
 	g.Eventually(func() error {
 		return annotate(ctx, alice, id, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, client.DryRunAll)
