@@ -43,10 +43,7 @@ var unmarkRemoves = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedBy
 func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, now time.Time) (set map[string]string, remove []string) {
 	switch transitionOf(old, fc) {
 	case marking:
-		set = map[string]string{
-			liqojanitor.MarkedByAnnotation: user,
-			liqojanitor.MarkedAtAnnotation: now.UTC().Format(time.RFC3339),
-		}
+		set = liqojanitor.MarkStamp{By: user, At: now}.Annotations()
 		if uninstaller {
 			if _, ok := fc.Annotations[liqojanitor.ConfirmAnnotation]; !ok {
 				set[liqojanitor.ConfirmAnnotation] = string(fc.Spec.ClusterID)
