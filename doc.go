@@ -1,8 +1,9 @@
 // Package liqojanitor is liqo-janitor's shared vocabulary: what the dead mark is and what it means on a
 // ForeignCluster (the annotations, IsMarked, Confirmed, MarkedAt, APIServerStatus and Reachable, a
-// cluster ID's ForeignClusters), the Liqo labels and finalizers both halves match on, and the scheme that
-// knows the Kubernetes and Liqo types. The gate (package webhook) and the janitor (package janitor) both
-// import it and neither owns it; it imports neither.
+// cluster ID's ForeignClusters), the break-glass verb and its ClusterRole, the Liqo labels, finalizers and
+// install names (its namespace, its uninstaller's ServiceAccount) the components match on, and the scheme
+// that knows the Kubernetes and Liqo types. The gate (package webhook), the janitor (package janitor) and the
+// plugin import it and none owns it; it imports none of them.
 //
 // It is the module's root package, as Go projects keep their domain vocabulary: the top level of the
 // repository stays cmd, webhook, janitor, manifests and test, and a reader reads liqojanitor.IsMarked(fc)

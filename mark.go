@@ -103,6 +103,28 @@ const (
 	NamespaceOffloadingFinalizer = "namespaceoffloading-controller.liqo.io/finalizer"
 )
 
+// The break-glass permission (gate rule 5): setting or removing the mark needs this verb on
+// foreignclusters.core.liqo.io beyond update. The gate checks it with a SubjectAccessReview, the policy
+// with CEL's authorizer, the plugin with a SelfSubjectAccessReview; the install ships it in a ClusterRole
+// bound to nobody.
+const (
+	// MarkVerb is the break-glass verb, beyond plain update.
+	MarkVerb = "mark-unreachable"
+	// MarkRoleName is the ClusterRole the manifests ship to grant the break-glass verb.
+	MarkRoleName = Name + ":mark-unreachable"
+)
+
+// Liqo's install, as its chart and liqoctl make it.
+const (
+	// DefaultLiqoNamespace is the namespace Liqo is installed in unless told otherwise: the default of
+	// --liqo-namespace, in the binary and in the plugin.
+	DefaultLiqoNamespace = consts.DefaultLiqoNamespace
+	// LiqoPreDeleteServiceAccount is the ServiceAccount, in Liqo's namespace, of the Job Liqo's chart runs
+	// before it uninstalls (its pre-delete hook; with uninstaller.forceUninstall, Liqo's PR #3333, it
+	// bare-marks every ForeignCluster).
+	LiqoPreDeleteServiceAccount = "liqo-pre-delete"
+)
+
 // IsMarked reports whether annotations carry the mark with the one value Liqo honours.
 func IsMarked(annotations map[string]string) bool {
 	return annotations[MarkAnnotation] == MarkValue

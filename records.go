@@ -60,6 +60,12 @@ func MarkStampOf(annotations map[string]string) MarkStamp {
 	return MarkStamp{By: annotations[MarkedByAnnotation], At: at}
 }
 
+// Annotations are the stamps as the gate writes them: marked-by, and marked-at in RFC 3339 (UTC, whole
+// seconds).
+func (m MarkStamp) Annotations() map[string]string {
+	return map[string]string{MarkedByAnnotation: m.By, MarkedAtAnnotation: m.At.UTC().Format(time.RFC3339)}
+}
+
 // Describe says who marked the cluster and when, for a person: "alice at 2026-12-02T01:00:00Z". A missing
 // stamp says so, with the janitor's first sight of the mark when it has one: "an unknown user (no
 // marked-by stamp) at an unknown time (no marked-at stamp), first seen by the janitor at …".

@@ -168,6 +168,10 @@ func TestMarkStampDescribe(t *testing.T) {
 		"an unreadable marked-at": {map[string]string{MarkedByAnnotation: "bob", MarkedAtAnnotation: "noon"}, time.Time{},
 			"bob at an unknown time (no marked-at stamp)"},
 	}
+	stamp := MarkStamp{By: "alice", At: time.Date(2026, 12, 2, 2, 0, 0, 0, time.FixedZone("CET", 3600))}
+	if got := MarkStampOf(stamp.Annotations()); got.By != "alice" || !got.At.Equal(stamp.At) {
+		t.Fatalf("the stamps round-trip: %+v from %v", got, stamp.Annotations())
+	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			if got := MarkStampOf(tc.annotations).Describe(tc.firstSeen); got != tc.want {

@@ -27,76 +27,62 @@ const (
 // fencesReturnPart ends a stamped fence record: the time of the janitor's recorded return it fences.
 const fencesReturnPart = "; fences the return at "
 
-// FenceRecord is the operator's fence record as the gate stamps it (gate rule 15): the gate writes At
-// (the request's time), By (the requesting user) and Return (the janitor's recorded return of the current
-// mark, ReturnRecordedAt) whatever the request carried, and keeps the request's Counts.
+// FenceRecord is the operator's fence record (FencedAnnotation). `kubectl liqo-janitor fence` sends At,
+// By and Counts; the gate stamps it (gate rule 15): it writes At (the request's time), By (the requesting
+// user) and Return (the janitor's recorded return of the current mark, ReturnRecordedAt) whatever the
+// request carried, and keeps the request's Counts. Only a stamped record fences a return (Stamped).
 type FenceRecord struct {
-	// At is when the gate stamped the record.
+	// At is when the record was written (stamped: when the gate stamped it).
 	At time.Time
 	// By is the user whose request recorded the fence.
 	By string
-	// Return is the time of the janitor's record of the return this fence stops.
+	// Return is the time of the janitor's record of the return this fence stops; zero in the plugin's
+	// request, before the gate stamps it.
 	Return time.Time
 	// Counts says what the fence stopped, e.g. "shadowpods 12, pods 12".
 	Counts string
 }
 
-// String is the record's FencedAnnotation value: "<At> by <By>: <Counts>; fences the return at <Return>"
-// (RFC 3339, UTC; At in whole seconds, Return to the fraction the janitor recorded, so that it reads back
-// as the very instant of the janitor's record).
+// String is the record's FencedAnnotation value: "<At> by <By>: <Counts>", and "; fences the return at
+// <Return>" once stamped (RFC 3339, UTC; At in whole seconds, Return to the fraction the janitor recorded,
+// so that it reads back as the very instant of the janitor's record).
 func (r FenceRecord) String() string {
-	return FencedRecord(r.At, r.By, r.Counts) + fencesReturnPart + r.Return.UTC().Format(time.RFC3339Nano)
-}
-
-// FencedRecord is the value `kubectl liqo-janitor fence` sends: when, by whom, and what the fence stopped
-// (e.g. "shadowpods 12, pods 12"), without the return it fences. The gate rewrites it into the stamped
-// form (FenceRecord.String), keeping only the counts.
-func FencedRecord(at time.Time, by, counts string) string {
-	return fmt.Sprintf("%s by %s: %s", at.UTC().Format(time.RFC3339), by, counts)
-}
-
-// ParseFenced reads a FencedAnnotation value in either spelling (the stamped one, or FencedRecord's
-// without the return): the time it was written and the rest without the return it fences ("by <user>:
-// <counts>"). It is lenient: ok needs only the leading time.
-func ParseFenced(v string) (at time.Time, rest string, ok bool) {
-	at, rest, _, ok = splitFenced(v)
-	return at, rest, ok
-}
-
-// ParseFencedRecord reads a FencedAnnotation value in the stamped form the gate writes: ok only when it
-// carries a readable time, a non-empty user ("by <user>: " — the user ends at the first ": ") and the
-// return it fences. A record in FencedRecord's spelling (no return) or anything else is not ok: it fences
-// no return. Counts may be empty.
-func ParseFencedRecord(v string) (FenceRecord, bool) {
-	at, rest, ret, ok := splitFenced(v)
-	if !ok || ret.IsZero() {
-		return FenceRecord{}, false
+	s := fmt.Sprintf("%s by %s: %s", r.At.UTC().Format(time.RFC3339), r.By, r.Counts)
+	if r.Return.IsZero() {
+		return s
 	}
-	named, isBy := strings.CutPrefix(rest, "by ")
-	by, counts, found := strings.Cut(named, ": ")
-	if !isBy || !found || by == "" {
-		return FenceRecord{}, false
-	}
-	return FenceRecord{At: at, By: by, Return: ret, Counts: counts}, true
+	return s + fencesReturnPart + r.Return.UTC().Format(time.RFC3339Nano)
 }
 
-// splitFenced cuts a FencedAnnotation value into its leading time, the part after it without the return,
-// and the return's time (zero when the value names none).
-func splitFenced(v string) (at time.Time, rest string, ret time.Time, ok bool) {
+// Stamped reports whether the record is in the form the gate stamps: it names its user and the return it
+// fences. Any other record fences no return.
+func (r FenceRecord) Stamped() bool { return r.By != "" && !r.Return.IsZero() }
+
+// ParseFenceRecord reads a FencedAnnotation value in either form: ok when it carries a readable time and
+// "by <user>: " (the user ends at the first ": "; it may be empty, which no stamped record is), Counts
+// after it. Return is the return it fences when the last part names a readable time, zero otherwise (an
+// unreadable one is part of the counts).
+func ParseFenceRecord(v string) (FenceRecord, bool) {
 	ts, rest, found := strings.Cut(v, " ")
 	if !found {
-		return time.Time{}, "", time.Time{}, false
+		return FenceRecord{}, false
 	}
 	at, err := time.Parse(time.RFC3339, ts)
 	if err != nil {
-		return time.Time{}, "", time.Time{}, false
+		return FenceRecord{}, false
 	}
+	var ret time.Time
 	if i := strings.LastIndex(rest, fencesReturnPart); i >= 0 {
 		if r, err := time.Parse(time.RFC3339, rest[i+len(fencesReturnPart):]); err == nil {
-			return at, rest[:i], r, true
+			rest, ret = rest[:i], r
 		}
 	}
-	return at, rest, time.Time{}, true
+	named, isBy := strings.CutPrefix(rest, "by ")
+	by, counts, found := strings.Cut(named, ": ")
+	if !isBy || !found {
+		return FenceRecord{}, false
+	}
+	return FenceRecord{At: at, By: by, Return: ret, Counts: counts}, true
 }
 
 // ReturnRecordedAt is the time of the janitor's record of a return of the current mark in annotations:

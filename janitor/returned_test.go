@@ -89,7 +89,7 @@ func TestTheReturnSummarySaysItFirstAndKeepsItsRecord(t *testing.T) {
 	stamped := func(at time.Time, by, counts string) string { // as the gate stamps it, for this return
 		return liqojanitor.FenceRecord{At: at, By: by, Return: l.Returned.at, Counts: counts}.String()
 	}
-	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FencedRecord(now.Add(time.Minute), "bob", "shadowpods 12, pods 12")
+	fc.Annotations[liqojanitor.FencedAnnotation] = liqojanitor.FenceRecord{At: now.Add(time.Minute), By: "bob", Counts: "shadowpods 12, pods 12"}.String()
 	if got := returnSummary(fc, l.Returned, later); got != first {
 		t.Fatalf("a fence record the gate did not stamp: %q, want %q", got, first)
 	}

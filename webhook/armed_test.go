@@ -112,8 +112,8 @@ func recordReturn(t *testing.T, fc *liqov1beta1.ForeignCluster, at time.Time) ti
 func fencedRecord(t *testing.T, fc *liqov1beta1.ForeignCluster) liqojanitor.FenceRecord {
 	t.Helper()
 	v := get(t, fc).Annotations[liqojanitor.FencedAnnotation]
-	rec, ok := liqojanitor.ParseFencedRecord(v)
-	NewWithT(t).Expect(ok).To(BeTrue(), "the stored fence record %q is in the gate's stamped form", v)
+	rec, ok := liqojanitor.ParseFenceRecord(v)
+	NewWithT(t).Expect(ok && rec.Stamped()).To(BeTrue(), "the stored fence record %q is in the gate's stamped form", v)
 	return rec
 }
 
@@ -141,7 +141,7 @@ func TestAFencePlacedAheadOfTheMarkNeverSurvivesIntoIt(t *testing.T) {
 
 	// the mark's own fence, once the janitor recorded a return, goes with the mark
 	recordReturn(t, fc, time.Now())
-	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), markerUser, "pods 1"))})).To(Succeed())
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FenceRecord{At: time.Now(), By: markerUser, Counts: "pods 1"}.String())})).To(Succeed())
 	g.Expect(get(t, fc).Annotations).To(HaveKey(liqojanitor.FencedAnnotation))
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.FencedAnnotation), "unmarking drops the record")
@@ -159,7 +159,7 @@ func TestAFenceRecordIsRestampedWithTheReturnItFences(t *testing.T) {
 	ctx := t.Context()
 	fc := markedProvider(t)
 
-	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), markerUser, "pods 3"))})
+	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FenceRecord{At: time.Now(), By: markerUser, Counts: "pods 3"}.String())})
 	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/fenced]", fc,
 		"nothing to fence: the janitor has recorded no return of this provider", "kubectl liqo-janitor status "+fc.Name)
 	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.FencedAnnotation))
@@ -168,7 +168,7 @@ func TestAFenceRecordIsRestampedWithTheReturnItFences(t *testing.T) {
 	for value, counts := range map[string]string{
 		"2099-01-01T00:00:00Z by admin@corp: shadowpods 12, pods 12; fences the return at 2099-01-01T00:00:00Z": "shadowpods 12, pods 12",
 		"fenced by hand": "fenced by hand",
-		liqojanitor.FencedRecord(time.Now(), markerUser, "shadowpods 3, pods 3"): "shadowpods 3, pods 3",
+		liqojanitor.FenceRecord{At: time.Now(), By: markerUser, Counts: "shadowpods 3, pods 3"}.String(): "shadowpods 3, pods 3",
 	} {
 		before := time.Now().Truncate(time.Second)
 		g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: &value})).To(Succeed(), "recording %q", value)

@@ -68,19 +68,19 @@ func decideDelete(d *deletion) verdict {
 	var v verdict
 	switch {
 	case !liqojanitor.IsMarked(d.Old.Annotations):
-		v.Reason = ReasonOther
+		v.Reason = reasonOther
 	case !d.running():
-		v.Reason = ReasonDeleted
+		v.Reason = reasonDeleted
 	case !overrides(d.Old):
-		v.deny(ReasonUnpeering, field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.UnpeeringAnnotation), msgUnpeeringRuns(d))})
+		v.deny(reasonUnpeering, field.ErrorList{field.Forbidden(annotationsPath.Key(liqojanitor.UnpeeringAnnotation), msgUnpeeringRuns(d))})
 	case d.permission.Err != nil:
-		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(overridePath, msgPermissionUnknown(d.Old, d.permission.Err))})
+		v.deny(reasonPermission, field.ErrorList{field.Forbidden(overridePath, msgPermissionUnknown(d.Old, d.permission.Err))})
 		v.unauthorized = true
 	case !d.permission.Allowed:
-		v.deny(ReasonPermission, field.ErrorList{field.Forbidden(overridePath, msgOverrideDenied(d))})
+		v.deny(reasonPermission, field.ErrorList{field.Forbidden(overridePath, msgOverrideDenied(d))})
 		v.unauthorized = true
 	default:
-		v.Reason = ReasonOverride
+		v.Reason = reasonOverride
 		v.Warnings = append(v.Warnings, warnOverridden(d))
 	}
 	return v

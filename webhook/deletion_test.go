@@ -28,7 +28,7 @@ func TestDecideDelete(t *testing.T) {
 		wantWarning string
 	}{
 		"an unmarked ForeignCluster is deleted untouched, tenant namespace or not": {
-			d: deletion{Old: fc(id, confirmed), TenantNamespaces: tenant}, wantAllowed: true, wantReason: ReasonOther,
+			d: deletion{Old: fc(id, confirmed), TenantNamespaces: tenant}, wantAllowed: true, wantReason: reasonOther,
 		},
 		"a marked ForeignCluster whose tenant namespace exists stays (rule 16)": {
 			d:         deletion{Old: fc(id, marked), TenantNamespaces: tenant},
@@ -38,7 +38,7 @@ func TestDecideDelete(t *testing.T) {
 				"kubectl delete namespace liqo-tenant-provider-a", "liqoctl force unpeer provider-a",
 				"kubectl liqo-janitor status provider-a says unpeering complete",
 				"kubectl annotate foreigncluster provider-a liqo-janitor.io/allow-delete-while-unpeering=provider-a --overwrite"},
-			wantReason: ReasonUnpeering,
+			wantReason: reasonUnpeering,
 		},
 		"a Terminating tenant namespace still counts; the next step is to wait": {
 			d:         deletion{Old: fc(id, marked), TenantNamespaces: terminating},
@@ -61,10 +61,10 @@ func TestDecideDelete(t *testing.T) {
 			wantInMsg: []string{"cannot be listed (timeout)"},
 		},
 		"a marked ForeignCluster whose record is complete and whose namespace is gone is deleted": {
-			d: deletion{Old: fc(id, with(marked, liqojanitor.UnpeeringAnnotation, complete))}, wantAllowed: true, wantReason: ReasonDeleted,
+			d: deletion{Old: fc(id, with(marked, liqojanitor.UnpeeringAnnotation, complete))}, wantAllowed: true, wantReason: reasonDeleted,
 		},
 		"a marked ForeignCluster with no record and no namespace is deleted (the janitor never ran)": {
-			d: deletion{Old: fc(id, marked)}, wantAllowed: true, wantReason: ReasonDeleted,
+			d: deletion{Old: fc(id, marked)}, wantAllowed: true, wantReason: reasonDeleted,
 		},
 		"a complete record does not outweigh a namespace that is back": {
 			d:        deletion{Old: fc(id, with(marked, liqojanitor.UnpeeringAnnotation, complete)), TenantNamespaces: tenant},
@@ -72,7 +72,7 @@ func TestDecideDelete(t *testing.T) {
 		},
 		"the override with the verb lets it go, with a warning (rule 17)": {
 			d: deletion{Old: fc(id, overridden), TenantNamespaces: tenant, permission: permitted}, wantAllowed: true,
-			wantReason: ReasonOverride, wantWarning: "deleted while its unpeering runs, by the break-glass override",
+			wantReason: reasonOverride, wantWarning: "deleted while its unpeering runs, by the break-glass override",
 		},
 		"the override without the verb is forbidden": {
 			d:         deletion{Old: fc(id, overridden), TenantNamespaces: tenant, permission: permission{Reason: "no RBAC policy matched"}},

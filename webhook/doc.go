@@ -7,6 +7,18 @@
 // the janitor's identity, Liqo's uninstaller identities and the time; the handlers in gate.go only gather
 // those inputs.
 //
+// # Reading order
+//
+// options.go is what the binary configures. gate.go serves the webhooks: Setup, the handlers, and the
+// reads that gather a decision's inputs (Liqo's cluster-ID ConfigMap, the other ForeignClusters of the
+// cluster ID, its tenant namespaces, the break-glass SubjectAccessReview, the probe). decision.go is the
+// decision on CREATE and UPDATE: its inputs, what the request does to the mark (transition), the verdict
+// and its reasons, and decide, which runs the checks of rules.go (one or more per rule below). stamp.go is
+// the mutating webhook's decision, deletion.go the decision on DELETE (rules 16 and 17). messages.go words
+// every refusal and warning with its next step; metrics.go counts the verdicts by reason. The tables of
+// decision_test.go, stamp_test.go and deletion_test.go try the pure decisions; gate_test.go and the other
+// tests of package webhook_test try them through a real API server with the generated configurations.
+//
 // # The gate's rules
 //
 // Rules 1 to 15, 18 and 19 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the

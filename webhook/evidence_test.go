@@ -16,7 +16,6 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // Evidence of death (issue 16): the gate accepts a mark only on evidence Liqo keeps current, and only the
@@ -108,7 +107,7 @@ func TestNoEvidenceNeedsASecondKey(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := newProvider(t, "", 0)
-	denied := map[string]string{"operation": "UPDATE", "result": "denied", "reason": webhook.ReasonNoEvidence}
+	denied := map[string]string{"operation": "UPDATE", "result": "denied", "reason": "NoEvidence"}
 	seen := harness.Metric("liqo_janitor_gate_decisions_total", denied)
 
 	err := fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))
@@ -161,7 +160,7 @@ func TestTheGateProbesTheProviderItself(t *testing.T) {
 	latest.Status.ForeignProxyURL = provider.URL
 	g.Expect(env.Client.Status().Update(ctx, latest)).To(Succeed())
 
-	vetoed := map[string]string{"operation": "UPDATE", "result": "denied", "reason": webhook.ReasonProviderAnswers}
+	vetoed := map[string]string{"operation": "UPDATE", "result": "denied", "reason": "ProviderAnswers"}
 	seen := harness.Metric("liqo_janitor_gate_decisions_total", vetoed)
 	err := fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))
 	expectDenied(t, err, http.StatusUnprocessableEntity, "status.conditions", fc,

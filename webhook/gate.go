@@ -206,7 +206,7 @@ func (g *gate) ValidateDelete(ctx context.Context, old *liqov1beta1.ForeignClust
 		}
 	}
 	v := decideDelete(d)
-	if v.Reason == ReasonOverride {
+	if v.Reason == reasonOverride {
 		// The API server's audit log has the request; the gate's log says what the override let through.
 		logf.FromContext(ctx).Info("Deleting a ForeignCluster while its unpeering runs, by the break-glass override",
 			"foreignCluster", klog.KObj(old), "clusterID", old.Spec.ClusterID, "user", req.UserInfo.Username,
@@ -274,7 +274,7 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		r.Probe = g.probe(ctx, fc)
 		v = decide(r, g.options)
 	}
-	if v.Reason == ReasonUninstallerMark && !ptr.Deref(req.DryRun, false) {
+	if v.Reason == reasonUninstallerMark && !ptr.Deref(req.DryRun, false) {
 		g.recordUninstallerMark(ctx, fc, req.UserInfo.Username)
 	}
 	countDecision(string(req.Operation), &v)
@@ -288,7 +288,7 @@ func (g *gate) recordUninstallerMark(ctx context.Context, fc *liqov1beta1.Foreig
 	logf.FromContext(ctx).Info("Accepting a mark by Liqo's uninstaller", "foreignCluster", klog.KObj(fc),
 		"clusterID", fc.Spec.ClusterID, "user", user)
 	if g.recorder != nil {
-		g.recorder.Eventf(fc, nil, corev1.EventTypeNormal, ReasonUninstallerMark, "Mark", "%s", msgUninstallerMark(fc, user))
+		g.recorder.Eventf(fc, nil, corev1.EventTypeNormal, reasonUninstallerMark, "Mark", "%s", msgUninstallerMark(fc, user))
 	}
 }
 
@@ -352,7 +352,7 @@ func (g *gate) checkPermission(ctx context.Context, fc *liqov1beta1.ForeignClust
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra(user.Extra),
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: MarkVerb, Group: liqov1beta1.GroupVersion.Group, Version: liqov1beta1.GroupVersion.Version,
+			Verb: liqojanitor.MarkVerb, Group: liqov1beta1.GroupVersion.Group, Version: liqov1beta1.GroupVersion.Version,
 			Resource: "foreignclusters", Name: fc.Name,
 		},
 	}}

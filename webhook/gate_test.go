@@ -258,10 +258,10 @@ func TestBreakGlassPermissionWithRealRBAC(t *testing.T) {
 	err := fixture.Annotate(ctx, bob, fc, markAndConfirm(fc))
 	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]", fc,
 		`user "bob" may not mark it permanently unreachable`,
-		"kubectl create clusterrolebinding mark-unreachable-bob --clusterrole="+webhook.MarkRoleName+" --user=bob")
+		"kubectl create clusterrolebinding mark-unreachable-bob --clusterrole="+liqojanitor.MarkRoleName+" --user=bob")
 
 	// once bound to the shipped ClusterRole, bob may mark; the stamp names him
-	b := harness.ClusterRoleBinding("mark-unreachable-bob", webhook.MarkRoleName, plainUser)
+	b := harness.ClusterRoleBinding("mark-unreachable-bob", liqojanitor.MarkRoleName, plainUser)
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
 	g.Eventually(func() error { return fixture.Annotate(ctx, bob, fc, markAndConfirm(fc)) }).Should(Succeed())
 	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, plainUser))
@@ -455,7 +455,7 @@ func TestMarkingADuplicateOfALiveClusterIsDenied(t *testing.T) {
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: live.Spec.ClusterID}}
 	g.Expect(env.Client.Create(ctx, dup)).To(Succeed())
 
-	deniedDuplicate := map[string]string{"operation": "UPDATE", "result": "denied", "reason": webhook.ReasonDuplicate}
+	deniedDuplicate := map[string]string{"operation": "UPDATE", "result": "denied", "reason": "Duplicate"}
 	seen := harness.Metric("liqo_janitor_gate_decisions_total", deniedDuplicate)
 	err := fixture.Annotate(ctx, alice, dup, markAndConfirm(dup))
 	expectDenied(t, err, http.StatusUnprocessableEntity, "spec.clusterID", dup,
@@ -512,8 +512,8 @@ func TestAFenceRecordIsBreakGlassAndStampedWithTheRequester(t *testing.T) {
 
 	before := time.Now().Truncate(time.Second)
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: &forged})).To(Succeed())
-	at, rest, ok := liqojanitor.ParseFenced(get(t, fc).Annotations[liqojanitor.FencedAnnotation])
+	rec, ok := liqojanitor.ParseFenceRecord(get(t, fc).Annotations[liqojanitor.FencedAnnotation])
 	g.Expect(ok).To(BeTrue())
-	g.Expect(rest).To(Equal("by alice: shadowpods 3, pods 3"), "the requester, the counts kept")
-	g.Expect(at).To(BeTemporally(">=", before), "the gate's time, not the request's")
+	g.Expect([]string{rec.By, rec.Counts}).To(Equal([]string{"alice", "shadowpods 3, pods 3"}), "the requester, the counts kept")
+	g.Expect(rec.At).To(BeTemporally(">=", before), "the gate's time, not the request's")
 }

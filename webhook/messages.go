@@ -12,12 +12,6 @@ import (
 
 // Messages are for a person at a terminal: what was refused, why, and the exact next step.
 
-// MarkRoleName is the ClusterRole the manifests ship to grant the break-glass verb.
-const MarkRoleName = liqojanitor.Name + ":mark-unreachable"
-
-// MarkVerb is the break-glass verb checked with a SubjectAccessReview, beyond plain update.
-const MarkVerb = "mark-unreachable"
-
 func describe(fc *liqov1beta1.ForeignCluster) string {
 	if fc.Name == string(fc.Spec.ClusterID) {
 		return fmt.Sprintf("ForeignCluster %q", fc.Name)
@@ -167,7 +161,7 @@ func msgProviderAnswers(fc *liqov1beta1.ForeignCluster, url string) string {
 func msgLabelLocked(fc *liqov1beta1.ForeignCluster, key string) string {
 	return fmt.Sprintf("%s: the label %s cannot change while the cluster is marked permanently unreachable (it decides "+
 		"which ForeignCluster Liqo probes for the cluster ID); restore it, or remove the mark first (this needs the %s "+
-		"permission): %s", describe(fc), key, MarkVerb, unmarkCmd(fc))
+		"permission): %s", describe(fc), key, liqojanitor.MarkVerb, unmarkCmd(fc))
 }
 
 func msgJanitorOwned(fc *liqov1beta1.ForeignCluster, key string) string {
@@ -204,7 +198,7 @@ func msgNotStamped(fc *liqov1beta1.ForeignCluster) string {
 func msgImmutable(fc *liqov1beta1.ForeignCluster, key string) string {
 	return fmt.Sprintf("%s: %s cannot change while the cluster is marked permanently unreachable; restore its previous value, "+
 		"or remove the mark first (this needs the %s permission): %s",
-		describe(fc), key, MarkVerb, unmarkCmd(fc))
+		describe(fc), key, liqojanitor.MarkVerb, unmarkCmd(fc))
 }
 
 func msgStampWithoutMark(fc *liqov1beta1.ForeignCluster, key string) string {
@@ -214,7 +208,7 @@ func msgStampWithoutMark(fc *liqov1beta1.ForeignCluster, key string) string {
 
 func msgPermissionUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
 	return fmt.Sprintf("%s: cannot check the %s permission with a SubjectAccessReview (%v); nothing was changed, retry",
-		describe(fc), MarkVerb, err)
+		describe(fc), liqojanitor.MarkVerb, err)
 }
 
 func msgPermissionDenied(old, fc *liqov1beta1.ForeignCluster, user string, t transition, reason string) string {
@@ -234,7 +228,7 @@ func msgPermissionDenied(old, fc *liqov1beta1.ForeignCluster, user string, t tra
 	}
 	msg := fmt.Sprintf("%s: user %q may not %s: that needs verb %s on foreignclusters.core.liqo.io, beyond update; "+
 		"a cluster admin can grant it with: kubectl create clusterrolebinding %s --clusterrole=%s --user=%s",
-		describe(fc), user, action, MarkVerb, bindingName(user), MarkRoleName, user)
+		describe(fc), user, action, liqojanitor.MarkVerb, bindingName(user), liqojanitor.MarkRoleName, user)
 	if t == notMarked {
 		msg += fmt.Sprintf("; or ask a holder of the verb to confirm it (%s) or to mark it in one request "+
 			"(kubectl liqo-janitor mark %s)", annotateCmd(fc, confirmKV(fc)), fc.Name)
@@ -325,7 +319,7 @@ func msgUnpeeringRuns(d *deletion) string {
 		"back: Liqo's foreigncluster controller re-creates it within seconds from the peering objects left, WITHOUT the mark, "+
 		"so Liqo would wait for the provider as if it were alive again and liqo-janitor's record of the mark would be lost. "+
 		"Next: %s; to delete it anyway, break-glass (needs verb %s, audited)%s: %s, then kubectl delete foreigncluster %s",
-		describe(fc), leftToUnpeer(d), next, MarkVerb, override, annotateCmd(fc, overrideKV(fc)), fc.Name)
+		describe(fc), leftToUnpeer(d), next, liqojanitor.MarkVerb, override, annotateCmd(fc, overrideKV(fc)), fc.Name)
 }
 
 func msgOverrideDenied(d *deletion) string {
@@ -333,8 +327,8 @@ func msgOverrideDenied(d *deletion) string {
 		"that needs verb %s on foreignclusters.core.liqo.io; a cluster admin can grant it with: "+
 		"kubectl create clusterrolebinding %s --clusterrole=%s --user=%s; or wait until kubectl liqo-janitor status %s "+
 		"says unpeering complete",
-		describe(d.Old), d.User.Username, liqojanitor.AllowDeleteAnnotation, leftToUnpeer(d), MarkVerb,
-		bindingName(d.User.Username), MarkRoleName, d.User.Username, d.Old.Name)
+		describe(d.Old), d.User.Username, liqojanitor.AllowDeleteAnnotation, leftToUnpeer(d), liqojanitor.MarkVerb,
+		bindingName(d.User.Username), liqojanitor.MarkRoleName, d.User.Username, d.Old.Name)
 }
 
 // warnOverridden is the warning answered to a deletion the override let through (rule 17).

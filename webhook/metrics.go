@@ -6,7 +6,7 @@ import (
 )
 
 // decisionsTotal counts the validating webhooks' decisions. Labels are bounded: operation is CREATE,
-// UPDATE or DELETE, result allowed or denied, reason one of the Reason* values (the first refusing rule, or what an
+// UPDATE or DELETE, result allowed or denied, reason one of the reason* values (the first refusing rule, or what an
 // allowed request did). Never a cluster or user name.
 var decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "liqo_janitor_gate_decisions_total",

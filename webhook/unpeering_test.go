@@ -22,7 +22,6 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // The unpeering and Liqo's own flows (issue 24): rules 16 and 17 keep a marked ForeignCluster while its
@@ -30,7 +29,7 @@ import (
 
 // uninstallerUser is Liqo's pre-delete Job's ServiceAccount in the suite's Liqo namespace: the gate's
 // default for rule 18 (the suite's gate names no LiqoUninstallerUsers).
-const uninstallerUser = "system:serviceaccount:" + liqoNamespace + ":" + webhook.LiqoPreDeleteServiceAccount
+const uninstallerUser = "system:serviceaccount:" + liqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount
 
 // deleterRole lets the suite's users delete ForeignClusters (InstallOperators' roles do not).
 const deleterRole = "foreigncluster-deleter"
@@ -289,7 +288,7 @@ func TestLiqosUninstallerMayBareMark(t *testing.T) {
 	at, err := time.Parse(time.RFC3339, got[liqojanitor.MarkedAtAnnotation])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(at).To(BeTemporally(">=", before))
-	g.Eventually(func() []string { return eventNotes(t, fc.Name, webhook.ReasonUninstallerMark) }).
+	g.Eventually(func() []string { return eventNotes(t, fc.Name, "MarkedByLiqoUninstaller") }).
 		Should(ContainElement(And(ContainSubstring("marked permanently unreachable by Liqo's uninstaller ("+uninstallerUser+")"),
 			ContainSubstring("gate rule 18"))))
 

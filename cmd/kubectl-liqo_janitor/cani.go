@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 func (e *env) canICommand() *cobra.Command {
@@ -43,7 +43,7 @@ func (e *env) canICommand() *cobra.Command {
 			}
 			fmt.Fprintln(e.Out, "no")
 			return fmt.Errorf("you may not set, remove or unpause the mark: a cluster admin can grant it with "+
-				"kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>", webhook.MarkRoleName)
+				"kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>", liqojanitor.MarkRoleName)
 		},
 	}
 }

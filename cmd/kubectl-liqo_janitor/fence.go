@@ -8,7 +8,6 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/fence"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // fenceCommand is `fence`: its flags into fence.Options, then Validate and Run (package fence).
@@ -55,8 +54,8 @@ with its inline credentials only: it never runs a credential plugin from a kubec
 		"Liqo cluster ID it read there and that matches")
 	o.Output = output.AddFlag(cmd)
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for what fence deleted to be gone")
-	f.StringVar(&o.LiqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap on this cluster (the consumer)")
-	f.StringVar(&o.ProviderLiqoNamespace, "provider-liqo-namespace", webhook.DefaultLiqoNamespace,
+	f.StringVar(&o.LiqoNamespace, "liqo-namespace", liqojanitor.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap on this cluster (the consumer)")
+	f.StringVar(&o.ProviderLiqoNamespace, "provider-liqo-namespace", liqojanitor.DefaultLiqoNamespace,
 		"the namespace of Liqo's cluster-ID ConfigMap on the provider")
 	return cmd
 }

@@ -18,7 +18,6 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // setProviderConfigMaps makes the cluster-ID ConfigMaps on the provider exactly cms: the others labelled
@@ -43,7 +42,9 @@ func setProviderConfigMaps(t *testing.T, prov *harness.Env, restore string, cms 
 		}
 	}
 	apply(t.Context(), cms...)
-	t.Cleanup(func() { apply(context.Background(), harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, restore)) })
+	t.Cleanup(func() {
+		apply(context.Background(), harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, restore))
+	})
 }
 
 // restrictedKubeconfig writes a kubeconfig of the provider acting as user, who may do on it everything
@@ -104,7 +105,7 @@ func TestFenceRefusesAProviderItCannotIdentify(t *testing.T) {
 	providerBefore, consumerBefore := providerRVs(t, prov, everything), rvs(t, dead)
 	elsewhere := "liqo-elsewhere-" + strings.ToLower(dead.ID)
 	labelled := liqojanitor.ClusterIDConfigMapNameLabel + "=" + liqojanitor.ClusterIDConfigMapNameValue
-	second := harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, dead.ID)
+	second := harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, dead.ID)
 	second.Name = "another-clusterid-configmap"
 
 	for name, tc := range map[string]struct {
@@ -119,22 +120,22 @@ func TestFenceRefusesAProviderItCannotIdentify(t *testing.T) {
 				"pass --provider-liqo-namespace <namespace>", "If Liqo is not installed there"},
 		},
 		"the cluster-ID ConfigMap may not be read": {
-			configMaps: []*corev1.ConfigMap{harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, dead.ID)},
+			configMaps: []*corev1.ConfigMap{harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, dead.ID)},
 			kubeconfig: restrictedKubeconfig(t, prov, "fencer"),
 			want: []string{"is forbidden", "Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider " + dead.ID +
 				" (who may list ConfigMaps in namespace liqo there)."},
 		},
 		"two cluster-ID ConfigMaps, where Liqo takes one": {
-			configMaps: []*corev1.ConfigMap{harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, dead.ID), second},
+			configMaps: []*corev1.ConfigMap{harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, dead.ID), second},
 			want: []string{"2 ConfigMaps labelled " + labelled + " in namespace liqo (liqo/another-clusterid-configmap, " +
 				"liqo/liqo-clusterid-configmap), where Liqo takes exactly one", "Liqo itself cannot read its cluster ID there either"},
 		},
 		"a cluster-ID ConfigMap without CLUSTER_ID": {
-			configMaps: []*corev1.ConfigMap{harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, "")},
+			configMaps: []*corev1.ConfigMap{harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, "")},
 			want:       []string{"ConfigMap liqo/liqo-clusterid-configmap has no CLUSTER_ID"},
 		},
 		"the provider names another cluster": {
-			configMaps: []*corev1.ConfigMap{harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, "somebody-else")},
+			configMaps: []*corev1.ConfigMap{harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, "somebody-else")},
 			want: []string{"wrong provider: --provider-kubeconfig " + prov.KubeconfigPath + " reaches the Liqo cluster somebody-else " +
 				"(ConfigMap liqo/liqo-clusterid-configmap there), not " + dead.ID},
 		},
@@ -175,8 +176,8 @@ func TestFenceRefusesAProviderItCannotIdentify(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("Its Liqo cluster ID there: " + dead.ID + " (ConfigMap " + elsewhere + "/liqo-clusterid-configmap there)"))
 	g.Expect(allGone(t, prov, w.mine)()).To(BeEmpty())
-	_, rest, _ := liqojanitor.ParseFenced(annotations(t, dead)[liqojanitor.FencedAnnotation])
-	g.Expect(rest).To(HaveSuffix(": shadowpods 3, pods 3, resourceslices 1, namespacemaps 1, renews 1, namespaces 0"))
+	rec, _ := liqojanitor.ParseFenceRecord(annotations(t, dead)[liqojanitor.FencedAnnotation])
+	g.Expect(rec.Counts).To(Equal("shadowpods 3, pods 3, resourceslices 1, namespacemaps 1, renews 1, namespaces 0"))
 }
 
 func TestFenceRecordsAProviderWithNothingLeftVerifiedClean(t *testing.T) {
@@ -195,21 +196,21 @@ func TestFenceRecordsAProviderWithNothingLeftVerifiedClean(t *testing.T) {
 
 	// Nothing of this consumer there, but the provider is not identified (it names another cluster): the
 	// alarm's end is never recorded.
-	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, "somebody-else"))
+	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, "somebody-else"))
 	out, stderr, err := kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all", "--yes", "--timeout", "10s")
 	g.Expect(err).To(HaveOccurred(), "fence must refuse:\n%s", out)
 	g.Expect(stderr).To(ContainSubstring("wrong provider"))
 	g.Expect(out + stderr).NotTo(ContainSubstring("verified clean"))
 	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.FencedAnnotation), "nothing recorded for a provider it did not identify")
-	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, dead.ID))
+	setProviderConfigMaps(t, prov, dead.ID, harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, dead.ID))
 
 	out, _, err = kubectlFence(t, dead.ID+"\n", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--all")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Log("fence --all on a clean provider:\n" + out)
 	g.Expect(out).To(ContainSubstring("This records provider " + dead.ID + " verified clean on the ForeignCluster"))
 	g.Expect(out).To(ContainSubstring("Verified clean: nothing of this consumer is on the provider."))
-	_, rest, ok := liqojanitor.ParseFenced(annotations(t, dead)[liqojanitor.FencedAnnotation])
-	g.Expect(ok).To(BeTrue())
-	g.Expect(rest).To(MatchRegexp(`^by \S+: verified clean \(shadowpods 0, pods 0, resourceslices 0, namespacemaps 0, renews 0, namespaces 0\)$`))
+	rec, ok := liqojanitor.ParseFenceRecord(annotations(t, dead)[liqojanitor.FencedAnnotation])
+	g.Expect(ok && rec.By != "").To(BeTrue())
+	g.Expect(rec.Counts).To(Equal("verified clean (shadowpods 0, pods 0, resourceslices 0, namespacemaps 0, renews 0, namespaces 0)"))
 	g.Expect(providerRVs(t, prov, w.kept)).To(Equal(before), "another consumer's, and this consumer's for another provider")
 }

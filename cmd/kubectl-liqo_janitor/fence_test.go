@@ -31,7 +31,6 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/fence"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // consumerID is the consumer's Liqo cluster ID (TestMain's cluster-ID ConfigMap); otherConsumer is a
@@ -56,7 +55,7 @@ func providerEnv(t *testing.T) *harness.Env {
 	providerLane.once.Do(func() {
 		providerLane.env, providerLane.err = harness.Start(harness.Options{ControllerManager: true})
 		if providerLane.err == nil {
-			providerLane.err = providerLane.env.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "unset")
+			providerLane.err = providerLane.env.InstallLocalClusterID(context.Background(), liqojanitor.DefaultLiqoNamespace, "unset")
 		}
 	})
 	if providerLane.err != nil {
@@ -76,7 +75,7 @@ func stopProvider() {
 // setProviderID makes the provider's Liqo cluster-ID ConfigMap say id.
 func setProviderID(t *testing.T, prov *harness.Env, id string) {
 	t.Helper()
-	cm := harness.ClusterIDConfigMap(webhook.DefaultLiqoNamespace, id)
+	cm := harness.ClusterIDConfigMap(liqojanitor.DefaultLiqoNamespace, id)
 	patch, err := json.Marshal(map[string]any{"data": cm.Data})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	NewWithT(t).Expect(prov.Client.Patch(t.Context(), cm, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
@@ -228,10 +227,10 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 		g.Expect(providerRVs(t, prov, []client.Object{obj})).To(HaveKeyWithValue(key, providerBefore[key]), "untouched")
 	}
 	record := annotations(t, dead)[liqojanitor.FencedAnnotation]
-	at, rest, ok := liqojanitor.ParseFenced(record)
-	g.Expect(ok).To(BeTrue(), "the fenced record %q", record)
-	g.Expect(at).To(BeTemporally("~", time.Now(), time.Minute))
-	g.Expect(rest).To(MatchRegexp(`^by \S+: shadowpods 3, pods 3$`))
+	rec, ok := liqojanitor.ParseFenceRecord(record)
+	g.Expect(ok && rec.By != "").To(BeTrue(), "the fenced record %q", record)
+	g.Expect(rec.At).To(BeTemporally("~", time.Now(), time.Minute))
+	g.Expect(rec.Counts).To(Equal("shadowpods 3, pods 3"))
 	for k, v := range rvs(t, live) {
 		g.Expect(consumerBefore).To(HaveKeyWithValue(k, v), "nothing of the live provider")
 	}
@@ -390,8 +389,8 @@ func TestFenceAllRemovesThisConsumersTenantCopiesInLiqosOrder(t *testing.T) {
 	g.Expect(iRS < iNM && iNS < iRN).To(BeTrue(), "ResourceSlices, then NamespaceMaps and their namespaces, then Renews")
 	g.Expect(allGone(t, prov, w.mine)()).To(BeEmpty())
 	g.Expect(providerRVs(t, prov, w.kept)).To(Equal(before), "the tenant namespaces, the other consumer's copies and namespaces")
-	_, rest, _ := liqojanitor.ParseFenced(annotations(t, dead)[liqojanitor.FencedAnnotation])
-	g.Expect(rest).To(HaveSuffix(": shadowpods 2, pods 2, resourceslices 1, namespacemaps 1, renews 1, namespaces 2"))
+	rec, _ := liqojanitor.ParseFenceRecord(annotations(t, dead)[liqojanitor.FencedAnnotation])
+	g.Expect(rec.Counts).To(Equal("shadowpods 2, pods 2, resourceslices 1, namespacemaps 1, renews 1, namespaces 2"))
 }
 
 func TestFenceTimesOutSayingWhatIsLeftAndWhy(t *testing.T) {

@@ -32,7 +32,7 @@ const (
 func TestMain(m *testing.M) {
 	code := harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
 		ctx := context.Background()
-		if err := e.InstallLocalClusterID(ctx, webhook.DefaultLiqoNamespace, "consumer"); err != nil {
+		if err := e.InstallLocalClusterID(ctx, liqojanitor.DefaultLiqoNamespace, "consumer"); err != nil {
 			return err
 		}
 		if err := e.InstallOperators(ctx, []string{alice}, []string{bob}); err != nil {
@@ -316,7 +316,7 @@ func TestPauseResumeUnmarkAndCanI(t *testing.T) {
 	out, stderr, err := kubectl(t, bob, "", "can-i", name)
 	g.Expect(err).To(HaveOccurred(), "exit status 1, as kubectl auth can-i")
 	g.Expect(out).To(Equal("no\n"))
-	g.Expect(stderr).To(ContainSubstring("--clusterrole=" + webhook.MarkRoleName))
+	g.Expect(stderr).To(ContainSubstring("--clusterrole=" + liqojanitor.MarkRoleName))
 
 	_, _, err = kubectl(t, alice, "", "mark", name, "--reason", "gone", "--yes")
 	g.Expect(err).NotTo(HaveOccurred())

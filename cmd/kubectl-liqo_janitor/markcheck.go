@@ -12,7 +12,6 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // stampSkew is how far the gate's marked-at may lie outside the request that set the mark (the gate
@@ -47,7 +46,7 @@ func hasEvidence(fc *liqov1beta1.ForeignCluster) bool {
 func mayMark(ctx context.Context, c client.Client, name string) (bool, error) {
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: webhook.MarkVerb, Group: liqov1beta1.GroupVersion.Group, Resource: "foreignclusters", Name: name,
+			Verb: liqojanitor.MarkVerb, Group: liqov1beta1.GroupVersion.Group, Resource: "foreignclusters", Name: name,
 		},
 	}}
 	if err := c.Create(ctx, review); err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // gateCheck is what the gate would say to a mark now, and whether the user holds the break-glass verb.
@@ -235,6 +234,6 @@ func printGate(out io.Writer, g gateCheck) {
 		fmt.Fprintln(out, "Permission: you hold the break-glass verb mark-unreachable.")
 	} else {
 		fmt.Fprintf(out, "Permission: you do not hold the break-glass verb mark-unreachable; a cluster admin can grant it:\n"+
-			"  kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>\n", webhook.MarkRoleName)
+			"  kubectl create clusterrolebinding mark-unreachable-<you> --clusterrole=%s --user=<you>\n", liqojanitor.MarkRoleName)
 	}
 }

@@ -129,7 +129,7 @@ func TestStatusSaysFirstThatTheProviderReturned(t *testing.T) {
 
 	asAlice, err := testEnv.NewClient(func(c *rest.Config) { c.Impersonate.UserName = alice })
 	g.Expect(err).NotTo(HaveOccurred())
-	fence := liqojanitor.FencedRecord(time.Now(), alice, "shadowpods 3, pods 3")
+	fence := liqojanitor.FenceRecord{At: time.Now(), By: alice, Counts: "shadowpods 3, pods 3"}.String()
 	g.Expect(fixture.Annotate(t.Context(), asAlice, dead.ForeignCluster, map[string]*string{liqojanitor.FencedAnnotation: &fence})).To(Succeed())
 	g.Eventually(firstLine).Should(HaveSuffix("; fenced by alice: shadowpods 3, pods 3. Next: kubectl liqo-janitor unmark " +
 		dead.ForeignCluster.Name + " and re-peer, or delete the ForeignCluster"))

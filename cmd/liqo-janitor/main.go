@@ -98,13 +98,13 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Run the janitor controller that releases the objects of clusters marked dead.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the webhook and metrics servers (off by default: HTTP/2 rapid-reset mitigations).")
-	fs.StringVar(&o.liqoNamespace, "liqo-namespace", webhook.DefaultLiqoNamespace,
+	fs.StringVar(&o.liqoNamespace, "liqo-namespace", liqojanitor.DefaultLiqoNamespace,
 		"Namespace Liqo is installed in; the local cluster ID is read from its cluster-ID ConfigMap.")
 	fs.Var(&o.liqoUninstallers, "liqo-uninstaller-users",
 		"Comma-separated usernames whose bare marks the gate accepts as Liqo's uninstaller's (gate rule 18: without the confirmation, "+
 			"the no-evidence key and the break-glass verb, still vetoed while the provider answers; the gate writes the confirmation, "+
 			"a reason and the stamps, and emits an Event). Not set: Liqo's pre-delete Job, system:serviceaccount:<--liqo-namespace>:"+
-			webhook.LiqoPreDeleteServiceAccount+"; empty: nobody.")
+			liqojanitor.LiqoPreDeleteServiceAccount+"; empty: nobody.")
 	fs.DurationVar(&o.minUnreachable, "min-unreachable", webhook.DefaultMinUnreachable,
 		"How long a ForeignCluster's APIServerStatus must have been not Established before it may be marked dead.")
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", webhook.DefaultProbeTimeout,

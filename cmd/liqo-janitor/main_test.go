@@ -23,12 +23,11 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
-		return e.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "consumer")
+		return e.InstallLocalClusterID(context.Background(), liqojanitor.DefaultLiqoNamespace, "consumer")
 	}))
 }
 

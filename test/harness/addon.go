@@ -55,7 +55,7 @@ const EditorRole = "foreigncluster-editor"
 // may update ForeignClusters; markers may update them and, through the shipped role, mark them dead.
 func (e *Env) InstallOperators(ctx context.Context, markers, editors []string) error {
 	markRole := &rbacv1.ClusterRole{}
-	if err := e.Installed("ClusterRole", webhook.MarkRoleName, markRole); err != nil {
+	if err := e.Installed("ClusterRole", liqojanitor.MarkRoleName, markRole); err != nil {
 		return err
 	}
 	objs := []client.Object{

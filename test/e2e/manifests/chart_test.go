@@ -293,9 +293,9 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	}
 	g.Expect(args).To(HaveKeyWithValue("--janitor-workers", strconv.Itoa(janitor.DefaultWorkers)))
 	g.Expect(args).To(HaveKeyWithValue("--kube-api-burst", strconv.Itoa(janitor.DefaultClientBurst)))
-	g.Expect(args).To(HaveKeyWithValue("--liqo-namespace", webhook.DefaultLiqoNamespace))
+	g.Expect(args).To(HaveKeyWithValue("--liqo-namespace", liqojanitor.DefaultLiqoNamespace))
 	g.Expect(args).To(HaveKeyWithValue("--liqo-uninstaller-users",
-		strings.Join(webhook.DefaultLiqoUninstallerUsers(webhook.DefaultLiqoNamespace), ",")))
+		strings.Join(webhook.DefaultLiqoUninstallerUsers(liqojanitor.DefaultLiqoNamespace), ",")))
 }
 
 // TestChartNamesLiqosUninstaller: the identities of gate rule 18 follow liqo.namespace unless named, and
@@ -338,7 +338,7 @@ func TestChartNotesTellTheNextStep(t *testing.T) {
 	g := NewWithT(t)
 	_, r := render(t, installNS, nil)
 	g.Expect(r.Notes).To(ContainSubstring("kubectl create clusterrolebinding mark-unreachable-<user>"))
-	g.Expect(r.Notes).To(ContainSubstring("--clusterrole=" + webhook.MarkRoleName))
+	g.Expect(r.Notes).To(ContainSubstring("--clusterrole=" + liqojanitor.MarkRoleName))
 	_, r = render(t, installNS, map[string]any{"janitor": map[string]any{"dryRun": true}})
 	g.Expect(r.Notes).To(ContainSubstring("DRY RUN"))
 }

@@ -18,7 +18,6 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/manifests"
-	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
 
 // The kustomizations under test, relative to the repository root.
@@ -140,7 +139,7 @@ var defaultInstall = []string{
 	// the janitor's own ConfigMaps: the janitor-wide brake and its records (janitor rules 14, 16)
 	"Role " + installNS + "/" + appName + "-brake",
 	"RoleBinding " + installNS + "/" + appName + "-brake",
-	"ClusterRole " + webhook.MarkRoleName,
+	"ClusterRole " + liqojanitor.MarkRoleName,
 	"ClusterRole " + appName + ":metrics-reader",
 	"Deployment " + installNS + "/" + appName,
 	"PodDisruptionBudget " + installNS + "/" + appName,

@@ -287,9 +287,9 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 		{"bob may not unpause it", bob, map[string]*string{liqojanitor.PausedAnnotation: nil}, `user "bob" may not unpause it`},
 		{"alice may", alice, map[string]*string{liqojanitor.PausedAnnotation: nil}, ""},
 		{"the janitor records a return", janitor, map[string]*string{liqojanitor.CleanupAnnotation: &returned}, ""},
-		{"bob may not record a fence", bob, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "bob", "shadowpods 1"))},
+		{"bob may not record a fence", bob, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FenceRecord{At: time.Now(), By: "bob", Counts: "shadowpods 1"}.String())},
 			`user "bob" may not record a fence (liqo-janitor.io/fenced)`},
-		{"alice may, in her own name", alice, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "alice", "shadowpods 1"))}, ""},
+		{"alice may, in her own name", alice, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FenceRecord{At: time.Now(), By: "alice", Counts: "shadowpods 1"}.String())}, ""},
 		{"bob may not remove the mark", bob, map[string]*string{liqojanitor.MarkAnnotation: nil}, `user "bob" may not remove its permanently-unreachable mark`},
 		{"alice may", alice, map[string]*string{liqojanitor.MarkAnnotation: nil}, ""},
 		{"on an unmarked cluster bob may pause and unpause", bob, map[string]*string{liqojanitor.PausedAnnotation: s("true")}, ""},
@@ -301,11 +301,11 @@ func TestPolicyEnforcesTheBreakGlassVerbWithoutTheGate(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred(), step.name)
 			continue
 		}
-		expectPolicyForbidden(g, err, step.refused, "--clusterrole="+webhook.MarkRoleName+" --user=bob")
+		expectPolicyForbidden(g, err, step.refused, "--clusterrole="+liqojanitor.MarkRoleName+" --user=bob")
 	}
 	// alice marks again; a fence record in another's name is refused, even to her
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: s("true"), liqojanitor.FencedAnnotation: nil})).To(Succeed())
-	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FencedRecord(time.Now(), "bob", "shadowpods 1"))})
+	err := fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.FencedAnnotation: s(liqojanitor.FenceRecord{At: time.Now(), By: "bob", Counts: "shadowpods 1"}.String())})
 	expectPolicyDenied(g, err, `one naming another user is refused`)
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	got := &liqov1beta1.ForeignCluster{}
@@ -328,7 +328,7 @@ func TestPolicyKeepsTheKeysAheadOfTheMarkWithoutTheGate(t *testing.T) {
 	alice, bob, janitor := impersonate(t, "alice"), impersonate(t, "bob"), impersonate(t, janitorUser)
 	const id = "provider-armed"
 	fc := createForeignCluster(t, id, nil)
-	fence := func(user string) *string { return s(liqojanitor.FencedRecord(time.Now(), user, "shadowpods 1")) }
+	fence := func(user string) *string { return s(liqojanitor.FenceRecord{At: time.Now(), By: user, Counts: "shadowpods 1"}.String()) }
 	// wait until the verb is granted (an early success of the dry run changes nothing)
 	g.Eventually(func() error {
 		return annotate(ctx, alice, id, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, client.DryRunAll)
@@ -343,7 +343,7 @@ func TestPolicyKeepsTheKeysAheadOfTheMarkWithoutTheGate(t *testing.T) {
 	}{
 		{"bob may not confirm ahead of the mark", bob, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, http.StatusForbidden,
 			[]string{`user "bob" may not set liqo-janitor.io/confirm-cluster-id or liqo-janitor.io/reason ahead of the mark`,
-				"liqoctl force unpeer", "--clusterrole=" + webhook.MarkRoleName + " --user=bob"}},
+				"liqoctl force unpeer", "--clusterrole=" + liqojanitor.MarkRoleName + " --user=bob"}},
 		{"nor give the reason", bob, map[string]*string{liqojanitor.ReasonAnnotation: s("gone")}, http.StatusForbidden,
 			[]string{`user "bob" may not set`}},
 		{"nobody gives the no-evidence key ahead of the mark", alice, map[string]*string{liqojanitor.NoEvidenceAnnotation: s(id)},
@@ -688,7 +688,7 @@ func TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	applyPolicyFallback(t)
-	uninstallerUser := webhook.DefaultLiqoUninstallerUsers(webhook.DefaultLiqoNamespace)[0]
+	uninstallerUser := webhook.DefaultLiqoUninstallerUsers(liqojanitor.DefaultLiqoNamespace)[0]
 	grantRole(t, "policy-uninstaller", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
 		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch"}}}, uninstallerUser, "dave")
 	uninstaller, dave := impersonate(t, uninstallerUser), impersonate(t, "dave")

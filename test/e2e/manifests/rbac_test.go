@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/liqo-janitor/liqo-janitor/webhook"
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // grant is one resource a role allows verbs on; Namespace "" means cluster-wide.
@@ -177,7 +177,7 @@ func TestRolesHaveNoWildcardsAndDefaultHasNoSecretsButItsCertificates(t *testing
 func TestBreakGlassRoleShipsUnbound(t *testing.T) {
 	g := NewWithT(t)
 	b := kustomize(t, defaultDir)
-	role := one[*rbacv1.ClusterRole](t, b, "", webhook.MarkRoleName)
+	role := one[*rbacv1.ClusterRole](t, b, "", liqojanitor.MarkRoleName)
 	g.Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{
 		APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"}, Verbs: []string{"mark-unreachable"},
 	}}))

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{WebhookPaths: []string{"../../../" + harness.GeneratedWebhooksFile}},
 		func(e *harness.Env) error {
 			env = e
-			return e.InstallLocalClusterID(context.Background(), webhook.DefaultLiqoNamespace, "consumer")
+			return e.InstallLocalClusterID(context.Background(), liqojanitor.DefaultLiqoNamespace, "consumer")
 		}))
 }
 

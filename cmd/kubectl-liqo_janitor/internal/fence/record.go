@@ -23,7 +23,7 @@ func (o *Options) record(ctx context.Context, s *scope, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("the provider is fenced (%s), but %w; nothing was recorded on the ForeignCluster", res.Counts, err)
 	}
-	value := liqojanitor.FencedRecord(time.Now(), user, res.Counts)
+	value := liqojanitor.FenceRecord{At: time.Now(), By: user, Counts: res.Counts}.String()
 	target := &liqov1beta1.ForeignCluster{}
 	target.Name = s.fc.Name
 	if err := s.consumer.Patch(ctx, target, cli.AnnotationsPatch(map[string]string{liqojanitor.FencedAnnotation: value}, nil)); err != nil {

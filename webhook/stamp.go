@@ -1,0 +1,83 @@
+package webhook
+
+import (
+	"strings"
+	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// The mutating webhook's decision: what it writes and removes on a request that sets or removes the mark,
+// or records a fence (rules 6, 7, 15 and 18). The validating webhook checks what it wrote (checkStamped,
+// checkFenceRecord).
+
+// fenceRecord is the operator's fence record as the mutating webhook writes it (rule 15): now, by the
+// requester, naming the janitor's recorded return, with the counts the request carried (from either
+// spelling, "<time> by <user>: <counts>[; fences the return at <time>]"; the whole value if it is neither).
+func fenceRecord(value, user string, returned, now time.Time) string {
+	counts := value
+	if rec, ok := liqojanitor.ParseFenceRecord(value); ok {
+		counts = rec.Counts
+	}
+	return liqojanitor.FenceRecord{At: now, By: user, Return: returned, Counts: counts}.String()
+}
+
+// unmarkRemoves are the keys the mutating webhook removes in a request that removes the mark
+// (rule 7): the stamps, the confirmation, the no-evidence key, the janitor's record of its grace window and
+// of the unpeering, and the deletion override (rule 17). A cleanup annotation holding the grace-window plan
+// goes too; one holding the summary of a clean-up that did happen stays.
+var unmarkRemoves = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
+	liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation,
+	liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation, liqojanitor.FencedAnnotation}
+
+// stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
+// replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
+// grace period, rule 6), and on a mark by Liqo's uninstaller (rule 18) also the confirmation and a reason
+// when the request carries none, and it drops a fence record (rule 15: a record placed before the mark
+// never survives into it); on a fence record on a marked cluster, its time, user and the janitor's
+// recorded return (rule 15; none recorded: left for the validating webhook to refuse); on unmarking it
+// removes unmarkRemoves, the fence record among them (rule 7). It returns the annotations to set and the
+// keys to remove.
+func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, now time.Time) (set map[string]string, remove []string) {
+	switch transitionOf(old, fc) {
+	case marking:
+		set = liqojanitor.MarkStamp{By: user, At: now}.Annotations()
+		if uninstaller {
+			if _, ok := fc.Annotations[liqojanitor.ConfirmAnnotation]; !ok {
+				set[liqojanitor.ConfirmAnnotation] = string(fc.Spec.ClusterID)
+			}
+			if _, ok := fc.Annotations[liqojanitor.ReasonAnnotation]; !ok {
+				set[liqojanitor.ReasonAnnotation] = uninstallerReason(user)
+			}
+		}
+		if _, ok := fc.Annotations[liqojanitor.FencedAnnotation]; ok {
+			remove = append(remove, liqojanitor.FencedAnnotation)
+		}
+		return set, remove
+	case staysMarked:
+		returned, recorded := liqojanitor.ReturnRecordedAt(old.Annotations)
+		if !fences(old, fc) || !recorded {
+			return nil, nil
+		}
+		return map[string]string{liqojanitor.FencedAnnotation: fenceRecord(fc.Annotations[liqojanitor.FencedAnnotation], user, returned, now)}, nil
+	case unmarking:
+		for _, key := range unmarkRemoves {
+			if _, ok := fc.Annotations[key]; ok {
+				remove = append(remove, key)
+			}
+		}
+		if strings.HasPrefix(fc.Annotations[liqojanitor.CleanupAnnotation], liqojanitor.GracePlanPrefix) {
+			remove = append(remove, liqojanitor.CleanupAnnotation)
+		}
+		return nil, remove
+	default:
+		return nil, nil
+	}
+}
+
+// uninstallerReason is the reason the gate writes on a mark by Liqo's uninstaller that carries none (rule 18).
+func uninstallerReason(user string) string {
+	return "marked by Liqo's uninstaller (" + user + ")"
+}
