@@ -328,7 +328,9 @@ func TestPolicyKeepsTheKeysAheadOfTheMarkWithoutTheGate(t *testing.T) {
 	alice, bob, janitor := impersonate(t, "alice"), impersonate(t, "bob"), impersonate(t, janitorUser)
 	const id = "provider-armed"
 	fc := createForeignCluster(t, id, nil)
-	fence := func(user string) *string { return s(liqojanitor.FenceRecord{At: time.Now(), By: user, Counts: "shadowpods 1"}.String()) }
+	fence := func(user string) *string {
+		return s(liqojanitor.FenceRecord{At: time.Now(), By: user, Counts: "shadowpods 1"}.String())
+	}
 	// wait until the verb is granted (an early success of the dry run changes nothing)
 	g.Eventually(func() error {
 		return annotate(ctx, alice, id, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, client.DryRunAll)
