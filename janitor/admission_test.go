@@ -202,7 +202,9 @@ func returnKeptWhileLiqosWebhookIsDown(t *testing.T, liqoWebhookDown func(*testi
 	recover()
 	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30 * time.Second).Should(HavePrefix(liqojanitor.ReturnedPrefix))
 	g.Expect(cleanupAnnotation(t, p)()).To(ContainSubstring("Liqo's APIServerStatus turned Established"))
-	g.Consistently(func() int { return countReason(t, p, "ProviderReturned") }).WithTimeout(time.Second).Should(Equal(1))
+	returnedEvents := func() int { return countReason(t, p, "ProviderReturned") }
+	g.Eventually(returnedEvents).WithTimeout(30*time.Second).Should(Equal(1), "the event follows the record's write")
+	g.Consistently(returnedEvents).WithTimeout(time.Second).Should(Equal(1))
 	g.Expect(podsLeft(t, p)).To(Equal(3))
 
 	// Unmarked: the kept return goes with its mark, and the cluster is no longer counted.

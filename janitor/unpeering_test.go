@@ -169,8 +169,11 @@ func unpeerOnLiqo(t *testing.T, version string) {
 	g.Eventually(unpeeringOf(ctx, c, dead)).WithTimeout(2*time.Minute).Should(HaveField("Phase", liqojanitor.UnpeeringComplete),
 		"once the namespace controller has deleted the tenant namespace, the unpeering is complete")
 	g.Expect(gonein(ctx, c, &corev1.Namespace{ObjectMeta: objectMeta(dead.TenantNS)})()).To(BeTrue())
-	g.Consistently(func() int { return reasonCount(ctx, t, c, dead, "UnpeeringComplete") }).WithTimeout(3*time.Second).
-		Should(Equal(1), "UnpeeringComplete is sent exactly once")
+	completeEvents := func() int { return reasonCount(ctx, t, c, dead, "UnpeeringComplete") }
+	// The event follows the write of the phase (the events library sends it in the background): await it,
+	// then see that it stays one.
+	g.Eventually(completeEvents).WithTimeout(30*time.Second).Should(Equal(1), "UnpeeringComplete is sent")
+	g.Consistently(completeEvents).WithTimeout(3*time.Second).Should(Equal(1), "UnpeeringComplete is sent exactly once")
 	g.Expect(rvsIn(ctx, t, c, liveFabric, liveRoute, liveFirewall)).To(Equal(liveRVs),
 		"a live cluster's networking objects are never written, its InternalFabric's legacy finalizer included")
 	g.Expect(finalizersOf(ctx, c, liveFabric)).To(ContainElement(legacyFabricFinalizer))
