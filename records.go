@@ -307,21 +307,13 @@ func ParseReturnRecord(v string) (ReturnRecord, bool) {
 			r.How, rest = rest[1:end], rest[end+1:]
 		}
 	}
-	rest, r.Fenced, _ = cutPart(rest, returnFencedPart)
-	rest, r.Next, _ = cutPart(rest, returnNextPart)
-	rest, r.Before, _ = cutPart(rest, returnBeforePart)
-	rest, pods, found := cutPart(rest, returnPodsPart)
+	rest, r.Fenced, _ = strings.Cut(rest, returnFencedPart)
+	rest, r.Next, _ = strings.Cut(rest, returnNextPart)
+	rest, r.Before, _ = strings.Cut(rest, returnBeforePart)
+	rest, pods, found := strings.Cut(rest, returnPodsPart)
 	if found {
 		r.PodsForceDeleted, _ = strconv.Atoi(pods)
 	}
-	_, r.Marked, _ = cutPart(rest, returnMarkedPart)
+	_, r.Marked, _ = strings.Cut(rest, returnMarkedPart)
 	return r, true
-}
-
-// cutPart cuts s at the first sep: what is before it, and after it.
-func cutPart(s, sep string) (before, after string, found bool) {
-	if i := strings.Index(s, sep); i >= 0 {
-		return s[:i], s[i+len(sep):], true
-	}
-	return s, "", false
 }
