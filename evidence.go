@@ -44,6 +44,11 @@ func UnreachableByLiqo(fc *liqov1beta1.ForeignCluster) bool {
 // counts only when stamped like the other break-glass keys.
 const AcknowledgeUnreachableAnnotation = AnnotationPrefix + "acknowledge-unreachable"
 
+// AcknowledgedByAnnotation is the gate's stamp of an acknowledgement (gate rule 21): who acknowledged the
+// storm, when, and the count acknowledged (Acknowledgement). Only the gate's mutating webhook writes it, in
+// the request that sets the mark with AcknowledgeUnreachableAnnotation; it goes with the mark (gate rule 7).
+const AcknowledgedByAnnotation = AnnotationPrefix + "acknowledged-by"
+
 // StormGuard holds marks back while too many of this consumer's providers are unreachable at once: then
 // the cause is more likely on the consumer's side of a cut (its uplink, its gateway, its DNS) than on every
 // provider's, and the gate's own probe runs from that same side. Kubernetes' node lifecycle controller

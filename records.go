@@ -317,3 +317,46 @@ func ParseReturnRecord(v string) (ReturnRecord, bool) {
 	_, r.Marked, _ = strings.Cut(rest, returnMarkedPart)
 	return r, true
 }
+
+// Acknowledgement is the gate's stamp of a storm's acknowledgement (AcknowledgedByAnnotation, gate rule
+// 21): the requester who set the mark with AcknowledgeUnreachableAnnotation, when, and the count typed.
+type Acknowledgement struct {
+	// At is when the gate stamped it (the marking request's time, whole seconds).
+	At time.Time
+	// By is the user whose marking request carried the acknowledgement.
+	By string
+	// Count is the number of unreachable providers acknowledged.
+	Count int
+}
+
+// acknowledgedPart ends an acknowledgement stamp, after the count.
+const acknowledgedPart = " unreachable acknowledged"
+
+// String is the stamp's AcknowledgedByAnnotation value: "<At> by <By>: <Count> unreachable acknowledged"
+// (RFC 3339, UTC, whole seconds).
+func (a Acknowledgement) String() string {
+	return fmt.Sprintf("%s by %s: %d%s", a.At.UTC().Format(time.RFC3339), a.By, a.Count, acknowledgedPart)
+}
+
+// ParseAcknowledgement reads an AcknowledgedByAnnotation value written by Acknowledgement.String: ok when
+// it carries a readable time, a non-empty user (it ends at the last ": ") and a non-negative count.
+func ParseAcknowledgement(v string) (Acknowledgement, bool) {
+	ts, rest, found := strings.Cut(v, " by ")
+	if !found {
+		return Acknowledgement{}, false
+	}
+	at, err := time.Parse(time.RFC3339, ts)
+	if err != nil {
+		return Acknowledgement{}, false
+	}
+	rest, found = strings.CutSuffix(rest, acknowledgedPart)
+	i := strings.LastIndex(rest, ": ")
+	if !found || i <= 0 {
+		return Acknowledgement{}, false
+	}
+	count, err := strconv.Atoi(rest[i+2:])
+	if err != nil || count < 0 || strconv.Itoa(count) != rest[i+2:] {
+		return Acknowledgement{}, false
+	}
+	return Acknowledgement{At: at, By: rest[:i], Count: count}, true
+}

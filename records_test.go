@@ -180,3 +180,39 @@ func TestMarkStampDescribe(t *testing.T) {
 		})
 	}
 }
+
+func TestAcknowledgement(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 2, 2, 10, 0, 0, time.UTC)
+	ack := Acknowledgement{At: at, By: "alice@corp", Count: 3}
+	tests := map[string]struct {
+		value string
+		want  Acknowledgement
+		ok    bool
+	}{
+		"round-trips":  {value: ack.String(), want: ack, ok: true},
+		"its spelling": {value: "2026-12-02T02:10:00Z by alice@corp: 3 unreachable acknowledged", want: ack, ok: true},
+		"a service account's name, colons and all": {
+			value: Acknowledgement{At: at, By: "system:serviceaccount:ops:marker", Count: 12}.String(),
+			want:  Acknowledgement{At: at, By: "system:serviceaccount:ops:marker", Count: 12}, ok: true,
+		},
+		"a time in another zone is the same instant": {value: "2026-12-02T03:10:00+01:00 by bob: 4 unreachable acknowledged",
+			want: Acknowledgement{At: at, By: "bob", Count: 4}, ok: true},
+		"no user":             {value: "2026-12-02T02:10:00Z by : 3 unreachable acknowledged"},
+		"no time":             {value: "noon by alice: 3 unreachable acknowledged"},
+		"no count":            {value: "2026-12-02T02:10:00Z by alice:  unreachable acknowledged"},
+		"a count in words":    {value: "2026-12-02T02:10:00Z by alice: three unreachable acknowledged"},
+		"a count with a sign": {value: "2026-12-02T02:10:00Z by alice: +3 unreachable acknowledged"},
+		"a negative count":    {value: "2026-12-02T02:10:00Z by alice: -3 unreachable acknowledged"},
+		"another ending":      {value: "2026-12-02T02:10:00Z by alice: 3 unreachable"},
+		"empty":               {},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := ParseAcknowledgement(tc.value)
+			if ok != tc.ok || got.By != tc.want.By || got.Count != tc.want.Count || !got.At.Equal(tc.want.At) {
+				t.Fatalf("ParseAcknowledgement(%q) = %+v, %v; want %+v, %v", tc.value, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

@@ -44,6 +44,11 @@ type inputs struct {
 	// why they could not be listed. Only consulted when the request sets the mark.
 	Duplicates    []duplicate
 	DuplicatesErr error
+	// Storm is the count of this consumer's providers unreachable by Liqo's evidence, the one being marked
+	// included (rule 21), from the same live list; StormErr says why it could not be made. Only consulted
+	// when the request sets the mark.
+	Storm    liqojanitor.Storm
+	StormErr error
 	// Probe is what the gate's own probe of the provider's API server found (rule 4); only made when the
 	// request sets the mark and every other rule allows it.
 	Probe probeResult
@@ -201,6 +206,9 @@ const (
 	reasonCreateMarked    = "CreateMarked"
 	reasonReachable       = "Reachable"
 	reasonProviderAnswers = "ProviderAnswers"
+	reasonTunnelUp        = "TunnelUp"
+	reasonStorm           = "Storm"
+	reasonAckEarly        = "AcknowledgeBeforeMark"
 	reasonLabelsLocked    = "LabelsLocked"
 	reasonJanitorOwned    = "JanitorOwned"
 	reasonNotStamped      = "NotStamped"
@@ -256,8 +264,13 @@ func decide(r *inputs, opts Options) verdict {
 			v.deny(reasonNoEvidence, checkEvidence(r))
 		}
 		v.deny(reasonReachable, checkUnreachable(r, opts))
+		v.deny(reasonTunnelUp, checkTunnel(r, opts))
+		if !r.LiqoUninstaller { // rule 21: uninstalling Liqo removes every peering on purpose
+			v.deny(reasonStorm, checkStorm(r, opts))
+		}
 		v.deny(reasonProviderAnswers, checkProbe(r))
 		v.deny(reasonNotStamped, checkStamped(r))
+		v.deny(reasonNotStamped, checkAckStamped(r))
 		v.deny(reasonFenceUnmarked, checkNoFenceIntoTheMark(r))
 		v.deny(reasonOverrideValue, checkOverrideValue(r))
 		allowed = reasonMarked
@@ -299,6 +312,7 @@ func decide(r *inputs, opts Options) verdict {
 		v.deny(reasonStamps, checkNoStampsWithoutMark(r))
 		v.deny(reasonFenceUnmarked, checkNoFenceWithoutMark(r))
 		v.deny(reasonEvidenceEarly, checkNoEvidenceBeforeTheMark(r))
+		v.deny(reasonAckEarly, checkNoAckBeforeTheMark(r))
 		if arms(r.Old, r.New) {
 			v.checkPermission(r, t)
 			allowed = reasonArmed

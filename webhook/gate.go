@@ -41,8 +41,9 @@ const (
 
 // The configurations below are generated into manifests/chart/liqo-janitor/files (`make manifests`). Their
 // matchConditions make the API server call the gate only for requests it could refuse or must stamp: the
-// validating webhook when the mark, the confirmation, the reason, the no-evidence key, a stamp or one of
-// the janitor's own keys is created, changed or removed (rules 1, 2, 6, 12, 14, 19), when the fence record
+// validating webhook when the mark, the confirmation, the reason, the no-evidence key, the storm's
+// acknowledgement, a stamp or one of the janitor's own keys is created, changed or removed (rules 1, 2, 6,
+// 12, 14, 19, 21), when the fence record
 // is set or changed, marked or not (rule 15), when a marked cluster is unpaused (rule 10), and when the
 // deletion override or Liqo's labels liqo.io/remote-cluster-id and liqo.io/webhook-skip change on a marked
 // cluster (rules 11, 17); the mutating webhook only when the mark itself changes (it then also drops a
@@ -56,7 +57,7 @@ const (
 //
 //nolint:lll // markers are one line each
 // +kubebuilder:webhook:path=/mutate-liqo-io-v1beta1-foreigncluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=mforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"mark-changes","expression":"(request.operation == 'CREATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) || (request.operation == 'UPDATE' && ((has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) ? !(has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == object.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable']) : (has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations))) || (request.operation == 'UPDATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && 'liqo-janitor.io/fenced' in object.metadata.annotations && !(has(oldObject.metadata.annotations) && 'liqo-janitor.io/fenced' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/fenced'] == object.metadata.annotations['liqo-janitor.io/fenced']))"}]}`
-// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/reason', 'liqo-janitor.io/no-reachability-evidence', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at', 'liqo-janitor.io/unpeering'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || (has(object.metadata.annotations) && 'liqo-janitor.io/fenced' in object.metadata.annotations && !(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/fenced' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/fenced'] == object.metadata.annotations['liqo-janitor.io/fenced'])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && (['liqo-janitor.io/allow-delete-while-unpeering'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k]))))"}]}`
+// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/reason', 'liqo-janitor.io/no-reachability-evidence', 'liqo-janitor.io/acknowledge-unreachable', 'liqo-janitor.io/acknowledged-by', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at', 'liqo-janitor.io/unpeering'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || (has(object.metadata.annotations) && 'liqo-janitor.io/fenced' in object.metadata.annotations && !(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/fenced' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/fenced'] == object.metadata.annotations['liqo-janitor.io/fenced'])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && (['liqo-janitor.io/allow-delete-while-unpeering'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k]))))"}]}`
 // +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=delete,versions=v1beta1,name=vforeigncluster-delete.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"marked-deletions","expression":"request.operation == 'DELETE' && has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == 'true'"}]}`
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -263,7 +264,9 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		LiqoUninstaller: g.options.isLiqoUninstaller(req.UserInfo.Username)}
 	if needsClusterContext(transitionOf(old, fc)) {
 		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
-		r.Duplicates, r.DuplicatesErr = g.duplicates(ctx, fc)
+		fcs, err := g.foreignClusters(ctx)
+		r.Duplicates, r.DuplicatesErr = duplicatesOf(fcs, fc), err
+		r.Storm, r.StormErr = liqojanitor.CountStorm(fcs, fc), err
 	}
 	if needsPermission(old, fc) {
 		r.permission = g.checkPermission(ctx, fc, req.UserInfo)
@@ -317,21 +320,27 @@ func (g *gate) localClusterID(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("several cluster-ID ConfigMaps in namespace %q disagree: %s", g.options.LiqoNamespace, strings.Join(sortedKeys(ids), ", "))
 }
 
-// duplicates lists, live, the other ForeignClusters Liqo's lookup could confuse with fc: those whose
-// spec.clusterID is fc's, or whose liqo.io/remote-cluster-id label names it (rule 9).
-func (g *gate) duplicates(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]duplicate, error) {
+// foreignClusters lists every ForeignCluster, live from the API server: a duplicate created a moment ago
+// counts (rule 9), and so does a provider that turned unreachable a moment ago (rule 21's storm count).
+func (g *gate) foreignClusters(ctx context.Context) ([]liqov1beta1.ForeignCluster, error) {
 	var fcs liqov1beta1.ForeignClusterList
 	if err := g.apiReader.List(ctx, &fcs); err != nil {
 		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
 	}
+	return fcs.Items, nil
+}
+
+// duplicatesOf returns the ForeignClusters of fcs that Liqo's lookup could confuse with fc: those whose
+// spec.clusterID is fc's, or whose liqo.io/remote-cluster-id label names it (rule 9).
+func duplicatesOf(fcs []liqov1beta1.ForeignCluster, fc *liqov1beta1.ForeignCluster) []duplicate {
 	var others []duplicate
-	for _, o := range liqojanitor.ForeignClustersOf(fcs.Items, fc.Spec.ClusterID) {
+	for _, o := range liqojanitor.ForeignClustersOf(fcs, fc.Spec.ClusterID) {
 		if o.Name != fc.Name {
 			others = append(others, duplicate{Name: o.Name, ByLabel: o.Spec.ClusterID != fc.Spec.ClusterID})
 		}
 	}
 	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
-	return others, nil
+	return others
 }
 
 // selfUser asks the API server who the binary is (a SelfSubjectReview): the janitor's identity, the only

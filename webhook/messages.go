@@ -102,12 +102,24 @@ func msgCreateMarked(fc *liqov1beta1.ForeignCluster) string {
 		describe(fc), liqojanitor.MarkAnnotation)
 }
 
+// tunnelEvidence says, for rule 12's messages, what Liqo's data plane shows of the provider (rule 20):
+// no condition is no evidence either (the networking module may be off).
+func tunnelEvidence(fc *liqov1beta1.ForeignCluster) string {
+	cond := liqojanitor.TunnelStatus(fc)
+	if cond == nil {
+		return "nor a NetworkConnectionStatus of its tunnel (Liqo's networking module may be off, or keeps no Connection " +
+			"for it): nothing Liqo observed says whether the provider's pods still run"
+	}
+	return fmt.Sprintf("its tunnel shows NetworkConnectionStatus %s since %s", cond.Status,
+		cond.LastTransitionTime.UTC().Format(time.RFC3339))
+}
+
 func msgNoEvidence(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s has no APIServerStatus condition: Liqo keeps no reachability evidence for it (its identity was "+
-		"deleted, authentication is off, or it was made by hand), and Liqo treats a marked cluster without evidence as dead; "+
+		"deleted, authentication is off, or it was made by hand), %s; Liqo treats a marked cluster without evidence as dead; "+
 		"if you know the provider is gone, say so with a second key in the same request: "+
 		"kubectl liqo-janitor mark %s (it asks you to type the cluster ID again), or %s",
-		describe(fc), fc.Name, annotateCmd(fc, fmt.Sprintf("%s=%s %s %s=%s", liqojanitor.NoEvidenceAnnotation, fc.Spec.ClusterID,
+		describe(fc), tunnelEvidence(fc), fc.Name, annotateCmd(fc, fmt.Sprintf("%s=%s %s %s=%s", liqojanitor.NoEvidenceAnnotation, fc.Spec.ClusterID,
 			confirmKV(fc), liqojanitor.MarkAnnotation, liqojanitor.MarkValue)))
 }
 
@@ -343,4 +355,71 @@ func msgUninstallerMark(fc *liqov1beta1.ForeignCluster, user string) string {
 	return fmt.Sprintf("%s marked permanently unreachable by Liqo's uninstaller (%s), accepted without the confirmation "+
 		"and the break-glass verb (gate rule 18): liqo-janitor confirmed the cluster ID itself and releases what the "+
 		"provider left stuck after its grace period", describe(fc), user)
+}
+
+func msgTunnelUp(fc *liqov1beta1.ForeignCluster, cond *liqov1beta1.Condition) string {
+	return fmt.Sprintf("%s: Liqo reports the data plane to the provider as up (its tunnel: NetworkConnectionStatus %s since %s): "+
+		"whatever its API server does, its nodes and pods still run and still reach this cluster's services, so releasing "+
+		"their copies here would run every workload twice; a cluster whose tunnel is up is not dead: if it is really gone, "+
+		"wait until Liqo reports the tunnel down and retry; see: kubectl get foreigncluster %s -o jsonpath='{.status.modules.networking.conditions}' "+
+		"and kubectl get connections.networking.liqo.io -A -l %s=%s",
+		describe(fc), cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339), fc.Name,
+		liqojanitor.RemoteClusterIDLabel, fc.Spec.ClusterID)
+}
+
+func msgTunnelTooRecent(fc *liqov1beta1.ForeignCluster, cond *liqov1beta1.Condition, since, minimum time.Duration) string {
+	return fmt.Sprintf("%s: the data plane to the provider changed state only %s ago (its tunnel: NetworkConnectionStatus %s since %s), "+
+		"and may have been up a moment before; a blip is not a death: retry after %s (--min-unreachable is %s)",
+		describe(fc), since.Round(time.Second), cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339),
+		cond.LastTransitionTime.Add(minimum).UTC().Format(time.RFC3339), minimum)
+}
+
+// ackCmd is the one request that marks fc with the storm's acknowledgement (rule 21).
+func ackCmd(fc *liqov1beta1.ForeignCluster, count int) string {
+	return annotateCmd(fc, fmt.Sprintf("%s=%d %s %s=%s", liqojanitor.AcknowledgeUnreachableAnnotation, count,
+		confirmKV(fc), liqojanitor.MarkAnnotation, liqojanitor.MarkValue))
+}
+
+func msgStorm(fc *liqov1beta1.ForeignCluster, storm liqojanitor.Storm, guard liqojanitor.StormGuard) string {
+	return fmt.Sprintf("%s: %s at once, this one counted — at least %d (--storm-min-unreachable) and more than %d%% "+
+		"(--storm-max-unreachable-share) of this consumer's providers: when so many turn unreachable together, the cause is "+
+		"more likely on this cluster's side of a cut (its uplink, its gateway, its DNS) than on every provider's, and "+
+		"liqo-janitor's own probe runs from the same side, so it cannot tell; first check this cluster's own connectivity "+
+		"(kubectl get connections.networking.liqo.io -A, kubectl get foreignclusters, and whether this cluster reaches the "+
+		"providers' API servers at all); if these providers really are all gone, repeat the mark acknowledging the count "+
+		"(%s: %q) in the same request: %s, or kubectl liqo-janitor mark %s (the plugin's mark asks for the count)",
+		describe(fc), storm, guard.MinUnreachable, guard.MaxSharePercent,
+		liqojanitor.AcknowledgeUnreachableAnnotation, fmt.Sprint(len(storm.Unreachable)), ackCmd(fc, len(storm.Unreachable)), fc.Name)
+}
+
+func msgAckWrong(fc *liqov1beta1.ForeignCluster, storm liqojanitor.Storm) string {
+	return fmt.Sprintf("%s: %s must be the number of this consumer's providers unreachable at once, typed by the one who "+
+		"marks, and it is %d now: %s, this one counted; check that they are all gone, then mark with the count: %s",
+		describe(fc), liqojanitor.AcknowledgeUnreachableAnnotation, len(storm.Unreachable), storm, ackCmd(fc, len(storm.Unreachable)))
+}
+
+func msgAckArmed(fc *liqov1beta1.ForeignCluster, storm liqojanitor.Storm) string {
+	return fmt.Sprintf("%s: its %s was set before this request: the acknowledgement counts only in the request that sets the "+
+		"mark, typed by the one who marks (it got there while liqo-janitor's gate was not running); remove it: "+
+		"kubectl annotate foreigncluster %s %s-, then mark with it in one request (%s now): %s",
+		describe(fc), liqojanitor.AcknowledgeUnreachableAnnotation, fc.Name, liqojanitor.AcknowledgeUnreachableAnnotation,
+		storm, ackCmd(fc, len(storm.Unreachable)))
+}
+
+func msgAckEarly(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: %s acknowledges a storm of unreachable providers for one mark, and counts only in the request that "+
+		"sets the mark, never ahead of it; leave it out now, and give it with the mark: kubectl liqo-janitor mark %s "+
+		"(it asks for the count when there is a storm)", describe(fc), liqojanitor.AcknowledgeUnreachableAnnotation, fc.Name)
+}
+
+func msgStormUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
+	return fmt.Sprintf("%s: the mark is refused because liqo-janitor cannot list ForeignClusters to count how many providers "+
+		"are unreachable at once (%v); nothing was changed, retry", describe(fc), err)
+}
+
+func msgAckNotStamped(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: the acknowledgement %s was not stamped by liqo-janitor's mutating webhook (%s is missing or not "+
+		"this request's), so it would go unaudited; leave %s out of the request (liqo-janitor writes it), and check that the "+
+		"webhook is installed: kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor",
+		describe(fc), liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation, liqojanitor.AcknowledgedByAnnotation)
 }

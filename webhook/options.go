@@ -7,15 +7,17 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// The gate's options: what the binary's --liqo-namespace, --min-unreachable, --probe-timeout and
-// --liqo-uninstaller-users flags configure, and their defaults.
+// The gate's options: what the binary's --liqo-namespace, --min-unreachable, --probe-timeout,
+// --liqo-uninstaller-users, --storm-min-unreachable and --storm-max-unreachable-share flags configure, and
+// their defaults.
 
 // Options configures the gate.
 type Options struct {
 	// LiqoNamespace is the namespace of Liqo's cluster-ID ConfigMap (rule 3).
 	LiqoNamespace string
 	// MinUnreachable is how long the APIServerStatus condition must have been not Established before the
-	// mark is accepted: a blip is not a death (rule 4). Zero accepts any unreachable provider.
+	// mark is accepted: a blip is not a death (rule 4); likewise the tunnel's NetworkConnectionStatus, when
+	// Liqo keeps one (rule 20). Zero accepts any unreachable provider.
 	MinUnreachable time.Duration
 	// ProbeTimeout bounds the gate's own probe of the provider's API server (rule 4); zero turns the
 	// probe off. It must stay well inside the webhook's timeout (5 s).
@@ -28,6 +30,10 @@ type Options struct {
 	// (rule 18). Nil: DefaultLiqoUninstallerUsers of LiqoNamespace (Liqo's pre-delete Job); empty and not
 	// nil: nobody.
 	LiqoUninstallerUsers []string
+	// Storm holds marks back while too many of this consumer's providers are unreachable at once (rule 21);
+	// the zero value (MinUnreachable 0) turns the guard off. The binary's default is
+	// liqojanitor.DefaultStormGuard.
+	Storm liqojanitor.StormGuard
 }
 
 // Defaults of the gate's options (the binary's flag defaults).

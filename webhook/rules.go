@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,9 @@ var (
 	noEvidencePath  = annotationsPath.Key(liqojanitor.NoEvidenceAnnotation)
 	overridePath    = annotationsPath.Key(liqojanitor.AllowDeleteAnnotation)
 	fencedPath      = annotationsPath.Key(liqojanitor.FencedAnnotation)
+	tunnelPath      = field.NewPath("status", "modules", "networking", "conditions")
+	ackPath         = annotationsPath.Key(liqojanitor.AcknowledgeUnreachableAnnotation)
+	ackedByPath     = annotationsPath.Key(liqojanitor.AcknowledgedByAnnotation)
 )
 
 // lockedLabels are Liqo's labels that decide which ForeignCluster Liqo's lookup finds and whether Liqo's
@@ -225,6 +229,89 @@ func checkUnreachable(r *inputs, opts Options) field.ErrorList {
 	return nil
 }
 
+// checkTunnel is the data-plane veto (rule 20): Liqo must not see the tunnel to the provider up, and must
+// not have seen it change for at least MinUnreachable — the same staleness rules as rule 4's. Liqo's
+// foreigncluster controller writes NetworkConnectionStatus from the Connection the gateway's connection
+// checker keeps (foreigncluster-controller/status.go handleConnectionStatus, Liqo v1.0.3 to v1.2.0:
+// Connected → Established, Connecting → Pending, anything else → Error), and stamps LastTransitionTime only
+// when the status, reason or message change (pkg/utils/foreigncluster/conditions.go EnsureModuleCondition):
+// a condition that changed less than MinUnreachable ago may have been Established a moment before, so it
+// is refused whatever it changed from. A provider whose API server is down but whose tunnel is up still
+// runs its pods, which keep serving and reaching the consumer: it is alive. No condition at all (the
+// networking module off, or no Connection: handleConnectionStatus deletes it) is no evidence either way:
+// rules 4 and 12 decide.
+func checkTunnel(r *inputs, opts Options) field.ErrorList {
+	cond := liqojanitor.TunnelStatus(r.New)
+	switch {
+	case cond == nil:
+		return nil
+	case cond.Status == liqov1beta1.ConditionStatusEstablished:
+		return field.ErrorList{field.Forbidden(tunnelPath, msgTunnelUp(r.New, cond))}
+	case cond.LastTransitionTime.IsZero():
+		// Liqo always stamps transitions; without a time there is no blip to wait out.
+		return nil
+	}
+	since := r.Now.Sub(cond.LastTransitionTime.Time)
+	if since < opts.MinUnreachable {
+		return field.ErrorList{field.Forbidden(tunnelPath, msgTunnelTooRecent(r.New, cond, since, opts.MinUnreachable))}
+	}
+	return nil
+}
+
+// checkStorm is the storm guard (rule 21): while opts.Storm sees a storm in the count of this consumer's
+// providers unreachable by Liqo's evidence (liqojanitor.CountStorm over a live list of every
+// ForeignCluster, the one being marked counted as unreachable), the mark needs
+// AcknowledgeUnreachableAnnotation equal to that count, given in the marking request itself (one the old
+// object carried was typed by nobody who marks now). When the consumer itself is cut off, every provider
+// turns unreachable at once and the gate's probe runs from the same side of the cut: the count is the
+// only evidence left that the cause may be ours. An acknowledgement given outside a storm must still name
+// the count (the janitor reads it). Fail closed when the ForeignClusters cannot be listed.
+func checkStorm(r *inputs, opts Options) field.ErrorList {
+	if opts.Storm.MinUnreachable <= 0 {
+		return nil
+	}
+	if r.StormErr != nil {
+		return field.ErrorList{field.Forbidden(ackPath, msgStormUnknown(r.New, r.StormErr))}
+	}
+	value, given := r.New.Annotations[liqojanitor.AcknowledgeUnreachableAnnotation]
+	storm := opts.Storm.In(r.Storm)
+	switch {
+	case given && !sets(r.Old, r.New, liqojanitor.AcknowledgeUnreachableAnnotation):
+		return field.ErrorList{field.Forbidden(ackPath, msgAckArmed(r.New, r.Storm))}
+	case given && !r.Storm.Acknowledged(r.New.Annotations):
+		return field.ErrorList{field.Invalid(ackPath, value, msgAckWrong(r.New, r.Storm))}
+	case storm && !given:
+		return field.ErrorList{field.Required(ackPath, msgStorm(r.New, r.Storm, opts.Storm))}
+	}
+	return nil
+}
+
+// checkAckStamped: an acknowledgement given with the mark carries the mutating webhook's stamp of it
+// (rule 21, as rule 6's stamps): naming the requester, at most stampWindow old, with the count given. If it
+// does not, the mutating webhook did not run and the acknowledgement would go unaudited.
+func checkAckStamped(r *inputs) field.ErrorList {
+	value, given := r.New.Annotations[liqojanitor.AcknowledgeUnreachableAnnotation]
+	if !given {
+		return nil
+	}
+	ack, ok := liqojanitor.ParseAcknowledgement(r.New.Annotations[liqojanitor.AcknowledgedByAnnotation])
+	if ok && ack.By == r.User.Username && strconv.Itoa(ack.Count) == value &&
+		!ack.At.After(r.Now.Add(clockSkew)) && r.Now.Sub(ack.At) <= stampWindow {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(ackedByPath, msgAckNotStamped(r.New))}
+}
+
+// checkNoAckBeforeTheMark: the acknowledgement counts only in the request that sets the mark (rule 21),
+// so setting or changing it on a ForeignCluster unmarked after the request is refused, for everyone, with
+// the one request that gives it (removing it is anyone's). Its stamp is checkNoStampsWithoutMark's.
+func checkNoAckBeforeTheMark(r *inputs) field.ErrorList {
+	if !sets(r.Old, r.New, liqojanitor.AcknowledgeUnreachableAnnotation) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(ackPath, msgAckEarly(r.New))}
+}
+
 // checkStamped: when the mark is set the stamps must be the mutating webhook's (rule 6); if they are not,
 // the mutating webhook did not run, and the mark would go unaudited.
 func checkStamped(r *inputs) field.ErrorList {
@@ -268,9 +355,11 @@ func checkOverrideValue(r *inputs) field.ErrorList {
 }
 
 // immutableWhileMarked are the keys no request changes while the mark is set: the confirmation and the
-// stamps (rule 6), and the operator's reason the clean-up's events quote (rule 14).
+// stamps (rule 6), the operator's reason the clean-up's events quote (rule 14), and the storm's
+// acknowledgement and its stamp (rule 21), which the janitor reads.
 var immutableWhileMarked = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation,
-	liqojanitor.MarkedAtAnnotation, liqojanitor.ReasonAnnotation}
+	liqojanitor.MarkedAtAnnotation, liqojanitor.ReasonAnnotation,
+	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation}
 
 // checkImmutable: while the mark is set, the confirmation, the stamps and the reason do not change.
 func checkImmutable(r *inputs) field.ErrorList {
@@ -283,10 +372,11 @@ func checkImmutable(r *inputs) field.ErrorList {
 	return errs
 }
 
-// checkNoStampsWithoutMark: stamps are written only by the mutating webhook, together with the mark.
+// checkNoStampsWithoutMark: stamps are written only by the mutating webhook, together with the mark: the
+// mark's (rule 6) and the storm acknowledgement's (rule 21).
 func checkNoStampsWithoutMark(r *inputs) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation} {
+	for _, key := range []string{liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation, liqojanitor.AcknowledgedByAnnotation} {
 		if _, ok := r.New.Annotations[key]; ok && changed(r, key) {
 			errs = append(errs, field.Forbidden(annotationsPath.Key(key), msgStampWithoutMark(r.New, key)))
 		}

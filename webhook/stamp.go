@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,20 +27,22 @@ func fenceRecord(value, user string, returned, now time.Time) string {
 
 // unmarkRemoves are the keys the mutating webhook removes in a request that removes the mark
 // (rule 7): the stamps, the confirmation, the no-evidence key, the janitor's record of its grace window and
-// of the unpeering, and the deletion override (rule 17). A cleanup annotation holding the grace-window plan
-// goes too; one holding the summary of a clean-up that did happen stays.
+// of the unpeering, the deletion override (rule 17), and the storm's acknowledgement and its stamp (rule
+// 21). A cleanup annotation holding the grace-window plan goes too; one holding the summary of a clean-up
+// that did happen stays.
 var unmarkRemoves = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
 	liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation,
-	liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation, liqojanitor.FencedAnnotation}
+	liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation, liqojanitor.FencedAnnotation,
+	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation}
 
 // stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
-// grace period, rule 6), and on a mark by Liqo's uninstaller (rule 18) also the confirmation and a reason
-// when the request carries none, and it drops a fence record (rule 15: a record placed before the mark
-// never survives into it); on a fence record on a marked cluster, its time, user and the janitor's
-// recorded return (rule 15; none recorded: left for the validating webhook to refuse); on unmarking it
-// removes unmarkRemoves, the fence record among them (rule 7). It returns the annotations to set and the
-// keys to remove.
+// grace period, rule 6) and the stamp of a storm's acknowledgement given with it (rule 21), and on a
+// mark by Liqo's uninstaller (rule 18) also the confirmation and a reason when the request carries none,
+// and it drops a fence record (rule 15: a record placed before the mark never survives into it); on a
+// fence record on a marked cluster, its time, user and the janitor's recorded return (rule 15; none
+// recorded: left for the validating webhook to refuse); on unmarking it removes unmarkRemoves, the fence
+// record among them (rule 7). It returns the annotations to set and the keys to remove.
 func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, now time.Time) (set map[string]string, remove []string) {
 	switch transitionOf(old, fc) {
 	case marking:
@@ -54,6 +57,11 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, n
 		}
 		if _, ok := fc.Annotations[liqojanitor.FencedAnnotation]; ok {
 			remove = append(remove, liqojanitor.FencedAnnotation)
+		}
+		if key, value := ackStamp(fc, user, now); key != "" {
+			set[key] = value
+		} else if _, ok := fc.Annotations[liqojanitor.AcknowledgedByAnnotation]; ok {
+			remove = append(remove, liqojanitor.AcknowledgedByAnnotation)
 		}
 		return set, remove
 	case staysMarked:
@@ -75,6 +83,17 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, n
 	default:
 		return nil, nil
 	}
+}
+
+// ackStamp is the stamp of a storm's acknowledgement given with the mark (rule 21): who typed the count,
+// when, and the count. An acknowledgement that is not a count gets none (the validating webhook refuses it
+// with the right count); without one, a stamp the request carried is removed.
+func ackStamp(fc *liqov1beta1.ForeignCluster, user string, now time.Time) (key, value string) {
+	count, err := strconv.Atoi(fc.Annotations[liqojanitor.AcknowledgeUnreachableAnnotation])
+	if err != nil || count < 0 {
+		return "", ""
+	}
+	return liqojanitor.AcknowledgedByAnnotation, liqojanitor.Acknowledgement{At: now, By: user, Count: count}.String()
 }
 
 // uninstallerReason is the reason the gate writes on a mark by Liqo's uninstaller that carries none (rule 18).
