@@ -2,6 +2,8 @@ package janitor
 
 import (
 	"time"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // Options tunes the janitor.
@@ -39,6 +41,9 @@ type Options struct {
 	// janitor removes the legacy finalizer Liqo's fabric still holds, on Liqo before v1.2.0 (fabric.go);
 	// zero is DefaultFabricSettle.
 	FabricSettle time.Duration
+	// Storm is the storm guard (the binary's --storm-min-unreachable and --storm-max-unreachable-share), the
+	// same the gate applies to a mark (gate rule 21); the zero value turns it off.
+	Storm liqojanitor.StormGuard
 }
 
 // Defaults of the janitor's options, and of the client rate limits it wants: releasing thousands of

@@ -167,6 +167,12 @@ func setsOverride(old, fc *liqov1beta1.ForeignCluster) bool {
 	return differs(before, fc.Annotations, liqojanitor.AllowDeleteAnnotation)
 }
 
+// acknowledges reports whether a marking request carries the storm's acknowledgement (rule 21).
+func acknowledges(fc *liqov1beta1.ForeignCluster) bool {
+	_, ok := fc.Annotations[liqojanitor.AcknowledgeUnreachableAnnotation]
+	return ok
+}
+
 // needsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
 // removes the mark (rule 5), unpauses a marked cluster (rule 10), records a fence on one (rule 15), sets
 // the deletion override on one (rule 17) or arms a bare mark on an unmarked one (rule 19).
@@ -275,8 +281,9 @@ func decide(r *inputs, opts Options) verdict {
 		v.deny(reasonOverrideValue, checkOverrideValue(r))
 		allowed = reasonMarked
 		switch {
-		case r.LiqoUninstaller && !setsOverride(r.Old, r.New):
-			// rule 18: Liqo's uninstaller holds no break-glass verb; its mark is audited instead
+		case r.LiqoUninstaller && !setsOverride(r.Old, r.New) && !acknowledges(r.New):
+			// rule 18: Liqo's uninstaller holds no break-glass verb; its mark is audited instead (one that
+			// sets the deletion override or acknowledges a storm needs the verb, as anyone's)
 			allowed = reasonUninstallerMark
 		default:
 			v.checkPermission(r, t)

@@ -180,6 +180,12 @@ func TestDecideDataPlaneAndStorm(t *testing.T) {
 			opts:        guarded,
 			wantAllowed: true, wantReason: reasonUninstallerMark,
 		},
+		"a mark by Liqo's uninstaller that acknowledges a storm needs the verb, as anyone's": {
+			review:     inputs{Old: fc(id, nil, down), New: fc(id, acked("3", "alice"), down), LiqoUninstaller: true, Storm: storm},
+			opts:       guarded,
+			wantCode:   http.StatusForbidden,
+			wantReason: reasonPermission,
+		},
 		"the ForeignClusters cannot be listed: fail closed": {
 			review:     inputs{Old: fc(id, confirmed, down), New: fc(id, marked, down), permission: permitted, StormErr: errBoom},
 			opts:       guarded,

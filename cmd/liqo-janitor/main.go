@@ -53,18 +53,20 @@ type options struct {
 	// liqoUninstallers are the identities whose bare marks the gate accepts as Liqo's uninstaller's.
 	liqoUninstallers userList
 	minUnreachable   time.Duration
-	probeTimeout     time.Duration
-	gracePeriod      time.Duration
-	returnProbe      time.Duration
-	fabricSettle     time.Duration
-	dryRun           bool
-	releaseSecrets   bool
-	workers          int
-	objectEvents     bool
-	kubeAPIQPS       float64
-	kubeAPIBurst     int
-	certs            certOptions
-	zap              zap.Options
+	// storm is the storm guard shared by the gate (rule 21) and the janitor.
+	storm          liqojanitor.StormGuard
+	probeTimeout   time.Duration
+	gracePeriod    time.Duration
+	returnProbe    time.Duration
+	fabricSettle   time.Duration
+	dryRun         bool
+	releaseSecrets bool
+	workers        int
+	objectEvents   bool
+	kubeAPIQPS     float64
+	kubeAPIBurst   int
+	certs          certOptions
+	zap            zap.Options
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
@@ -107,6 +109,14 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 			liqojanitor.LiqoPreDeleteServiceAccount+"; empty: nobody.")
 	fs.DurationVar(&o.minUnreachable, "min-unreachable", webhook.DefaultMinUnreachable,
 		"How long a ForeignCluster's APIServerStatus must have been not Established before it may be marked dead.")
+	fs.IntVar(&o.storm.MinUnreachable, "storm-min-unreachable", liqojanitor.DefaultStormMinUnreachable,
+		"Storm guard: how many of this consumer's providers must be unreachable by Liqo's evidence at once (the one being marked "+
+			"counted), together with more than --storm-max-unreachable-share of them, for a mark to need the count acknowledged "+
+			"(liqo-janitor.io/acknowledge-unreachable, gate rule 21): so many at once is more likely this cluster's own partition. "+
+			"0 turns the guard off.")
+	fs.IntVar(&o.storm.MaxSharePercent, "storm-max-unreachable-share", liqojanitor.DefaultStormMaxUnreachableShare,
+		"Storm guard: the share of this consumer's providers, in percent (0 to 100), that must be exceeded, with at least "+
+			"--storm-min-unreachable of them, for a storm.")
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", webhook.DefaultProbeTimeout,
 		"How long the gate's own probe of a provider's API server (an unauthenticated GET /readyz at the https URLs Liqo wrote in the ForeignCluster's status) may take before a mark is accepted; an answer vetoes the mark. 0 turns the probe off. At most 3s (the webhook's timeout is 5s)")
 	fs.DurationVar(&o.gracePeriod, "grace-period", janitor.DefaultGracePeriod,
@@ -137,6 +147,12 @@ func (o *options) validate() error {
 	errs := o.validateDurations()
 	if err := o.certs.resolve(o.enableWebhook); err != nil {
 		errs = append(errs, err)
+	}
+	if o.storm.MinUnreachable < 0 {
+		errs = append(errs, fmt.Errorf("--storm-min-unreachable must be 0 (off) or a number of providers, got %d", o.storm.MinUnreachable))
+	}
+	if o.storm.MaxSharePercent < 0 || o.storm.MaxSharePercent > 100 {
+		errs = append(errs, fmt.Errorf("--storm-max-unreachable-share is a percentage, between 0 and 100, got %d", o.storm.MaxSharePercent))
 	}
 	if o.workers <= 0 {
 		errs = append(errs, fmt.Errorf("--janitor-workers must be positive, got %d", o.workers))
@@ -294,7 +310,7 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 
 func gateOptions(o *options) webhook.Options {
 	return webhook.Options{LiqoNamespace: o.liqoNamespace, MinUnreachable: o.minUnreachable, ProbeTimeout: o.probeTimeout,
-		LiqoUninstallerUsers: o.liqoUninstallers.value()}
+		LiqoUninstallerUsers: o.liqoUninstallers.value(), Storm: o.storm}
 }
 
 // userList is a comma-separated list of usernames that remembers whether it was set: not set, the gate's
@@ -328,7 +344,7 @@ func janitorOptions(o *options) janitor.Options {
 	return janitor.Options{
 		GracePeriod: o.gracePeriod, DryRun: o.dryRun, ReleaseIdentitySecrets: o.releaseSecrets, Workers: o.workers,
 		ObjectEvents: o.objectEvents, ReturnProbeInterval: o.returnProbe, ProbeTimeout: o.probeTimeout,
-		LiqoNamespace: o.liqoNamespace, FabricSettle: o.fabricSettle, Namespace: ownNamespace(o),
+		LiqoNamespace: o.liqoNamespace, FabricSettle: o.fabricSettle, Namespace: ownNamespace(o), Storm: o.storm,
 	}
 }
 
