@@ -2,7 +2,8 @@
 // that make declaring a provider permanently unreachable a confirmed, authorised and audited act.
 //
 // The decision is a pure function (decide, decideDelete, stamp) of the old and new objects, the requesting
-// user, the local cluster ID, the other ForeignClusters of the same cluster ID, the tenant namespaces of
+// user, the local cluster ID, the other ForeignClusters of the same cluster ID, the count of this
+// consumer's providers unreachable at once (the storm count), the tenant namespaces of
 // the cluster ID, the result of the break-glass SubjectAccessReview, the gate's own probe of the provider,
 // the janitor's identity, Liqo's uninstaller identities and the time; the handlers in gate.go only gather
 // those inputs.
@@ -10,20 +11,22 @@
 // # Reading order
 //
 // options.go is what the binary configures. gate.go serves the webhooks: Setup, the handlers, and the
-// reads that gather a decision's inputs (Liqo's cluster-ID ConfigMap, the other ForeignClusters of the
-// cluster ID, its tenant namespaces, the break-glass SubjectAccessReview, the probe). decision.go is the
+// reads that gather a decision's inputs (Liqo's cluster-ID ConfigMap, every ForeignCluster — the others
+// of the cluster ID and the storm count — its tenant namespaces, the break-glass SubjectAccessReview, the probe). decision.go is the
 // decision on CREATE and UPDATE: its inputs, what the request does to the mark (transition), the verdict
 // and its reasons, and decide, which runs the checks of rules.go (one or more per rule below). stamp.go is
 // the mutating webhook's decision, deletion.go the decision on DELETE (rules 16 and 17). messages.go words
 // every refusal and warning with its next step; metrics.go counts the verdicts by reason. The tables of
-// decision_test.go, stamp_test.go and deletion_test.go try the pure decisions; gate_test.go and the other
-// tests of package webhook_test try them through a real API server with the generated configurations.
+// decision_test.go, storm_decision_test.go, stamp_test.go and deletion_test.go try the pure decisions;
+// gate_test.go and the other tests of package webhook_test try them through a real API server with the
+// generated configurations, and package stormtest tries rule 21 through an API server of its own.
 //
 // # The gate's rules
 //
-// Rules 1 to 15, 18 and 19 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the
+// Rules 1 to 15 and 18 to 21 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the
 // mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable and the old one did
-// not. The code cites them by number.
+// not. The code cites them by number; rules 20 and 21 came last (issue 28), numbered after the others so
+// that no citation changes.
 //
 //  1. Setting the mark needs liqo-janitor.io/confirm-cluster-id equal to spec.clusterID (it may come
 //     earlier, from a holder of rule 5's verb: rule 19). A wrong confirmation is refused wherever it is
@@ -48,7 +51,8 @@
 //     old. While marked, the confirmation and the stamps are immutable.
 //  7. Removing the mark is answered with a warning (nothing released is restored), and removes the stamps,
 //     the confirmation, the no-evidence key, the janitor's grace-window record and plan, its record of the
-//     unpeering and the deletion override (rule 17) with it (the summary of a clean-up that happened stays).
+//     unpeering, the deletion override (rule 17) and the storm's acknowledgement and its stamp (rule 21)
+//     with it (the summary of a clean-up that happened stays).
 //  8. Everything else passes, and matchConditions keep it from reaching the gate at all: Liqo's status (a
 //     subresource), Liqo's labels and annotations on an unmarked ForeignCluster, pausing, removing a fence
 //     record, and deleting an unmarked ForeignCluster never block when the gate is down.
@@ -104,8 +108,9 @@
 //     verb nor rule 12's key; the mutating webhook writes the confirmation (rule 1 then holds) and a
 //     liqo-janitor.io/reason "marked by Liqo's uninstaller (<user>)" when the request carries none, beside
 //     the stamps naming that identity, and the validating webhook emits an Event MarkedByLiqoUninstaller.
-//     Rules 2, 3, 4 (the probe included), 6, 9, 11, 13 and 14 still hold; setting rule 17's override with it
-//     still needs the verb.
+//     Rules 2, 3, 4 (the probe included), 6, 9, 11, 13, 14 and 20 still hold; rule 21 does not (uninstalling
+//     Liqo removes every peering on purpose); setting rule 17's override or rule 21's acknowledgement with
+//     it still needs the verb.
 //  19. Keys that arm a bare mark are typed by someone who may mark: setting or changing
 //     liqo-janitor.io/confirm-cluster-id or liqo-janitor.io/reason on a ForeignCluster unmarked before and
 //     after the request needs rule 5's verb (removing them is anyone's). liqoctl force unpeer sends, as the
@@ -114,9 +119,42 @@
 //     who confirmed: refusing at the write is the simpler of the two, and costs the one who marks nothing,
 //     since marking needs the verb anyway). Liqo's uninstaller keeps rule 18's exemption for its mark, not
 //     for keys ahead of it. A key written while neither the gate nor the policy ran cannot be told apart.
+//  20. Data-plane veto: refused while Liqo's NetworkConnectionStatus (status.modules.networking.conditions)
+//     is Established, or changed less than --min-unreachable ago — the same staleness rules as rule 4. Liqo's
+//     foreigncluster controller derives it from the Connection the gateway's connection checker keeps
+//     (foreigncluster-controller/status.go handleConnectionStatus, the same in Liqo v1.0.3, v1.1.0 and
+//     v1.2.0: Connected → Established, Connecting → Pending, else Error) and stamps its LastTransitionTime
+//     only on a change (pkg/utils/foreigncluster/conditions.go EnsureModuleCondition), so a condition that
+//     changed a moment ago may have been Established just before. A provider whose API server is down but
+//     whose tunnel is up still runs its pods, which keep serving and reaching the consumer: releasing their
+//     copies runs every workload twice. No condition at all (the networking module off, or no Connection:
+//     handleConnectionStatus deletes it) is no evidence either way, and rule 12's refusal says so. Liqo's
+//     uninstaller's marks are held too (rule 18): a tunnel that is up means the provider's pods still run.
+//  21. Storm guard: setting a mark is refused while at least --storm-min-unreachable (default 3; 0 turns
+//     the guard off) and more than --storm-max-unreachable-share (default 50 %) of this consumer's
+//     providers are unreachable by Liqo's evidence at once (liqojanitor.CountStorm over a live list of
+//     every ForeignCluster, one per cluster ID, the one being marked counted; unreachable: APIServerStatus
+//     not Established and the tunnel not up, liqojanitor.UnreachableByLiqo), unless the marking request
+//     carries liqo-janitor.io/acknowledge-unreachable equal to that count. When the consumer itself is cut
+//     off, every provider turns unreachable at once and the gate's probe runs from the same side of the
+//     cut, so the count is the one hint that the cause is ours. The acknowledgement is stamped like the
+//     other break-glass keys: it comes in the marking request itself, which needs rule 5's verb (a mark by
+//     Liqo's uninstaller that carries it too), and one the old object already carried does not count (the
+//     mark is refused, saying to remove it and give it with the mark); setting or changing it on a
+//     ForeignCluster unmarked after the request is refused, for everyone; the mutating webhook writes
+//     liqo-janitor.io/acknowledged-by (liqojanitor.Acknowledgement: the time, the requester, the count) and
+//     the validating webhook accepts only its own stamp, as rule 6's; both are immutable while marked and
+//     go with the mark (rule 7). An acknowledgement given outside a storm must still name the count (the
+//     janitor reads it), and a wrong count is refused with the right one. Fail closed when the
+//     ForeignClusters cannot be listed. Liqo's uninstaller's marks are exempt (rule 18): a force uninstall
+//     bare-marks every ForeignCluster on purpose, a storm by design.
 //
 // The ValidatingAdmissionPolicy in manifests/policy enforces, with the gate absent, what CEL can: rules 1,
-// 2, 5, 10, 15 and 19 through the authorizer, 6's immutability, 11, 13, 14; of 12, the no-evidence key
+// 2, 5, 10, 15 and 19 through the authorizer, 6's immutability, 11, 13, 14; of 20, the mark refused while
+// the tunnel is Established (not the wait after it left: CEL has no clock); of 21, the acknowledgement
+// only in the marking request and not counted from the old object, its stamp only with the mark and naming
+// the requester, both immutable while marked, and Liqo's uninstaller needing the verb to give it (not the
+// count itself: CEL cannot list the other ForeignClusters); of 12, the no-evidence key
 // refused ahead of the mark and not counted from the old object (not the evidence itself); of 15, the
 // record refused on an unmarked ForeignCluster and in a request that sets the mark (with the gate absent
 // nothing drops it: remove it first), and on a marked one the requester's name and a recorded return (no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"testing"
 	"time"
@@ -710,4 +711,111 @@ func TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate(t *testing.T) {
 	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, uninstallerUser))
 	// cleanup: the mark goes first, so that the ForeignCluster may be deleted
 	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+}
+
+// TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate: gate rules 20 and 21 as CEL can.
+// A mark is refused while Liqo reports the tunnel Established (not the wait after it left Established: CEL
+// has no clock); the storm's acknowledgement comes only in the marking request, from a holder of the verb
+// (Liqo's uninstaller included), with a stamp naming the requester, and neither changes while marked (the
+// count itself is the gate's: CEL cannot list the other ForeignClusters).
+func TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+	uninstallerUser := webhook.DefaultLiqoUninstallerUsers(liqojanitor.DefaultLiqoNamespace)[0]
+	grantRole(t, "policy-storm-editors", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "update", "patch"}}}, "alice", uninstallerUser)
+	grantRole(t, "policy-storm-marker", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"mark-unreachable"}}}, "alice")
+	alice, uninstaller := impersonate(t, "alice"), impersonate(t, uninstallerUser)
+	const id, other = "provider-tunnel", "provider-tunnel-uninstalled"
+	fc := createForeignCluster(t, id, nil)
+	createForeignCluster(t, other, nil)
+	// wait until the verb is granted (an early success of the dry run changes nothing)
+	g.Eventually(func() error {
+		return annotate(ctx, alice, id, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, client.DryRunAll)
+	}).Should(Succeed())
+
+	setTunnel := func(name string, status liqov1beta1.ConditionStatusType) {
+		latest := &liqov1beta1.ForeignCluster{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, latest)).To(Succeed())
+		latest.Status.Modules.Networking = liqov1beta1.Module{Enabled: true, Conditions: []liqov1beta1.Condition{{
+			Type: liqov1beta1.NetworkConnectionStatusCondition, Status: status, LastTransitionTime: metav1.Now()}}}
+		g.Expect(env.Client.Status().Update(ctx, latest)).To(Succeed())
+	}
+	ackStamp := func(user string) *string {
+		return s(liqojanitor.Acknowledgement{At: time.Now(), By: user, Count: 3}.String())
+	}
+	mark := map[string]*string{liqojanitor.ConfirmAnnotation: s(id), liqojanitor.MarkAnnotation: s("true")}
+	with := func(kv ...any) map[string]*string {
+		out := map[string]*string{}
+		maps.Copy(out, mark)
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i].(string)] = kv[i+1].(*string)
+		}
+		return out
+	}
+
+	setTunnel(id, liqov1beta1.ConditionStatusEstablished)
+	setTunnel(other, liqov1beta1.ConditionStatusEstablished)
+	type step struct {
+		name        string
+		by          client.Client
+		target      string
+		annotations map[string]*string
+		code        int32    // 0: allowed
+		refused     []string // fragments of the refusal
+	}
+	run := func(steps []step) {
+		for _, step := range steps {
+			err := annotate(ctx, step.by, step.target, step.annotations)
+			if step.code == 0 {
+				g.Expect(err).NotTo(HaveOccurred(), step.name)
+				continue
+			}
+			expectPolicyRefused(g, err, step.code, step.refused...)
+		}
+	}
+	run([]step{
+		{"no mark while the tunnel is up", alice, id, mark, http.StatusUnprocessableEntity,
+			[]string{"Liqo reports the data plane to the provider as up (its tunnel: NetworkConnectionStatus Established)", "its nodes and pods still run"}},
+		{"nor by Liqo's uninstaller", uninstaller, other, map[string]*string{liqojanitor.ConfirmAnnotation: s(other), liqojanitor.MarkAnnotation: s("true"),
+			liqojanitor.MarkedByAnnotation: s(uninstallerUser), liqojanitor.MarkedAtAnnotation: s(time.Now().UTC().Format(time.RFC3339))},
+			http.StatusUnprocessableEntity, []string{"NetworkConnectionStatus Established"}},
+		{"nobody acknowledges a storm ahead of the mark", alice, id, map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: s("3")},
+			http.StatusUnprocessableEntity, []string{"counts only in the request that sets the mark", "give it with the mark: kubectl liqo-janitor mark " + id}},
+		{"nor writes its stamp", alice, id, map[string]*string{liqojanitor.AcknowledgedByAnnotation: ackStamp("alice")},
+			http.StatusUnprocessableEntity, []string{"liqo-janitor.io/acknowledged-by is written only by liqo-janitor's mutating webhook"}},
+	})
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(BeEmpty())
+
+	setTunnel(id, liqov1beta1.ConditionStatusError)
+	setTunnel(other, liqov1beta1.ConditionStatusError)
+	uninstallerMark := map[string]*string{liqojanitor.ConfirmAnnotation: s(other), liqojanitor.MarkAnnotation: s("true"),
+		liqojanitor.MarkedByAnnotation: s(uninstallerUser), liqojanitor.MarkedAtAnnotation: s(time.Now().UTC().Format(time.RFC3339))}
+	uninstallerAck := map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: s("3"), liqojanitor.AcknowledgedByAnnotation: ackStamp(uninstallerUser)}
+	maps.Copy(uninstallerAck, uninstallerMark)
+	run([]step{
+		{"a stamp in another's name is refused", alice, id, with(liqojanitor.AcknowledgeUnreachableAnnotation, s("3"), liqojanitor.AcknowledgedByAnnotation, ackStamp("bob")),
+			http.StatusUnprocessableEntity, []string{"naming the requesting user", "liqo-janitor.io/acknowledged-by-"}},
+		{"Liqo's uninstaller acknowledging a storm needs the verb", uninstaller, other, uninstallerAck,
+			http.StatusForbidden, []string{"may not mark it permanently unreachable"}},
+		{"its bare mark needs none", uninstaller, other, uninstallerMark, 0, nil},
+		{"alice marks with the acknowledgement, stamped in her name", alice, id,
+			with(liqojanitor.AcknowledgeUnreachableAnnotation, s("3"), liqojanitor.AcknowledgedByAnnotation, ackStamp("alice")), 0, nil},
+		{"the acknowledgement does not change while marked", alice, id, map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: s("4")},
+			http.StatusUnprocessableEntity, []string{"liqo-janitor.io/acknowledge-unreachable cannot be added, removed or changed"}},
+		{"nor its stamp", alice, id, map[string]*string{liqojanitor.AcknowledgedByAnnotation: nil},
+			http.StatusUnprocessableEntity, []string{"liqo-janitor.io/acknowledged-by cannot be added, removed or changed"}},
+		{"alice unmarks (with the webhook absent the keys stay)", alice, id, map[string]*string{liqojanitor.MarkAnnotation: nil}, 0, nil},
+		{"an acknowledgement set before the mark does not count", alice, id, map[string]*string{liqojanitor.MarkAnnotation: s("true")},
+			http.StatusUnprocessableEntity, []string{"this one was set before: remove it (kubectl annotate foreigncluster " + id + " liqo-janitor.io/acknowledge-unreachable-)"}},
+		{"removed, the mark passes", alice, id, map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: nil, liqojanitor.AcknowledgedByAnnotation: nil}, 0, nil},
+		{"alice marks again", alice, id, map[string]*string{liqojanitor.MarkAnnotation: s("true")}, 0, nil},
+	})
+	// cleanup: the marks go first, so that the ForeignClusters may be deleted
+	for _, name := range []string{fc.Name, other} {
+		g.Expect(annotate(ctx, env.Client, name, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	}
 }
