@@ -740,6 +740,7 @@ func TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate(t *te
 	setTunnel := func(name string, status liqov1beta1.ConditionStatusType) {
 		latest := &liqov1beta1.ForeignCluster{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, latest)).To(Succeed())
+		latest.Status.Role = liqov1beta1.ProviderRole
 		latest.Status.Modules.Networking = liqov1beta1.Module{Enabled: true, Conditions: []liqov1beta1.Condition{{
 			Type: liqov1beta1.NetworkConnectionStatusCondition, Status: status, LastTransitionTime: metav1.Now()}}}
 		g.Expect(env.Client.Status().Update(ctx, latest)).To(Succeed())
