@@ -164,7 +164,9 @@ func TestChartValuesAreChecked(t *testing.T) {
 			`hostNetwork is true but the namespace this chart creates enforces Pod Security "restricted"`},
 		"a webhook port that is also the health port": {map[string]any{"webhook": map[string]any{"port": 8081}},
 			"each server of the pod needs a port of its own"},
-		"a port that is none": {map[string]any{"webhook": map[string]any{"port": 70000}}, "port"},
+		"a port that is none":      {map[string]any{"webhook": map[string]any{"port": 70000}}, "port"},
+		"a negative storm minimum": {map[string]any{"stormGuard": map[string]any{"minUnreachable": -1}}, "minUnreachable"},
+		"a storm share above 100%": {map[string]any{"stormGuard": map[string]any{"maxUnreachableShare": 101}}, "maxUnreachableShare"},
 		"without cert-manager, a CA that does not outlive its certificates": {
 			map[string]any{"certManager": map[string]any{"enabled": false, "certificateValidityDays": 365, "caValidityDays": 730}},
 			"caValidityDays must be at least three times certificateValidityDays"},
@@ -270,6 +272,14 @@ func TestChartGrantsExactlyWhatTheCodeCalls(t *testing.T) {
 	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--release-identity-secrets"))
 }
 
+// TestChartRendersTheStormGuard: stormGuard becomes the two flags, 0 (the guard off) included.
+func TestChartRendersTheStormGuard(t *testing.T) {
+	g := NewWithT(t)
+	b, _ := render(t, installNS, map[string]any{"stormGuard": map[string]any{"minUnreachable": 0, "maxUnreachableShare": 75}})
+	args := one[*appsv1.Deployment](t, b, installNS, appName).Spec.Template.Spec.Containers[0].Args
+	g.Expect(args).To(ContainElements("--storm-min-unreachable=0", "--storm-max-unreachable-share=75"))
+}
+
 // TestChartDefaultsAreTheBinarys: the chart passes every knob explicitly, so its defaults must be the
 // binary's own (an install must behave as docs/flags.md says).
 func TestChartDefaultsAreTheBinarys(t *testing.T) {
@@ -294,6 +304,8 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	g.Expect(args).To(HaveKeyWithValue("--janitor-workers", strconv.Itoa(janitor.DefaultWorkers)))
 	g.Expect(args).To(HaveKeyWithValue("--kube-api-burst", strconv.Itoa(janitor.DefaultClientBurst)))
 	g.Expect(args).To(HaveKeyWithValue("--liqo-namespace", liqojanitor.DefaultLiqoNamespace))
+	g.Expect(args).To(HaveKeyWithValue("--storm-min-unreachable", strconv.Itoa(liqojanitor.DefaultStormMinUnreachable)))
+	g.Expect(args).To(HaveKeyWithValue("--storm-max-unreachable-share", strconv.Itoa(liqojanitor.DefaultStormMaxUnreachableShare)))
 	g.Expect(args).To(HaveKeyWithValue("--liqo-uninstaller-users",
 		strings.Join(webhook.DefaultLiqoUninstallerUsers(liqojanitor.DefaultLiqoNamespace), ",")))
 }
