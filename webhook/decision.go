@@ -261,33 +261,7 @@ func decide(r *inputs, opts Options) verdict {
 	allowed := reasonOther
 	switch t {
 	case marking:
-		v.deny(reasonCreateMarked, checkNotCreate(r))
-		v.deny(reasonConfirmation, checkConfirmation(r, true))
-		v.deny(reasonLocalCluster, checkNotLocal(r))
-		v.deny(reasonLiqoLookup, checkLiqoLookup(r))
-		v.deny(reasonDuplicate, checkNoDuplicate(r))
-		if !r.LiqoUninstaller { // rule 18: Liqo's uninstaller has no second key to give
-			v.deny(reasonNoEvidence, checkEvidence(r))
-		}
-		v.deny(reasonReachable, checkUnreachable(r, opts))
-		v.deny(reasonTunnelUp, checkTunnel(r, opts))
-		if !r.LiqoUninstaller { // rule 21: uninstalling Liqo removes every peering on purpose
-			v.deny(reasonStorm, checkStorm(r, opts))
-		}
-		v.deny(reasonProviderAnswers, checkProbe(r))
-		v.deny(reasonNotStamped, checkStamped(r))
-		v.deny(reasonNotStamped, checkAckStamped(r))
-		v.deny(reasonFenceUnmarked, checkNoFenceIntoTheMark(r))
-		v.deny(reasonOverrideValue, checkOverrideValue(r))
-		allowed = reasonMarked
-		switch {
-		case r.LiqoUninstaller && !setsOverride(r.Old, r.New) && !acknowledges(r.New):
-			// rule 18: Liqo's uninstaller holds no break-glass verb; its mark is audited instead (one that
-			// sets the deletion override or acknowledges a storm needs the verb, as anyone's)
-			allowed = reasonUninstallerMark
-		default:
-			v.checkPermission(r, t)
-		}
+		allowed = v.decideMarking(r, opts)
 	case unmarking:
 		v.checkPermission(r, t)
 		if v.Allowed() {
@@ -329,4 +303,37 @@ func decide(r *inputs, opts Options) verdict {
 		v.Reason = allowed
 	}
 	return v
+}
+
+// decideMarking applies the rules that hold for a request that sets the mark, and returns the reason of
+// the verdict if it is allowed: a mark by Liqo's uninstaller or anyone's.
+func (v *verdict) decideMarking(r *inputs, opts Options) string {
+	v.deny(reasonCreateMarked, checkNotCreate(r))
+	v.deny(reasonConfirmation, checkConfirmation(r, true))
+	v.deny(reasonLocalCluster, checkNotLocal(r))
+	v.deny(reasonLiqoLookup, checkLiqoLookup(r))
+	v.deny(reasonDuplicate, checkNoDuplicate(r))
+	if !r.LiqoUninstaller { // rule 18: Liqo's uninstaller has no second key to give
+		v.deny(reasonNoEvidence, checkEvidence(r))
+	}
+	v.deny(reasonReachable, checkUnreachable(r, opts))
+	v.deny(reasonTunnelUp, checkTunnel(r, opts))
+	if !r.LiqoUninstaller { // rule 21: uninstalling Liqo removes every peering on purpose
+		v.deny(reasonStorm, checkStorm(r, opts))
+	}
+	v.deny(reasonProviderAnswers, checkProbe(r))
+	v.deny(reasonNotStamped, checkStamped(r))
+	v.deny(reasonNotStamped, checkAckStamped(r))
+	v.deny(reasonFenceUnmarked, checkNoFenceIntoTheMark(r))
+	v.deny(reasonOverrideValue, checkOverrideValue(r))
+	allowed := reasonMarked
+	switch {
+	case r.LiqoUninstaller && !setsOverride(r.Old, r.New) && !acknowledges(r.New):
+		// rule 18: Liqo's uninstaller holds no break-glass verb; its mark is audited instead (one that
+		// sets the deletion override or acknowledges a storm needs the verb, as anyone's)
+		allowed = reasonUninstallerMark
+	default:
+		v.checkPermission(r, marking)
+	}
+	return allowed
 }

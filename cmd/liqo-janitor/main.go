@@ -148,12 +148,7 @@ func (o *options) validate() error {
 	if err := o.certs.resolve(o.enableWebhook); err != nil {
 		errs = append(errs, err)
 	}
-	if o.storm.MinUnreachable < 0 {
-		errs = append(errs, fmt.Errorf("--storm-min-unreachable must be 0 (off) or a number of providers, got %d", o.storm.MinUnreachable))
-	}
-	if o.storm.MaxSharePercent < 0 || o.storm.MaxSharePercent > 100 {
-		errs = append(errs, fmt.Errorf("--storm-max-unreachable-share is a percentage, between 0 and 100, got %d", o.storm.MaxSharePercent))
-	}
+	errs = append(errs, o.validateStorm()...)
 	if o.workers <= 0 {
 		errs = append(errs, fmt.Errorf("--janitor-workers must be positive, got %d", o.workers))
 	}
@@ -192,6 +187,18 @@ func (o *options) validateDurations() []error {
 	}
 	if o.returnProbe != 0 && o.returnProbe < time.Second {
 		errs = append(errs, fmt.Errorf("--return-probe-interval must be 0 (off) or at least 1s (it probes every marked cluster's provider), got %s", o.returnProbe))
+	}
+	return errs
+}
+
+// validateStorm checks the storm guard's flags.
+func (o *options) validateStorm() []error {
+	var errs []error
+	if o.storm.MinUnreachable < 0 {
+		errs = append(errs, fmt.Errorf("--storm-min-unreachable must be 0 (off) or a number of providers, got %d", o.storm.MinUnreachable))
+	}
+	if o.storm.MaxSharePercent < 0 || o.storm.MaxSharePercent > 100 {
+		errs = append(errs, fmt.Errorf("--storm-max-unreachable-share is a percentage, between 0 and 100, got %d", o.storm.MaxSharePercent))
 	}
 	return errs
 }
