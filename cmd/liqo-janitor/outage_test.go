@@ -46,7 +46,7 @@ func TestTheJanitorRecoversWhenTheAPIServerGoesAwayMidCleanup(t *testing.T) {
 	// (10s) stops, by design, and its pod is restarted (the HA tests show another replica finishing);
 	// this test is about one process riding out the outage.
 	r, err := env.StartReplica("outage", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--grace-period=0",
-		"--janitor-workers=1", "--kube-api-qps=200", "--kube-api-burst=1")
+		"--janitor-workers=1", "--kube-api-qps=200", "--kube-api-burst=1", stormGuardOff)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = r.Kill() })
 
