@@ -23,7 +23,7 @@ import (
 )
 
 // janitorController is the reportingController of the janitor's events (its recorder,
-// mgr.GetEventRecorder(janitor.ReportingController) in janitor/setup.go).
+// mgr.GetEventRecorder(janitor.ReportingController) in janitor/controller_setup.go).
 const janitorController = janitor.ReportingController
 
 // eventsNamespace is where the events about a ForeignCluster land: client-go's events recorder puts those
