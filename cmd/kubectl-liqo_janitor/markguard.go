@@ -80,12 +80,13 @@ func (e *env) checkStorm(fc *liqov1beta1.ForeignCluster, ev *evidence, o markOpt
 // stormExplained says what a storm is, and what to check before marking in one.
 func stormExplained(storm liqojanitor.Storm) string {
 	return fmt.Sprintf(`
-STORM: %s, this one counted: a storm %s.
+STORM: %s, this one counted:
+a storm %s.
 When this cluster itself is cut off (its uplink, its gateway, its DNS), every provider looks dead at once,
 and the gate's probe runs from the same side of the cut: marking them would release this cluster's copies
 of workloads that still run on the providers. Check this cluster's own uplink, gateway and DNS first.
-A mark now needs the count acknowledged (%s, gate rule 21); the janitor holds a mark made during a storm
-without it.
+A mark now needs the count acknowledged (%s, gate rule 21);
+the janitor holds a mark made during a storm without it.
 `, storm, guardNote, liqojanitor.AcknowledgeUnreachableAnnotation)
 }
 
