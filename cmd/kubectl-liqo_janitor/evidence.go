@@ -46,7 +46,7 @@ type stormShown struct {
 	Providers   int      `json:"providers"`
 	// InStorm: a storm by Guard, the default guard (the plugin cannot know the gate's and the janitor's
 	// flags: they decide with their own).
-	InStorm bool      `json:"inStorm"`
+	InStorm bool       `json:"inStorm"`
 	Guard   guardShown `json:"guard"`
 	// Acknowledged is the count the mark carries in liqo-janitor.io/acknowledge-unreachable, if any.
 	Acknowledged string `json:"acknowledged,omitempty"`

@@ -160,7 +160,8 @@ func TestMarkDuringAStormAsksForTheCount(t *testing.T) {
 }
 
 // TestTwoOfTwoUnreachableIsNoStorm: a consumer with two providers is never in a storm: both unreachable,
-// mark asks for nothing beyond the cluster ID and sends no acknowledgement.
+// mark asks for nothing beyond the cluster ID and sends no acknowledgement, unless given one (a gate with
+// other flags may want it).
 func TestTwoOfTwoUnreachableIsNoStorm(t *testing.T) {
 	testEnv := harness.Require(t)
 	g := NewWithT(t)
@@ -176,6 +177,12 @@ func TestTwoOfTwoUnreachableIsNoStorm(t *testing.T) {
 	g.Expect(out).NotTo(ContainSubstring("Type the number"))
 	g.Expect(annotations(t, dead)).NotTo(HaveKey(liqojanitor.AcknowledgeUnreachableAnnotation))
 	g.Expect(annotations(t, dead)).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, alice))
+
+	out, _, err = kubectl(t, alice, "", "mark", other.ID, "--reason", "gone", "--yes", "--acknowledge-unreachable=2")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("\nNo storm " + defaultGuardWords + ": --acknowledge-unreachable=2 is sent for the gate to judge.\n"))
+	g.Expect(annotations(t, other)).To(HaveKeyWithValue(liqojanitor.AcknowledgeUnreachableAnnotation, "2"),
+		"given, it goes with the mark: the gate may count with other flags")
 }
 
 // TestPlanAndStatusShowTheEvidence: plan and status say what the verdict rests on for the cluster — Liqo's

@@ -60,7 +60,7 @@ func (e *env) checkStorm(fc *liqov1beta1.ForeignCluster, ev *evidence, o markOpt
 			fmt.Sprintf("Nothing was written. Check this cluster's own uplink, gateway and DNS first; then give --acknowledge-unreachable=%d.", n),
 		}
 	case !ev.Storm.InStorm && o.acknowledge != 0:
-		fmt.Fprintf(e.Out, "\nNo storm %s: --acknowledge-unreachable=%s is sent for it.\n", guardNote, count)
+		fmt.Fprintf(e.Out, "\nNo storm %s: --acknowledge-unreachable=%s is sent for the gate to judge.\n", guardNote, count)
 		return stormAck{count: count}, nil
 	case !ev.Storm.InStorm:
 		return stormAck{}, nil
