@@ -88,7 +88,7 @@ func ParseFenceRecord(v string) (FenceRecord, bool) {
 // ReturnRecordedAt is the time of the janitor's record of a return of the current mark in annotations:
 // the cleanup annotation starting with ReturnedPrefix and a readable RFC 3339 time, not older than the
 // mark's marked-at (whole seconds), since a record older than that belongs to an earlier mark — the same
-// reading as the janitor's own (janitor/returned.go recordedReturn).
+// reading as the janitor's own (janitor/return_seen.go recordedReturn).
 func ReturnRecordedAt(annotations map[string]string) (time.Time, bool) {
 	rec, ok := ParseReturnRecord(annotations[CleanupAnnotation])
 	if !ok {

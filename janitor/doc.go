@@ -8,28 +8,29 @@
 // The code cites them by number.
 //
 //  1. Dead by cluster ID: a cluster ID is dead when every ForeignCluster Liqo could take for it (by
-//     spec.clusterID or by its liqo.io/remote-cluster-id label) is marked "true", confirmed, the one
-//     Liqo's own lookup finds (label equal to spec.clusterID), not Established, not paused, and past its
-//     grace period — re-read from the API server before every batch of writes. The grace period ends
-//     --grace-period after the later of marked-at and the janitor's first sight of the mark, which it
-//     records on the ForeignCluster (first-seen-at, grace-ends-at) so that it survives restarts and
-//     failovers: a forged or pre-written marked-at never shortens it. One ForeignCluster that is not dead
-//     keeps the cluster ID alive (assessClusterID).
+//     spec.clusterID or by its liqo.io/remote-cluster-id label) is marked "true", confirmed, the one Liqo's
+//     own lookup finds (label equal to spec.clusterID), not Established, its data plane not up
+//     (NetworkConnectionStatus Established: the provider's pods still run and serve), not paused, not held by
+//     a storm (rule 18), and past its grace period — re-read from the API server before every batch of
+//     writes. The grace period ends --grace-period after the later of marked-at and the janitor's first sight
+//     of the mark, which it records on the ForeignCluster (first-seen-at, grace-ends-at) so that it survives
+//     restarts and failovers: a forged or pre-written marked-at never shortens it. One ForeignCluster that is
+//     not dead keeps the cluster ID alive (assessClusterID).
 //  2. Marked but not dead: nothing of the cluster is written, its ForeignCluster included (but rule 9's
 //     plan in the grace period); an Event may say why it waits.
 //  3. Trust: an object is tied to a cluster only through what the consumer's own Liqo controllers write.
 //     A Node is the cluster's when its labels say so and a VirtualNode of the same name has that
 //     spec.clusterID (the provider writes the Node's labels, the consumer the VirtualNode).
-//  4. Targets (the table in releaser.go; pods.go, replicated.go, offloading.go, identity.go): terminating
-//     pods on the cluster's virtual nodes are force-deleted; on a Node whose VirtualNode is being deleted,
-//     so are the pods Liqo's own drain selects, terminating or not
+//  4. Targets (the table in pass_releaser.go; target_pods.go, target_replicated.go, target_offloading.go,
+//     target_identity.go): terminating pods on the cluster's virtual nodes are force-deleted; on a Node whose
+//     VirtualNode is being deleted, so are the pods Liqo's own drain selects, terminating or not
 //     (liqo.io/shadowPod=true, not DaemonSet or mirror pods: virtualnode-controller/drain.go
-//     getPodsForDeletion), and every other pod there is left alone and counted as blocked, its reason
-//     logged; terminating ResourceSlices, NamespaceMaps and Renews routed to the cluster lose
-//     crdreplicator.liqo.io/resource; terminating NamespaceOffloadings lose their finalizer only after
-//     Liqo's own deletion did its local part and only dead clusters are left, decided again on every
-//     attempt on live reads and on the dead set re-read before every batch and every retry
-//     (offloading.go); opt-in, the control-plane identity Secret loses crdreplicator.liqo.io/operator.
+//     getPodsForDeletion), and every other pod there is left alone and counted as blocked, its reason logged;
+//     terminating ResourceSlices, NamespaceMaps and Renews routed to the cluster lose
+//     crdreplicator.liqo.io/resource; terminating NamespaceOffloadings lose their finalizer only after Liqo's
+//     own deletion did its local part and only dead clusters are left, decided again on every attempt on live
+//     reads and on the dead set re-read before every batch and every retry (target_offloading.go); opt-in,
+//     the control-plane identity Secret loses crdreplicator.liqo.io/operator.
 //  5. Only finalizers of the allow-list are removed, with JSON patches that test the object's UID and the
 //     exact entry; pods are deleted with grace 0 and a UID precondition; a pod's finalizers are never
 //     stripped. Every such write is internal/release's; janitor/ writes nothing else but what the janitor
@@ -43,7 +44,7 @@
 //     per pass with the count and the first and last object, per object only with --object-events), the
 //     cleanup annotation, metrics, logs (every release); --dry-run writes nothing but events and logs.
 //     The cleanup annotation is the clean-up's one record: each pass derives it from the record it read
-//     live and what it did (record.go), never from one process's memory, and CleanupStarted and
+//     live and what it did (report_progress.go), never from one process's memory, and CleanupStarted and
 //     CleanupDone fire on the record's own transitions after the write that made them — once per
 //     clean-up, across restarts and failovers.
 //  9. The grace period is an informed undo window: while a confirmed mark waits it out (and nothing else
@@ -55,17 +56,17 @@
 //     annotation so a removed or forged plan is written again, and never over the record of a clean-up
 //     that has begun. With the plan go the janitor's first-seen-at and grace-ends-at records. It is the
 //     one exception to rule 2; nothing of the cluster's objects is written.
-//  10. A provider that answers again after its mark has returned: it is not gone, and the copies of the
-//     pods the consumer force-deleted may still run there. The evidence is Liqo's APIServerStatus turning
-//     Established after the mark, or an answer to the janitor's own probe of the status' API-server URLs
-//     (every --return-probe-interval, marked clusters only: returnprobe.go), for every marked
-//     ForeignCluster — in its grace period, during and after a clean-up, paused or not (returned.go). It
-//     stops every release for that mark at the next re-check, for good (the record below keeps it
-//     returned when the provider goes away again); the janitor writes the return first into the cleanup
-//     annotation (the second exception to rule 2), sends one Warning ProviderReturned event on that
-//     record's transition (who marked it and when, how many pods it force-deleted, the fence command),
-//     and counts it in liqo_janitor_returned_clusters until the operator's `kubectl liqo-janitor fence`
-//     records its fence (liqo-janitor.io/fenced), which it quotes in the record and a Fenced event. An
+//  10. A provider that answers again after its mark has returned: it is not gone, and the copies of the pods
+//     the consumer force-deleted may still run there. The evidence is Liqo's APIServerStatus or its data
+//     plane (NetworkConnectionStatus) turning Established after the mark, or an answer to the janitor's own
+//     probe of the status' API-server URLs (every --return-probe-interval, marked clusters only:
+//     return_probe.go), for every marked ForeignCluster — in its grace period, during and after a clean-up,
+//     paused or not (return_seen.go). It stops every release for that mark at the next re-check, for good
+//     (the record below keeps it returned when the provider goes away again); the janitor writes the return
+//     first into the cleanup annotation (the second exception to rule 2), sends one Warning ProviderReturned
+//     event on that record's transition (who marked it and when, how many pods it force-deleted, the fence
+//     command), and counts it in liqo_janitor_returned_clusters until the operator's `kubectl liqo-janitor
+//     fence` records its fence (liqo-janitor.io/fenced), which it quotes in the record and a Fenced event. An
 //     Established status from before the mark is no return but rule 1's veto (the gate refuses that mark).
 //  11. Another admission webhook may refuse the janitor's writes (Liqo's own use failurePolicy Fail: while
 //     Liqo's webhook pod is down, ResourceSlice finalizer patches and every ForeignCluster metadata patch
@@ -74,39 +75,39 @@
 //     let writes through again), writes no more of that kind in the pass and only one at first in the
 //     next, and comes back after a short capped backoff (1 s doubling to 8 s), so the rest goes within
 //     seconds of the webhook answering; what it released meanwhile joins the record once it can be written.
-//  12. For an older Liqo what a newer Liqo does by itself, nothing more (liqoversion.go reads the installed
-//     version from Liqo's controller-manager image, else from its CRDs): on Liqo before v1.2.0, the legacy
-//     internalfabric-controller.liqo.io/finalizer of an InternalFabric of a dead cluster, being deleted in
-//     that cluster's tenant namespace that is itself being deleted, is removed once it has been deleting
-//     for --fabric-settle (default 2m; Liqo's fabric removes it itself when it can, after its node's geneve interface),
-//     as v1.2.0's internalfabric controller removes it at once (fabric.go); the drain selects as the
-//     installed Liqo's dead drain does (v1.0 and v1.1: every liqo.io/shadowPod=true pod; v1.2 and unknown:
-//     not DaemonSet or mirror pods). The route and firewall finalizers (they guard the nodes' kernels), the
-//     VirtualNode finalizer and the namespace's finalization stay Liqo's and Kubernetes': reported, never
-//     written.
+//  12. For an older Liqo what a newer Liqo does by itself, nothing more (pass_liqoversion.go reads the
+//     installed version from Liqo's controller-manager image, else from its CRDs): on Liqo before v1.2.0, the
+//     legacy internalfabric-controller.liqo.io/finalizer of an InternalFabric of a dead cluster, being
+//     deleted in that cluster's tenant namespace that is itself being deleted, is removed once it has been
+//     deleting for --fabric-settle (default 2m; Liqo's fabric removes it itself when it can, after its node's
+//     geneve interface), as v1.2.0's internalfabric controller removes it at once (target_fabric.go); the
+//     drain selects as the installed Liqo's dead drain does (v1.0 and v1.1: every liqo.io/shadowPod=true pod;
+//     v1.2 and unknown: not DaemonSet or mirror pods). The route and firewall finalizers (they guard the
+//     nodes' kernels), the VirtualNode finalizer and the namespace's finalization stay Liqo's and
+//     Kubernetes': reported, never written.
 //  13. Done means the unpeering: for a dead cluster each pass follows the consumer's side of the peering
-//     to its end (unpeering.go) — its tenant namespaces (by Liqo's labels, and the one the ForeignCluster's
-//     status names), what holds a terminating one (every object with a Liqo finalizer, and what the
-//     namespace controller reports), its VirtualNodes — and records each object left, what holds it,
+//     to its end (report_unpeering.go) — its tenant namespaces (by Liqo's labels, and the one the
+//     ForeignCluster's status names), what holds a terminating one (every object with a Liqo finalizer, and
+//     what the namespace controller reports), its VirtualNodes — and records each object left, what holds it,
 //     whether liqo-janitor releases it and the next step in liqo-janitor.io/unpeering, written with the
 //     cleanup record. UnpeeringComplete is sent once, on the record's transition to complete (no tenant
-//     namespace and no VirtualNode of the cluster left); CleanupDone means only that liqo-janitor's own
-//     part is done. After it released an identity Secret the record says that Liqo's crd-replicator leaks
-//     that cluster's reflector until it restarts.
+//     namespace and no VirtualNode of the cluster left); CleanupDone means only that liqo-janitor's own part
+//     is done. After it released an identity Secret the record says that Liqo's crd-replicator leaks that
+//     cluster's reflector until it restarts.
 //  14. A brake that needs no ForeignCluster write: while the ConfigMap liqo-janitor-brake exists in the
 //     janitor's own namespace (Options.Namespace), nothing is released for any cluster — read live before a
-//     pass releases and before every batch (brake.go), watched so that setting or removing it starts a pass,
-//     shown by a Waiting event, liqo_janitor_brake and the LiqoJanitorBraked alert. Pause and unmark are
-//     ForeignCluster writes another webhook (Liqo's, failurePolicy Fail) may refuse; this one is not. Writes
-//     another webhook refuses never make a pass return a requeue and an error together (the capped backoff
-//     of rule 11 holds).
+//     pass releases and before every batch (verdict_brake.go), watched so that setting or removing it starts
+//     a pass, shown by a Waiting event, liqo_janitor_brake and the LiqoJanitorBraked alert. Pause and unmark
+//     are ForeignCluster writes another webhook (Liqo's, failurePolicy Fail) may refuse; this one is not.
+//     Writes another webhook refuses never make a pass return a requeue and an error together (the capped
+//     backoff of rule 11 holds).
 //  15. The janitor's records belong to one mark: a time record older than marked-at is an earlier mark's
 //     (markRecord, recordedReturn), and on a ForeignCluster it sees without the mark — an unmark the gate
-//     did not see — it ends them itself (marks.go): first-seen-at, grace-ends-at, a grace-window plan and
-//     the unpeering record go, as the gate removes them with a mark (gate rule 7), and a return record stays
-//     as history under "ended with its mark: ". The next mark gets its whole grace window, and a return
+//     did not see — it ends them itself (verdict_marks.go): first-seen-at, grace-ends-at, a grace-window plan
+//     and the unpeering record go, as the gate removes them with a mark (gate rule 7), and a return record
+//     stays as history under "ended with its mark: ". The next mark gets its whole grace window, and a return
 //     seen during an earlier mark never holds it.
-//  16. A return is seen whatever Liqo forgot (targets.go): at its first sight of a confirmed mark the
+//  16. A return is seen whatever Liqo forgot (return_targets.go): at its first sight of a confirmed mark the
 //     janitor keeps where the provider's API server is and how Liqo reaches it — the status' URLs and the
 //     control-plane Identity's authParams (apiServer, proxyURL, ca) — in the ConfigMap liqo-janitor-records
 //     of its own namespace, one key per ForeignCluster, for that mark; its probe then uses those targets
@@ -114,24 +115,45 @@
 //     an answer only when the server's certificate verifies against the provider's CA (without a CA any
 //     answer counts, and the return says it was not verified). The plugin's plan and status name these
 //     targets, or say that a mark has none.
-//  17. A return is never forgotten (targets.go, returnprobe.go): the janitor keeps a return in
+//  17. A return is never forgotten (return_targets.go, return_probe.go): the janitor keeps a return in
 //     liqo-janitor-records before it writes it onto the ForeignCluster, where another webhook may refuse it
 //     (Liqo's fc.mutate.liqo.io while Liqo's webhook is down); ProviderReturned fires on the first of the
 //     two records. Every leader reads the ConfigMap before its first verdict, so a restart or a failover
 //     never forgets a return and never releases after it; the refused record write is named in a
 //     BlockedByWebhook event and retried on rule 11's capped backoff (a requeue, never with an error).
+//  18. Storm guard, before the janitor's first write for a mark: while Options.Storm (the gate's
+//     --storm-min-unreachable and --storm-max-unreachable-share) sees a storm — at least that many and more
+//     than that share of this consumer's providers unreachable by Liqo's evidence at once
+//     (liqojanitor.CountStorm: API server not Established and data plane not up) — a mark it has not begun
+//     with (no first-seen-at record of it) and that carries no liqo-janitor.io/acknowledge-unreachable waits:
+//     nothing is written for it, one Waiting event says why, and its grace period starts when the hold ends.
+//     So many at once is more likely this consumer's own cut than every provider's death, and the gate's
+//     probe runs from the same side of it (gate rule 21 refuses such a mark; this holds one made past the
+//     gate). A mark begun before the storm keeps its course; an acknowledged one proceeds. The providers,
+//     the unreachable ones and the storm are exported (liqo_janitor_providers,
+//     liqo_janitor_unreachable_providers, liqo_janitor_storm; the LiqoJanitorStorm alert).
 //
 // # Reading order
 //
-// One role per file, in the order the data flows: setup.go (what is watched, and why each watch
-// enqueues), reconciler.go (a pass: read, assess live, then wait, show the plan or clean up), dead.go and
-// sight.go (the verdict, and its one remembered input: the first sight of a mark), scope.go (what one pass
-// knows, and the one place a pass stops), releaser.go (the target table and the worker pool that runs
-// it), pods.go, replicated.go, offloading.go and identity.go (the targets, on their sources), tally.go,
-// record.go, report.go and memory.go (what a pass did, the clean-up's record, the reports and what they
-// remember), returned.go and returnprobe.go (a provider that answers again), plan.go (PlanCluster, for the
-// plugin), liqoversion.go, fabric.go and unpeering.go (the installed Liqo, what an older one needs, and the
-// unpeering). Two leaves below it are self-contained and one-way: internal/release (every write to an
-// object the janitor does not own, and the reading of another admission webhook's refusal) and
-// internal/podwatch (the pods of dead nodes, watched per node or listed live).
+// Files are named by role, one prefix per role, read in the order the data flows:
+//
+//   - controller_ — what is watched and why each watch enqueues (controller_setup.go), a pass: read,
+//     assess live, then wait, show the plan or clean up (controller_reconcile.go), and the options.
+//   - verdict_ — whether a marked cluster is dead (verdict_dead.go), its one remembered input, the first
+//     sight of a mark (verdict_sight.go), the brake (verdict_brake.go), and the end of a mark's records when
+//     it goes unseen by the gate (verdict_marks.go).
+//   - pass_ — what one pass knows and the one place it stops (pass_scope.go), the target table and the
+//     worker pool that runs it (pass_releaser.go), what it did (pass_tally.go), what paces the next one
+//     after refused writes (pass_pacing.go), and the installed Liqo it acts for (pass_liqoversion.go).
+//   - target_ — the targets, on their sources (target_sources.go): pods, replicated objects,
+//     NamespaceOffloadings, the identity Secret, and what an older Liqo's fabric needs (target_fabric.go).
+//   - report_ — the clean-up's record (report_progress.go), the events and the writes of the janitor's own
+//     keys (report_publish.go), what the reports remember between passes (report_memory.go), the metrics,
+//     the unpeering (report_unpeering.go), and the plan for the plugin (report_plan.go, PlanCluster).
+//   - return_ — a provider that answers again (return_seen.go), the janitor's own probe
+//     (return_probe.go), and the probe targets and returns it keeps in its namespace (return_targets.go).
+//
+// Two leaves below it are self-contained and one-way: internal/release (every write to an object the
+// janitor does not own, and the reading of another admission webhook's refusal) and internal/podwatch
+// (the pods of dead nodes, watched per node or listed live). Test files take the prefix of what they test.
 package janitor

@@ -278,16 +278,16 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		v = decide(r, g.options)
 	}
 	if v.Reason == reasonUninstallerMark && !ptr.Deref(req.DryRun, false) {
-		g.recordUninstallerMark(ctx, fc, req.UserInfo.Username)
+		g.auditUninstallerMark(ctx, fc, req.UserInfo.Username)
 	}
 	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(fc)
 }
 
-// recordUninstallerMark audits a mark by Liqo's uninstaller (rule 18): an Event on the ForeignCluster
+// auditUninstallerMark audits a mark by Liqo's uninstaller (rule 18): an Event on the ForeignCluster
 // (reason MarkedByLiqoUninstaller, in the janitor's name, beside its own) and a log line with the user.
 // Never on a dry run: the validating webhook declares sideEffects NoneOnDryRun.
-func (g *gate) recordUninstallerMark(ctx context.Context, fc *liqov1beta1.ForeignCluster, user string) {
+func (g *gate) auditUninstallerMark(ctx context.Context, fc *liqov1beta1.ForeignCluster, user string) {
 	logf.FromContext(ctx).Info("Accepting a mark by Liqo's uninstaller", "foreignCluster", klog.KObj(fc),
 		"clusterID", fc.Spec.ClusterID, "user", user)
 	if g.recorder != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,8 +76,7 @@ func deadAndLive(t *testing.T) (dead, live *fixture.Provider) {
 	t.Helper()
 	testEnv := harness.Require(t)
 	g := NewWithT(t)
-	cons, err := fixture.Build(t.Context(), testEnv.Client, fixture.Spec{Prefix: fmt.Sprintf("k%d", layouts.Add(1)), Providers: 2, PodsPerProvider: 3})
-	g.Expect(err).NotTo(HaveOccurred())
+	cons := layOut(t, fixture.Spec{Providers: 2, PodsPerProvider: 3})
 	dead, live = cons.Providers[0], cons.Providers[1]
 	g.Expect(fixture.Kill(t.Context(), testEnv.Client, dead)).To(Succeed())
 	g.Expect(fixture.Terminate(t.Context(), testEnv.Client, dead)).To(Succeed())
@@ -345,4 +345,34 @@ func TestPauseResumeUnmarkAndCanI(t *testing.T) {
 	out, _, err = kubectl(t, bob, "", "version", "--client")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("kubectl-liqo_janitor dev\n"))
+}
+
+// layOut builds a layout of spec under a prefix of its own, every provider reachable, and retires it at the
+// end of the test: its ForeignClusters unmarked and deleted. The API server is one consumer for every test,
+// and the storm guard counts all its ForeignClusters (gate rule 21): the unreachable providers a test
+// leaves behind would make the next one's mark a storm, or a storm test's count wrong.
+func layOut(t *testing.T, spec fixture.Spec) *fixture.Consumer {
+	t.Helper()
+	testEnv := harness.Require(t)
+	spec.Prefix = fmt.Sprintf("k%d", layouts.Add(1))
+	cons, err := fixture.Build(t.Context(), testEnv.Client, spec)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		for _, p := range cons.Providers {
+			retire(t, p.ForeignCluster)
+		}
+	})
+	return cons
+}
+
+// retire unmarks fc (the gate keeps a marked ForeignCluster while its unpeering runs: rule 16) and deletes
+// it. It runs after the test's other clean-ups: its janitor stopped, the gate no longer bypassed.
+func retire(t *testing.T, fc *liqov1beta1.ForeignCluster) {
+	t.Helper()
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	ctx := context.Background() // t.Context() is cancelled before the cleanups run
+	err := fixture.Annotate(ctx, testEnv.Client, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})
+	g.Expect(client.IgnoreNotFound(err)).To(Succeed(), "unmarking ForeignCluster %s", fc.Name)
+	g.Expect(client.IgnoreNotFound(testEnv.Client.Delete(ctx, fc.DeepCopy()))).To(Succeed(), "deleting ForeignCluster %s", fc.Name)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/spf13/cobra"
@@ -23,6 +24,9 @@ const noEvidenceWhy = "Liqo keeps no APIServerStatus for this ForeignCluster (it
 type markOptions struct {
 	reason, dryRun, noEvidence string
 	yes, withoutGate           bool
+	// acknowledge is --acknowledge-unreachable, 0 when not given (the count is never 0: it counts the
+	// cluster being marked).
+	acknowledge int
 }
 
 func (e *env) markCommand() *cobra.Command {
@@ -41,7 +45,7 @@ carries the gate's stamps.`,
   kubectl liqo-janitor mark provider-a --reason "decommissioned" --dry-run=server
 
   # for automation: no typing (a ForeignCluster without reachability evidence also needs
-  # --no-reachability-evidence=<cluster-id>)
+  # --no-reachability-evidence=<cluster-id>; a mark during a storm --acknowledge-unreachable=<count>)
   kubectl liqo-janitor mark provider-a --reason "decommissioned" --yes`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeClusters(isUnmarked),
@@ -60,6 +64,8 @@ carries the gate's stamps.`,
 		"the cluster ID again, for a ForeignCluster Liqo keeps no reachability evidence for (instead of typing it)")
 	cmd.Flags().BoolVar(&o.withoutGate, "without-gate", false,
 		"mark even though the gate does not answer: Liqo >= v1.1 then acts on the bare mark at once")
+	cmd.Flags().IntVar(&o.acknowledge, "acknowledge-unreachable", 0,
+		"during a storm (many providers unreachable at once), the number of them, instead of typing it")
 	return cmd
 }
 
@@ -82,26 +88,41 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 	if liqojanitor.IsMarked(fc.Annotations) {
 		return fmt.Errorf("ForeignCluster %s is already marked: kubectl liqo-janitor status %s", fc.Name, fc.Name)
 	}
-	if err := e.showPlan(ctx, c, fc); err != nil {
+	fcs, err := listForeignClusters(ctx, c)
+	if err != nil {
+		return err
+	}
+	ev := evidenceOf(fc, fcs, nil)
+	if err := e.showPlan(ctx, c, fc, ev); err != nil {
+		return err
+	}
+	if err := checkTunnel(fc); err != nil {
 		return err
 	}
 	if err := e.checkEvidence(fc, o); err != nil {
+		return err
+	}
+	ack, err := e.checkStorm(fc, ev, o)
+	if err != nil {
 		return err
 	}
 	user, err := cli.WhoAmI(ctx, c)
 	if err != nil {
 		return err
 	}
-	patch := markPatch(fc, o.reason)
+	patch := markPatch(fc, o.reason, ack.count)
 	dry, err := e.preflight(ctx, c, fc, patch, user, o)
 	if err != nil {
 		return err
 	}
 	if o.dryRun == "server" {
-		e.reportDryRun(dry)
+		e.reportDryRun(dry, ack)
 		return nil
 	}
 	if err := e.confirmMark(fc, o); err != nil {
+		return err
+	}
+	if err := e.confirmStorm(ack); err != nil {
 		return err
 	}
 	e.DropWarnings() // the dry run's: the real request gets its own
@@ -113,13 +134,15 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 	return e.reportMarked(fc, r, o)
 }
 
-// showPlan prints what the mark would release.
-func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) error {
+// showPlan prints what the mark would release, and the evidence it rests on.
+func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, ev *evidence) error {
 	plan, err := e.plan(ctx, c, fc)
 	if err != nil {
 		return err
 	}
 	printPlan(e.Out, plan, nil)
+	fmt.Fprintln(e.Out, "\nEvidence for this cluster (what \"unreachable\" rests on):")
+	printEvidence(e.Out, "  ", ev, "", time.Now())
 	return nil
 }
 
@@ -161,8 +184,11 @@ func (e *env) preflight(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 }
 
 // reportDryRun reports a --dry-run=server mark.
-func (e *env) reportDryRun(r *markRequest) {
+func (e *env) reportDryRun(r *markRequest, ack stormAck) {
 	e.PrintWarnings()
+	if ack.count != "" {
+		fmt.Fprintf(e.Out, "\nThe dry run carried %s=%s, the count mark asks you to type.\n", liqojanitor.AcknowledgeUnreachableAnnotation, ack.count)
+	}
 	if r.stampsMissing() != "" {
 		fmt.Fprintln(e.Out, "\nDry run: the API server accepts this mark without the gate; nothing was stored.")
 		return

@@ -55,7 +55,7 @@ func bypassGate(t *testing.T, fc *liqov1beta1.ForeignCluster, mode string) {
 	})
 	g.Eventually(func() (map[string]string, error) {
 		probe := fc.DeepCopy()
-		err := testEnv.Client.Patch(t.Context(), probe, markPatch(fc, ""), client.DryRunAll)
+		err := testEnv.Client.Patch(t.Context(), probe, markPatch(fc, "", ""), client.DryRunAll)
 		return probe.Annotations, err
 	}).Should(And(HaveKey(liqojanitor.MarkAnnotation), Not(HaveKey(liqojanitor.MarkedByAnnotation))),
 		"the API server no longer calls the gate for the ForeignCluster")

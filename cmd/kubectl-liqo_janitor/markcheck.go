@@ -21,13 +21,17 @@ const stampSkew = 5 * time.Second
 // checkGateCommand is how an operator sees whether the gate is installed.
 const checkGateCommand = "kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor"
 
-// markPatch sets the mark and its confirmation in one request, with the reason if any and, for a
-// ForeignCluster Liqo keeps no reachability evidence for, the no-reachability-evidence key (gate rule 12).
-func markPatch(fc *liqov1beta1.ForeignCluster, reason string) client.Patch {
+// markPatch sets the mark and its confirmation in one request, with the reason if any, the storm's
+// acknowledgement if any (gate rule 21) and, for a ForeignCluster Liqo keeps no reachability evidence for,
+// the no-reachability-evidence key (gate rule 12).
+func markPatch(fc *liqov1beta1.ForeignCluster, reason, acknowledge string) client.Patch {
 	id := string(fc.Spec.ClusterID)
 	annotations := map[string]string{liqojanitor.MarkAnnotation: liqojanitor.MarkValue, liqojanitor.ConfirmAnnotation: id}
 	if reason != "" {
 		annotations[liqojanitor.ReasonAnnotation] = reason
+	}
+	if acknowledge != "" {
+		annotations[liqojanitor.AcknowledgeUnreachableAnnotation] = acknowledge
 	}
 	if !hasEvidence(fc) {
 		annotations[liqojanitor.NoEvidenceAnnotation] = id

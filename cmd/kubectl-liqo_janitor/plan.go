@@ -44,8 +44,12 @@ type planReport struct {
 	// cluster ID typed a second time.
 	NoReachabilityEvidence bool      `json:"noReachabilityEvidence,omitempty"`
 	Gate                   gateCheck `json:"gate"`
-	// Probe is where the janitor's return probe looks (or, unmarked, would look) for the provider.
+	// Probe is where the janitor's return probe looks (or, unmarked, would look) for the provider; unmarked,
+	// the gate probes the same before it accepts a mark (gate rule 4).
 	Probe *probeStatus `json:"probe,omitempty"`
+	// Evidence is what the verdict "unreachable" rests on for this cluster: Liqo's APIServerStatus and
+	// NetworkConnectionStatus, and the storm count now.
+	Evidence *evidence `json:"evidence,omitempty"`
 }
 
 // DeepCopyObject makes planReport a runtime.Object, for cli-runtime's printers.
@@ -89,6 +93,8 @@ func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
 		return nil, err
 	}
 	r := &planReport{TypeMeta: output.TypeMeta("PlanReport"), Plan: plan, NoReachabilityEvidence: !hasEvidence(fc)}
+	fcs, listErr := listForeignClusters(ctx, c)
+	r.Evidence = evidenceOf(fc, fcs, listErr)
 	if plan.Wait != janitor.WaitReturned {
 		r.Probe = probeStatusOf(ctx, c, fc)
 	}
@@ -127,7 +133,7 @@ func (e *env) checkGate(ctx context.Context, c client.Client, fc *liqov1beta1.Fo
 	if err != nil {
 		return g, err
 	}
-	r, err := sendMark(ctx, c, fc, markPatch(fc, ""), user, true)
+	r, err := sendMark(ctx, c, fc, markPatch(fc, "", ""), user, true)
 	if err != nil {
 		g.Refusal = err.Error() // the gate's refusal is the answer plan shows, not a failure of plan
 		return g, nil           //nolint:nilerr // see above
@@ -146,9 +152,10 @@ func printReport(out io.Writer, format *output.Flag, r *planReport) error {
 		return format.Print(out, r.escaped())
 	}
 	printPlan(out, r.Plan, r.Grace)
-	printEvidence(out, r.NoReachabilityEvidence)
-	if r.Probe != nil {
-		fmt.Fprintf(out, "\nReturn probe: %s.\n", r.Probe)
+	printNoEvidence(out, r.NoReachabilityEvidence)
+	if r.Evidence != nil {
+		fmt.Fprintln(out, "\nEvidence for this cluster (what \"unreachable\" rests on):")
+		printEvidence(out, "  ", r.Evidence, r.probeLine(), time.Now())
 	}
 	printGate(out, r.Gate)
 	return nil
@@ -211,8 +218,16 @@ func describeWait(p *janitor.Plan) string {
 	return fmt.Sprintf("marked, but the janitor waits (%s): nothing is released while that holds", p.Wait)
 }
 
-// printEvidence says what marking a ForeignCluster without reachability evidence asks for.
-func printEvidence(out io.Writer, none bool) {
+// probeLine says where the probe looks; for an unmarked cluster, that the gate probes there too.
+func (r *planReport) probeLine() string {
+	if r.Probe != nil && r.Plan.Wait == janitor.WaitNotMarked {
+		return r.Probe.line() + "; the gate probes the same before it accepts a mark: an answer vetoes it (gate rule 4)"
+	}
+	return r.Probe.line()
+}
+
+// printNoEvidence says what marking a ForeignCluster without reachability evidence asks for.
+func printNoEvidence(out io.Writer, none bool) {
 	if none {
 		fmt.Fprintln(out, "\nNo reachability evidence: "+noEvidenceWhy+"\n"+
 			"  kubectl liqo-janitor mark asks you to type its cluster ID a second time, for "+liqojanitor.NoEvidenceAnnotation+".")

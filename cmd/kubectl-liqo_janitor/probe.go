@@ -89,6 +89,14 @@ func (p *probeStatus) String() string {
 	return s
 }
 
+// line is String, or "" for no probe status at all.
+func (p *probeStatus) line() string {
+	if p == nil {
+		return ""
+	}
+	return p.String()
+}
+
 // configMapsNamed lists the ConfigMaps called name in any namespace (one request, by name).
 func configMapsNamed(ctx context.Context, c client.Client, name string) ([]corev1.ConfigMap, error) {
 	var list corev1.ConfigMapList

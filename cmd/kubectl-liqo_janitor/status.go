@@ -23,7 +23,7 @@ import (
 )
 
 // janitorController is the reportingController of the janitor's events (its recorder,
-// mgr.GetEventRecorder(janitor.ReportingController) in janitor/setup.go).
+// mgr.GetEventRecorder(janitor.ReportingController) in janitor/controller_setup.go).
 const janitorController = janitor.ReportingController
 
 // eventsNamespace is where the events about a ForeignCluster land: client-go's events recorder puts those
@@ -137,12 +137,18 @@ func statusOf(ctx context.Context, c client.Client, args []string, now time.Time
 	}
 	r := &statusReport{TypeMeta: output.TypeMeta("StatusReport"), Time: metav1.NewTime(now.UTC().Truncate(time.Second)), Clusters: []clusterStatus{},
 		Brakes: brakesSet(ctx, c)}
+	var all []liqov1beta1.ForeignCluster // for the storm count, listed once
+	var listErr error
+	if len(fcs) > 0 {
+		all, listErr = listForeignClusters(ctx, c)
+	}
 	for _, fc := range fcs {
 		events, err := janitorEvents(ctx, c, fc)
 		if err != nil {
 			return nil, err
 		}
 		cs := clusterStatusOf(fc, events, now)
+		cs.Evidence = evidenceOf(fc, all, listErr)
 		if cs.Marked && cs.Returned == nil {
 			cs.Probe = probeStatusOf(ctx, c, fc)
 		}
@@ -210,8 +216,8 @@ func printOne(out io.Writer, cs *clusterStatus, now time.Time) {
 	if cs.Reason != "" {
 		fmt.Fprintf(out, "  reason: \"%s\"\n", cs.Reason)
 	}
-	if cs.Probe != nil {
-		fmt.Fprintf(out, "  return probe: %s\n", cs.Probe)
+	if cs.Evidence != nil {
+		printEvidence(out, "  ", cs.Evidence, cs.Probe.line(), now)
 	}
 	if cs.Cleanup != "" {
 		fmt.Fprintf(out, "  cleanup: %s\n", cs.Cleanup)

@@ -66,6 +66,9 @@ type clusterStatus struct {
 	// Probe is where the janitor's return probe looks for the provider (a marked cluster whose return is not
 	// recorded): the targets it kept for the mark, or where Liqo says the provider is, or none at all.
 	Probe *probeStatus `json:"probe,omitempty"`
+	// Evidence is what the verdict "unreachable" rests on for this cluster: Liqo's APIServerStatus and
+	// NetworkConnectionStatus, the storm count now, and the count the mark acknowledged.
+	Evidence *evidence `json:"evidence,omitempty"`
 	// Events are the janitor's last events about this ForeignCluster (by its UID), oldest first.
 	Events []statusEvent `json:"events,omitempty"`
 }

@@ -331,7 +331,7 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 	g.Expect(probe).To(Equal(&probeStatus{None: true}))
 	planOut, _, err := kubectl(t, alice, "", "plan", name)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(planOut).To(ContainSubstring("Return probe: NONE: no API-server URL is known"))
+	g.Expect(planOut).To(ContainSubstring("\n  return probe: NONE: no API-server URL is known"))
 
 	setURL := func(u string) { // a merge patch: the janitor writes the same ForeignCluster meanwhile
 		g.Expect(fixture.SetAPIServerURL(ctx, testEnv.Client, dead.ForeignCluster, u)).To(Succeed())

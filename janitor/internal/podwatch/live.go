@@ -12,7 +12,7 @@ import (
 
 // Live lists a node's pods from the API server at each call, metadata only, filtered by spec.nodeName
 // there: for a plan made outside the controller (janitor.PlanCluster), which starts no informers. It
-// watches nothing, so Retain, Pause and Resume do nothing.
+// watches nothing, so WatchOnly, Pause and Resume do nothing.
 type Live struct{ client metadata.Interface }
 
 // NewLive returns a Live that lists through c.
@@ -34,8 +34,8 @@ func (l Live) Pods(ctx context.Context, _, node string, _ bool) ([]client.Object
 	return out, nil
 }
 
-// Retain does nothing: Live watches no node.
-func (Live) Retain(string, map[string]bool) {}
+// WatchOnly does nothing: Live watches no node.
+func (Live) WatchOnly(string, map[string]bool) {}
 
 // Pause does nothing: Live watches no node.
 func (Live) Pause(string) {}

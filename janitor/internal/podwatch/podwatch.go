@@ -6,7 +6,7 @@
 // that appears on a dead node must be handled within seconds, without polling. So for each virtual node
 // of a dead cluster the janitor runs one metadata-only informer filtered server-side with the field
 // selector spec.nodeName=<node>: it costs nothing for pods elsewhere, and its events enqueue the node's
-// ForeignCluster. Informers stop when the cluster is no longer dead or the node is gone (Retain).
+// ForeignCluster. Informers stop when the cluster is no longer dead or the node is gone (WatchOnly).
 //
 // Why a pass pauses them (Pause, Resume): each pod the pass force-deletes is two watch events (MODIFIED,
 // DELETED) to the node's informer, news of the pass's own writes. At thousands of pods that stream
@@ -229,8 +229,8 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return nil
 }
 
-// Retain stops the informers of cluster's nodes that are not in keep (all of them when keep is empty).
-func (w *Watcher) Retain(cluster string, keep map[string]bool) {
+// WatchOnly stops the informers of cluster's nodes that are not in keep (all of them when keep is empty).
+func (w *Watcher) WatchOnly(cluster string, keep map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for node, np := range w.nodes {

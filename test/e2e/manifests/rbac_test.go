@@ -16,8 +16,8 @@ type grant struct {
 	Namespace, Group, Resource string
 }
 
-// needed is what the code calls, from the +kubebuilder:rbac markers in janitor/ (setup.go, fabric.go,
-// liqoversion.go, unpeering.go) and webhook/gate.go,
+// needed is what the code calls, from the +kubebuilder:rbac markers in janitor/ (controller_setup.go, target_fabric.go,
+// pass_liqoversion.go, report_unpeering.go) and webhook/gate.go,
 // plus leader election (a Lease and the core Events client-go records, in the install namespace). A new
 // marker must be added here on purpose.
 var needed = map[grant][]string{

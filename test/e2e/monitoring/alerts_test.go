@@ -49,7 +49,7 @@ func alertNames(groups *rulefmt.RuleGroups) []string {
 func TestTheChartShipsTheseAlerts(t *testing.T) {
 	g := NewWithT(t)
 	all := []string{"LiqoJanitorDown", "LiqoJanitorProviderReturned", "LiqoJanitorNoLeader", "LiqoJanitorReleaseFailures", "LiqoJanitorObjectsBlocked",
-		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorBraked", "LiqoJanitorDryRun"}
+		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorBraked", "LiqoJanitorStorm", "LiqoJanitorDryRun"}
 	g.Expect(alertNames(ruleFile(t, nil))).To(Equal(all))
 	without := ruleFile(t, map[string]any{"replicaCount": 1, "leaderElection": map[string]any{"enabled": false}})
 	g.Expect(alertNames(without)).To(Equal(slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == "LiqoJanitorNoLeader" })),
@@ -235,6 +235,12 @@ liqo_janitor_blocked_objects{` + job + `, cluster="b", kind="Pod"} 0x80`},
 		series: `liqo_janitor_brake{` + job + `, pod="a"} 1x40`},
 	"a brake set for minutes": {alert: "LiqoJanitorBraked", at: 35 * time.Minute,
 		series: `liqo_janitor_brake{` + job + `, pod="a"} 0x25 1x15`},
+	"a storm lasting ten minutes, seen by the leader": {alert: "LiqoJanitorStorm", at: 10 * time.Minute, fires: true,
+		labels: map[string]string{"severity": "warning"},
+		series: `liqo_janitor_storm{` + job + `, pod="a"} 0x2 1x10
+liqo_janitor_storm{` + job + `, pod="b"} 0x12`},
+	"a storm of two minutes": {alert: "LiqoJanitorStorm", at: 10 * time.Minute,
+		series: `liqo_janitor_storm{` + job + `, pod="a"} 0x8 1x2 0x2`},
 	"no dry run": {alert: "LiqoJanitorDryRun", at: 70 * time.Minute,
 		series: `liqo_janitor_dry_run{` + job + `, pod="a"} 0x80`},
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// The drain does exactly what Liqo's does (janitor rule 4, pods.go listPods): on the Node of a dead
+// The drain does exactly what Liqo's does (janitor rule 4, target_pods.go listPods): on the Node of a dead
 // cluster's VirtualNode that is being deleted, the pods that are not terminating are force-deleted only
 // when Liqo's own drain selects them (virtualnode-controller/drain.go getPodsForDeletion: labelled
 // liqo.io/shadowPod=true, not DaemonSet, not mirror pods). Every other such pod is left alone and counted

@@ -21,7 +21,8 @@ import (
 // reconciler is the janitor: it reconciles ForeignClusters, and for dead ones releases what they leave
 // stuck. A pass reads the ForeignCluster, assesses its cluster ID live, then waits or cleans up (the
 // releaser), reports (the reporter) and returns; when it first saw a mark is the sightings', what the
-// reports remember between passes the memory's.
+// reports remember between passes the memory's, and what paces the next pass after refused writes the
+// pacing's.
 type reconciler struct {
 	// client reads the ForeignClusters from the manager's cache.
 	client client.Client
@@ -32,6 +33,7 @@ type reconciler struct {
 	sightings *sightings
 	probe     *returnProbe
 	memory    *memory
+	pacing    *pacing
 	releaser  *releaser
 	reporter  *reporter
 	// versions tells the installed Liqo version; surveyor follows a dead cluster's unpeering.
@@ -46,13 +48,13 @@ type reconciler struct {
 // recorder sends its events.
 func newReconciler(c client.Client, live client.Reader, pods podSource, recorder events.EventRecorder, clk clock.PassiveClock, o Options) *reconciler {
 	o = o.Default()
-	mem := newMemory()
+	mem, pace := newMemory(), newPacing()
 	return &reconciler{
-		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), memory: mem,
+		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), memory: mem, pacing: pace,
 		probe: newReturnProbe(c, targetStore{client: c, reader: live, namespace: o.Namespace}, clk, o),
 		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods, now: clk.Now, settle: o.FabricSettle},
 			recorder: recorder, options: o},
-		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, options: o},
+		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, pacing: pace, options: o},
 		versions: newLiqoVersions(live, o.LiqoNamespace, clk),
 		brake:    brake{reader: live, namespace: o.Namespace},
 		surveyor: &surveyor{client: c, apiReader: live, options: o},
@@ -61,6 +63,9 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 
 // Reconcile releases what a dead cluster leaves stuck; for any other ForeignCluster it writes nothing.
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if err := r.reporter.publishStorm(ctx, r.options.Storm); err != nil {
+		return ctrl.Result{}, err
+	}
 	fc, err := r.read(ctx, req.Name)
 	if fc == nil || err != nil {
 		return ctrl.Result{}, err
@@ -78,12 +83,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(fc.Name, fc.UID)
 		return ctrl.Result{}, nil
 	case l.Wait == WaitReturned:
-		r.releaser.forget(live.Name)
+		r.releaser.stopWatching(live.Name)
 		return r.returned(ctx, live, l)
 	case l.Wait == WaitGracePeriod:
 		return r.showPlan(ctx, live, l, fcs)
 	case !l.Dead():
-		r.releaser.forget(live.Name)
+		r.releaser.stopWatching(live.Name)
 		return r.reporter.wait(ctx, live, l), nil
 	}
 	return r.cleanUp(ctx, live, l, fcs)
@@ -106,7 +111,7 @@ func (r *reconciler) cleanUp(ctx context.Context, live *liqov1beta1.ForeignClust
 	case err != nil:
 		return ctrl.Result{}, err
 	case braked:
-		r.releaser.forget(live.Name)
+		r.releaser.stopWatching(live.Name)
 		return r.reporter.wait(ctx, live, liveness{Wait: WaitBraked, Brake: reason}), nil
 	}
 	s := r.newScope(ctx, live, fcs)
@@ -118,7 +123,7 @@ func (r *reconciler) cleanUp(ctx context.Context, live *liqov1beta1.ForeignClust
 	}
 	// Writes other admission webhooks refused come back soon, not on the controller's long backoff; a
 	// release that waits for a time comes back when it is up.
-	return ctrl.Result{RequeueAfter: sooner(r.memory.webhookBackoff(live), s.wakeAfter())}, nil
+	return ctrl.Result{RequeueAfter: sooner(r.pacing.backoff(live), s.wakeAfter())}, nil
 }
 
 // survey follows the unpeering of the dead cluster after a pass that was not stopped (janitor rule 13):
@@ -131,7 +136,7 @@ func (r *reconciler) survey(ctx context.Context, s *scope, end passEnd) error {
 	if err != nil {
 		return fmt.Errorf("following the unpeering: %w", err)
 	}
-	s.unpeering = &u
+	s.surveyed(u)
 	return nil
 }
 
@@ -155,8 +160,9 @@ func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.Foreig
 	}
 	if !liqojanitor.IsMarked(fc.Annotations) {
 		r.forget(fc.Name, fc.UID)
-		// an unmark the gate did not see (janitor rule 15); the targets and the return kept for the mark (rules 16, 17)
-		return nil, errors.Join(r.endStaleRecords(ctx, fc), r.probe.forgetRecords(ctx, fc.UID))
+		// Ends the records of an unmark the gate did not see (janitor rule 15), and drops the targets and the
+		// return kept for the mark (rules 16, 17).
+		return nil, errors.Join(r.endStaleRecords(ctx, fc), r.probe.dropRecords(ctx, fc.UID))
 	}
 	return fc, nil
 }
@@ -177,16 +183,18 @@ func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 			r.sightings.see(fc) // the first sight of its mark, before the time is read
 		}
 	}
-	fc, l := assessClusterID(fcs.Items, name, r.observe, r.clock.Now(), r.options.GracePeriod)
+	fc, l := assessClusterID(fcs.Items, name, r.observeIn(fcs.Items), r.clock.Now(), r.options.GracePeriod)
+	if l.Wait == WaitStorm {
+		r.sightings.forget(fc.UID) // its grace period counts from the end of the hold, not from a sight during it
+	}
 	return fc, l, fcs.Items, nil
 }
 
 // newScope starts a pass over the dead cluster: which cluster IDs are dead, from the same live list of
 // ForeignClusters the pass was decided on, and the live re-check its batches run (recheck).
 func (r *reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
-	s := newScope(fc, deadClusterIDs(fcs, r.observe, r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.get(ctx))
-	s.retry = r.memory.refusedKinds(fc)
-	s.recheck = func(ctx context.Context) (bool, error) { return r.recheck(ctx, s) }
+	s := newScope(fc, deadClusterIDs(fcs, r.observeIn(fcs), r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.get(ctx))
+	s.checkWith(func(ctx context.Context) (bool, error) { return r.recheck(ctx, s) }, r.pacing.retryKinds(fc))
 	return s
 }
 
@@ -196,6 +204,21 @@ func (r *reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluste
 func (r *reconciler) observe(fc *liqov1beta1.ForeignCluster) observed {
 	kept, _ := r.probe.keptReturn(fc)
 	return observed{firstSeen: recordedFirstSight(fc, r.sightings.firstSeen(fc)), answer: r.probe.answered(fc.UID), kept: kept}
+}
+
+// observeIn is observe for a verdict over fcs, one live list of every ForeignCluster, with the storm
+// guard (janitor rule 18): while Options.Storm sees a storm in fcs by Liqo's evidence, a mark the janitor
+// has not begun with and that no acknowledgement covers is held back (heldByStorm).
+func (r *reconciler) observeIn(fcs []liqov1beta1.ForeignCluster) observeFunc {
+	storm := liqojanitor.CountStorm(fcs, nil)
+	stormy := r.options.Storm.In(storm)
+	return func(fc *liqov1beta1.ForeignCluster) observed {
+		o := r.observe(fc)
+		if stormy && heldByStorm(fc) {
+			o.storm = &storm
+		}
+		return o
+	}
 }
 
 // showPlan (janitor rule 9) computes, for a cluster in its grace period, what the pass after the grace
@@ -227,17 +250,18 @@ func (r *reconciler) recheck(ctx context.Context, s *scope) (dead bool, err erro
 	case live == nil || live.UID != s.fc.UID || !l.Dead():
 		return false, nil
 	}
-	s.setDead(deadClusterIDs(fcs, r.observe, r.clock.Now(), r.options.GracePeriod))
+	s.setDead(deadClusterIDs(fcs, r.observeIn(fcs), r.clock.Now(), r.options.GracePeriod))
 	return true, nil
 }
 
 // forget drops what the janitor remembers of a cluster that is no longer marked, and stops its pod watches.
 func (r *reconciler) forget(name string, uid types.UID) {
-	r.releaser.forget(name)
+	r.releaser.stopWatching(name)
 	if uid == "" {
 		return
 	}
 	r.sightings.forget(uid)
+	r.pacing.forget(uid)
 	if r.memory.forget(uid) {
 		r.reporter.publishBlocked()
 		r.reporter.publishReturned()

@@ -26,7 +26,7 @@ var (
 	})
 	waitsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "liqo_janitor_waits_total",
-		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, NotFoundByLiqo, Reachable, Paused, GracePeriod, Duplicate, Returned, Braked).",
+		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, NotFoundByLiqo, Reachable, TunnelUp, Paused, Storm, GracePeriod, Duplicate, Returned, Braked).",
 	}, []string{"reason"})
 	returnedClusters = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "liqo_janitor_returned_clusters",
@@ -39,6 +39,18 @@ var (
 	brakeGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "liqo_janitor_brake",
 		Help: "1 while the janitor-wide brake (the ConfigMap liqo-janitor-brake in the janitor's namespace) is set and nothing is released, as last read.",
+	})
+	providersGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_janitor_providers",
+		Help: "Cluster IDs this consumer has ForeignClusters for, as last read.",
+	})
+	unreachableProviders = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_janitor_unreachable_providers",
+		Help: "Of liqo_janitor_providers, those Liqo's evidence shows unreachable (API server not Established and data plane not up), as last read.",
+	})
+	stormGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_janitor_storm",
+		Help: "1 while so many providers are unreachable at once that the janitor holds back marks it has not begun with (--storm-min-unreachable, --storm-max-unreachable-share), else 0.",
 	})
 	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "liqo_janitor_cleanup_duration_seconds",
@@ -59,7 +71,8 @@ const (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, unpeeringObjects, brakeGauge, cleanupDuration)
+	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, unpeeringObjects, brakeGauge,
+		providersGauge, unreachableProviders, stormGauge, cleanupDuration)
 	// Every series exists from the start, at zero, so that rate() and the alerts see a janitor that has
 	// not acted yet (not an absent series) and dashboards show every kind.
 	for _, kind := range allKinds {
@@ -69,7 +82,7 @@ func init() {
 		blockedObjects.WithLabelValues(kind)
 		pendingObjects.WithLabelValues(kind)
 	}
-	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitPaused, WaitGracePeriod, WaitDuplicate, WaitReturned, WaitBraked} {
+	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitTunnelUp, WaitPaused, WaitStorm, WaitGracePeriod, WaitDuplicate, WaitReturned, WaitBraked} {
 		waitsTotal.WithLabelValues(string(reason))
 	}
 }

@@ -103,10 +103,10 @@ func (t *tally) sum(f func(*counts) int) int {
 	return n
 }
 
-// planSummary is what a plan's rehearsal would do, for the cleanup annotation and the Waiting event: per kind the
-// objects it would release, then how many of them (or of others) stay blocked by others' finalizers, then
-// the namespaces whose NamespaceOffloading would wait for Liqo, e.g. "would release pods 400,
-// resourceslices 3; blocked 1; waiting for Liqo: app".
+// planSummary is what a plan's rehearsal would do, for the cleanup annotation and the Waiting event: per kind
+// the objects it would release, then how many of them (or of others) stay blocked by others' finalizers, then
+// the namespaces whose NamespaceOffloading would wait for Liqo, e.g. "would release pods 400, resourceslices
+// 3; blocked 1; waiting for Liqo: app".
 func (t *tally) planSummary(waitingNamespaces []string) string {
 	var parts []string
 	for _, kind := range t.kinds {

@@ -15,10 +15,10 @@ import (
 )
 
 // The installed Liqo version decides two things the janitor does for an older Liqo what a newer one does
-// by itself (janitor rule 12): the legacy InternalFabric finalizer (fabric.go) and the drain's selection
-// (pods.go). It is read from what Liqo installed — the image tag of its controller-manager Deployment
-// (deployments/liqo/templates/liqo-controller-manager-deployment.yaml: `image: <name>:<liqo.version>`, the
-// same template in v1.0.3, v1.1.0 and v1.2.0), else the CRDs it installed
+// by itself (janitor rule 12): the legacy InternalFabric finalizer (target_fabric.go) and the drain's
+// selection (target_pods.go). It is read from what Liqo installed — the image tag of its controller-manager
+// Deployment (deployments/liqo/templates/liqo-controller-manager-deployment.yaml: `image:
+// <name>:<liqo.version>`, the same template in v1.0.3, v1.1.0 and v1.2.0), else the CRDs it installed
 // (deployments/liqo/charts/liqo-crds/crds): ForeignCluster's status.observedGeneration is new in v1.2.0,
 // VkOptionsTemplate's spec.tolerations new in v1.1.0. `status` shows it.
 

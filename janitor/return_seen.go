@@ -19,12 +19,17 @@ import (
 //     pkg/utils/foreigncluster/conditions.go), so that time is when Liqo saw the provider answer again. An
 //     Established status from before the mark is no return but a mark against a live provider (rule 1's
 //     veto: the gate refuses such a mark, rule 4);
-//   - the janitor's own probe (returnprobe.go) got an answer: Liqo's checker stops with its controller, and
+//   - Liqo's data plane turned Established (NetworkConnectionStatus: foreigncluster-controller/status.go
+//     handleConnectionStatus mirrors the gateway's Connection, EnsureModuleCondition sets its
+//     lastTransitionTime on a change; the same in v1.0.3 to v1.2.0): the provider's gateway answers the
+//     consumer's again, so its pods run and reach the consumer. An Established tunnel from before the mark
+//     is rule 1's veto (the gate refuses such a mark, gate rule 20);
+//   - the janitor's own probe (return_probe.go) got an answer: Liqo's checker stops with its controller, and
 //     on Liqo ≥ v1.1 force-unpeer removes the condition;
 //   - the janitor's own record of a return (the cleanup annotation starting with ReturnedPrefix), which only
 //     its identity writes (gate rule 14): a return is never forgotten for this mark, even when the provider
 //     stops answering again. A record older than marked-at belongs to an earlier mark;
-//   - the return it kept in its namespace (targets.go, rule 17), where no other webhook can refuse it.
+//   - the return it kept in its namespace (return_targets.go, rule 17), where no other webhook can refuse it.
 
 // answer is the janitor's probe finding a provider's API server answering.
 type answer struct {
@@ -74,6 +79,9 @@ func returnOf(fc *liqov1beta1.ForeignCluster, seen observed) (providerReturn, bo
 	// Liqo's condition times have whole seconds (metav1.Time), and so has marked-at.
 	if c := liqojanitor.APIServerStatus(fc); liqojanitor.Reachable(fc) && !c.LastTransitionTime.Time.Before(start.Truncate(time.Second)) {
 		return providerReturn{at: c.LastTransitionTime.Time, how: "Liqo's APIServerStatus turned Established"}, true
+	}
+	if c := liqojanitor.TunnelStatus(fc); liqojanitor.TunnelUp(fc) && !c.LastTransitionTime.Time.Before(start.Truncate(time.Second)) {
+		return providerReturn{at: c.LastTransitionTime.Time, how: "Liqo's data plane to it (NetworkConnectionStatus) turned Established"}, true
 	}
 	if a := seen.answer; !a.at.IsZero() && !a.at.Before(start) {
 		return providerReturn{at: a.at, how: a.how()}, true

@@ -18,6 +18,14 @@ func established(at time.Time, extra ...string) *liqov1beta1.ForeignCluster {
 	return fc
 }
 
+// tunnel is a marked cluster x whose API server is in Error and whose data plane turned Established at at.
+func tunnel(at time.Time) *liqov1beta1.ForeignCluster {
+	fc := cluster("x", marked(), liqov1beta1.ConditionStatusError)
+	fc.Status.Modules.Networking.Conditions = []liqov1beta1.Condition{{Type: liqov1beta1.NetworkConnectionStatusCondition,
+		Status: liqov1beta1.ConditionStatusEstablished, LastTransitionTime: metav1.NewTime(at)}}
+	return fc
+}
+
 func TestAReturnIsEvidenceFromAfterTheMark(t *testing.T) {
 	t.Parallel()
 	markedAt := now.Add(-time.Minute) // marked()'s stamp
@@ -32,6 +40,10 @@ func TestAReturnIsEvidenceFromAfterTheMark(t *testing.T) {
 			fc: established(now), want: WaitReturned, how: "Liqo's APIServerStatus turned Established"},
 		"an Established status from before the mark is the gate's veto, not a return": {
 			fc: established(markedAt.Add(-time.Second)), want: WaitReachable},
+		"Liqo's data plane turned Established after the mark": {
+			fc: tunnel(now), want: WaitReturned, how: "NetworkConnectionStatus"},
+		"a tunnel Established from before the mark is rule 1's veto, not a return": {
+			fc: tunnel(markedAt.Add(-time.Second)), want: WaitTunnelUp},
 		"the janitor's probe answered after the mark": {
 			fc: cluster("x", marked(), liqov1beta1.ConditionStatusError), seen: probed, want: WaitReturned, how: "answered the janitor's probe"},
 		"an answer from before this mark is none": {

@@ -22,6 +22,12 @@ const (
 	WaitUnconfirmed WaitReason = "Unconfirmed"
 	// WaitReachable means Liqo sees the provider's API server answering (APIServerStatus Established).
 	WaitReachable WaitReason = "Reachable"
+	// WaitTunnelUp means Liqo's data plane to the provider is up (NetworkConnectionStatus Established, since
+	// before the mark): its pods still run and serve, so it is alive whatever its API server does.
+	WaitTunnelUp WaitReason = "TunnelUp"
+	// WaitStorm means the janitor has not begun with this mark yet and too many of this consumer's providers
+	// are unreachable at once (janitor rule 18): the cut is more likely the consumer's own.
+	WaitStorm WaitReason = "Storm"
 	// WaitNotFoundByLiqo means the ForeignCluster is not the one Liqo's own lookup finds for its cluster ID
 	// (its liqo.io/remote-cluster-id label is missing or names another cluster): Liqo never updates its
 	// APIServerStatus, so that status proves nothing.
@@ -60,6 +66,8 @@ type liveness struct {
 	Returned providerReturn
 	// Brake is the operator's reason for the janitor-wide brake (only with WaitBraked).
 	Brake string
+	// Storm is how many providers were unreachable at once (only with WaitStorm).
+	Storm liqojanitor.Storm
 	// dead is assess's verdict that the janitor may act.
 	dead bool
 }
@@ -74,12 +82,15 @@ type observed struct {
 	answer    answer
 	// kept is the return the janitor kept in its namespace for this mark (janitor rule 17), zero if none.
 	kept providerReturn
+	// storm is the storm the janitor holds this mark back for (janitor rule 18), nil when it does not.
+	storm *liqojanitor.Storm
 }
 
 // assess decides whether fc is dead for the janitor: the mark is "true", the provider has not answered
 // again since the mark (returnOf), the confirmation equals spec.clusterID, fc is the ForeignCluster
-// Liqo's own lookup finds (FoundByLiqo), APIServerStatus is not Established, the cluster is not paused,
-// and the grace period has passed since the later of marked-at and the janitor's first sight of the mark:
+// Liqo's own lookup finds (FoundByLiqo), APIServerStatus is not Established, the data plane is not up
+// (NetworkConnectionStatus Established: the provider's pods still run), the cluster is not paused, no storm
+// holds the mark back (rule 18), and the grace period has passed since the later of marked-at and the janitor's first sight of the mark:
 // a forged or pre-written marked-at never shortens the window.
 func assess(fc *liqov1beta1.ForeignCluster, seen observed, now time.Time, grace time.Duration) liveness {
 	firstSeen := seen.firstSeen
@@ -95,8 +106,12 @@ func assess(fc *liqov1beta1.ForeignCluster, seen observed, now time.Time, grace 
 		return liveness{Wait: WaitNotFoundByLiqo}
 	case liqojanitor.Reachable(fc):
 		return liveness{Wait: WaitReachable}
+	case liqojanitor.TunnelUp(fc):
+		return liveness{Wait: WaitTunnelUp}
 	case liqojanitor.Paused(fc):
 		return liveness{Wait: WaitPaused}
+	case seen.storm != nil:
+		return liveness{Wait: WaitStorm, Storm: *seen.storm}
 	}
 	start := firstSeen
 	if at, ok := liqojanitor.MarkedAt(fc); ok && at.After(start) {
@@ -109,6 +124,16 @@ func assess(fc *liqov1beta1.ForeignCluster, seen observed, now time.Time, grace 
 		l.dead = true
 	}
 	return l
+}
+
+// heldByStorm says whether the storm guard holds fc's mark back (janitor rule 18): the janitor has not
+// begun with it — its first write for a mark is its record of the first sight, so a mark it has recorded
+// was accepted before the storm began and keeps its course — and the mark carries no acknowledgement of
+// the storm (liqojanitor.AcknowledgeUnreachableAnnotation, which the gate lets only a holder of the
+// break-glass verb set, in the marking request: gate rule 21).
+func heldByStorm(fc *liqov1beta1.ForeignCluster) bool {
+	_, begun := firstSightRecord(fc)
+	return !begun && fc.Annotations[liqojanitor.AcknowledgeUnreachableAnnotation] == ""
 }
 
 // recordedFirstSight is the janitor's first sight of fc's mark: its own record (the first-seen-at
@@ -150,10 +175,10 @@ func recordedWindow(fc *liqov1beta1.ForeignCluster, l liveness, now time.Time) l
 // period counts from the later of this and marked-at) and whether its probe found the provider answering.
 type observeFunc func(*liqov1beta1.ForeignCluster) observed
 
-// assessClusterID (janitor rule 1) decides for the ForeignCluster named name, out of every ForeignCluster fcs, whether its
-// cluster ID is dead: it is itself dead (assess), and so is every other ForeignCluster with the same
-// spec.clusterID or carrying Liqo's label of it. Liqo probes only one ForeignCluster per cluster ID, the
-// oldest its label selector finds (GetForeignClusterByID in pkg/utils/foreigncluster/getters.go, Liqo
+// assessClusterID (janitor rule 1) decides for the ForeignCluster named name, out of every ForeignCluster
+// fcs, whether its cluster ID is dead: it is itself dead (assess), and so is every other ForeignCluster with
+// the same spec.clusterID or carrying Liqo's label of it. Liqo probes only one ForeignCluster per cluster ID,
+// the oldest its label selector finds (GetForeignClusterByID in pkg/utils/foreigncluster/getters.go, Liqo
 // v1.0.3 to v1.2.0), so a marked duplicate of a live provider has no APIServerStatus and would look
 // unreachable: it must never condemn the provider. It returns nil when no ForeignCluster has that name.
 func assessClusterID(fcs []liqov1beta1.ForeignCluster, name string, seen observeFunc, now time.Time, grace time.Duration) (*liqov1beta1.ForeignCluster, liveness) {

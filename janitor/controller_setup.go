@@ -173,7 +173,8 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants, br
 		WatchesMetadata(metadataOnly(nodeGVK), toCluster).
 		// A terminating pod on a dead cluster's virtual node (see package podwatch).
 		WatchesRawSource(source.Channel(pods.Events(), &handler.EnqueueRequestForObject{})).
-		// A tenant namespace starts terminating, changes what holds it, or goes: the unpeering moves (janitor rule 13).
+		// A tenant namespace starts terminating, changes what holds it, or goes: the unpeering moves
+		// (janitor rule 13).
 		WatchesRawSource(source.Kind[client.Object](tenants, metadataOnly(namespaceGVK), toCluster)).
 		// The provider of a marked cluster answers the janitor's probe (returnProbe).
 		WatchesRawSource(source.Channel(r.probe.events, &handler.EnqueueRequestForObject{})).

@@ -2,7 +2,6 @@ package janitor
 
 import (
 	"context"
-	"maps"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -106,8 +105,8 @@ func (e passEnd) finished() bool { return !e.stopped && e.err == nil }
 // rare clean-ups should not keep a clean-up's peak resident for minutes.
 const largeCleanup = 1000
 
-// forget stops watching the pods of the ForeignCluster named cluster.
-func (r *releaser) forget(cluster string) { r.src.pods.Retain(cluster, nil) }
+// stopWatching stops watching the pods of the ForeignCluster named cluster.
+func (r *releaser) stopWatching(cluster string) { r.src.pods.WatchOnly(cluster, nil) }
 
 // work is one object to release, and the target that knows how.
 type work struct {
@@ -163,11 +162,7 @@ func (r *releaser) release(ctx context.Context, s *scope) passEnd {
 // rehearse runs the pass s would be once the cluster's grace period ends — the cluster dead, every write
 // replaced by its outcome — and returns what it would do (a plan, janitor rule 9).
 func (r *releaser) rehearse(ctx context.Context, s *scope) passEnd {
-	s.planOnly = true
-	dead := maps.Clone(s.deadSet())
-	dead[s.clusterID] = true
-	s.setDead(dead)
-	s.recheck = func(context.Context) (bool, error) { return true, nil }
+	s.rehearsal()
 	return r.release(ctx, s)
 }
 
@@ -225,12 +220,12 @@ func (r *releaser) releaseOne(ctx context.Context, s *scope, w work, t *tally) {
 		s.refuse(w.tg.kind, webhook)
 	}
 	t.addObject(w.tg.kind, w.obj.GetUID(), w.obj, o, err)
-	r.recordObject(ctx, s, w.tg.kind, w.obj, o, err)
+	r.reportObject(ctx, s, w.tg.kind, w.obj, o, err)
 }
 
-// recordObject makes one object's outcome visible: a log line, a metric, and with --object-events an
+// reportObject makes one object's outcome visible: a log line, a metric, and with --object-events an
 // event on the object (the pass's events per kind, on the ForeignCluster, are the reporter's).
-func (r *releaser) recordObject(ctx context.Context, s *scope, kind string, obj client.Object, o release.Outcome, err error) {
+func (r *releaser) reportObject(ctx context.Context, s *scope, kind string, obj client.Object, o release.Outcome, err error) {
 	if s.planOnly {
 		return // a plan is reported as a whole, on the ForeignCluster
 	}

@@ -394,10 +394,10 @@ func (u *surveyor) virtualNodes(ctx context.Context, s *scope, left podwatch.Lef
 // found, its Since kept from the record on the ForeignCluster while the phase stays ("" when there was no
 // survey, or in a dry run, which writes no record).
 func (p *reporter) unpeeringValue(s *scope) string {
-	if s.unpeering == nil || p.options.DryRun {
+	u, ok := s.unpeeringFound()
+	if !ok || p.options.DryRun {
 		return ""
 	}
-	u := *s.unpeering
 	if prev, ok := liqojanitor.UnpeeringOf(s.fc.Annotations); ok && prev.Phase == u.Phase {
 		u.Since = prev.Since
 	}
@@ -413,10 +413,9 @@ func (p *reporter) unpeeringValue(s *scope) string {
 // finalizer: internal/crdReplicator/crdReplicator-operator.go Reconcile, v1.0.3 to v1.2.0), which keeps
 // dialling the dead provider until the crd-replicator restarts.
 func (p *reporter) noteLeaks(s *scope, next progress) {
-	if s.unpeering == nil || next.done[secretGVK.Kind] == 0 {
-		return
+	if next.done[secretGVK.Kind] > 0 {
+		s.noteUnpeering(reflectorLeak(s.clusterID))
 	}
-	s.unpeering.Notes = append(s.unpeering.Notes, reflectorLeak(s.clusterID))
 }
 
 // reflectorLeak says that Liqo's crd-replicator keeps a released cluster's reflector, and what to do.
@@ -430,10 +429,10 @@ func reflectorLeak(clusterID string) string {
 // writes it — and an UnpeeringInProgress event whenever what is left changes; the
 // liqo_janitor_unpeering_objects gauge. A dry run writes no record and sends no unpeering event.
 func (p *reporter) unpeered(ctx context.Context, s *scope) {
-	if s.unpeering == nil {
+	next, ok := s.unpeeringFound()
+	if !ok {
 		return
 	}
-	next := *s.unpeering
 	p.memory.unpeeringLeft(s.fc, next)
 	p.publishUnpeering()
 	if p.options.DryRun {

@@ -205,11 +205,11 @@ func (p *returnProbe) round(ctx context.Context) {
 		})
 	}
 	wg.Wait()
-	p.retain(marked)
+	p.forgetUnmarked(marked)
 }
 
-// probe probes fc's provider once — at the targets kept for its mark when there are (janitor rule 16), else at
-// the status' URLs — and an answer is remembered and enqueues fc.
+// probe probes fc's provider once — at the targets kept for its mark when there are (janitor rule 16), else
+// at the status' URLs — and an answer is remembered and enqueues fc.
 func (p *returnProbe) probe(ctx context.Context, fc *liqov1beta1.ForeignCluster, t liqojanitor.Targets, kept bool) {
 	var u string
 	verified := false
@@ -238,8 +238,8 @@ func (p *returnProbe) answered(uid types.UID) answer {
 	return p.answers[uid]
 }
 
-// retain forgets the answers of ForeignClusters that are no longer marked (or gone).
-func (p *returnProbe) retain(marked map[types.UID]bool) {
+// forgetUnmarked forgets the answers of ForeignClusters that are no longer marked (or gone).
+func (p *returnProbe) forgetUnmarked(marked map[types.UID]bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for uid := range p.answers {
@@ -249,9 +249,9 @@ func (p *returnProbe) retain(marked map[types.UID]bool) {
 	}
 }
 
-// forgetRecords drops the records kept in the janitor's namespace (targets, return) for a ForeignCluster
+// dropRecords drops the records kept in the janitor's namespace (targets, return) for a ForeignCluster
 // whose mark went, whichever leader kept them.
-func (p *returnProbe) forgetRecords(ctx context.Context, uid types.UID) error {
+func (p *returnProbe) dropRecords(ctx context.Context, uid types.UID) error {
 	if err := p.loadReturns(ctx); err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (p *returnProbe) forgetRecords(ctx context.Context, uid types.UID) error {
 	ok := p.stored[uid]
 	p.mu.Unlock()
 	if ok && !p.dryRun {
-		if err := p.store.forget(ctx, uid); err != nil {
+		if err := p.store.drop(ctx, uid); err != nil {
 			return err
 		}
 	}

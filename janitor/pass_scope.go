@@ -3,6 +3,7 @@ package janitor
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,7 +58,7 @@ type scope struct {
 	// refused names, per kind, the admission webhook that refused a write of that kind in this pass: the
 	// pass writes no more of that kind (janitor rule 11).
 	refused map[string]string
-	// wake is how soon the pass wants to come back (a release that waits for a time: fabric.go); zero is
+	// wake is how soon the pass wants to come back (a release that waits for a time: target_fabric.go); zero is
 	// not at all.
 	wake time.Duration
 	// retry are the kinds an admission webhook refused in the last pass: the first write of each goes
@@ -82,6 +83,61 @@ func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool,
 		recheck: func(context.Context) (bool, error) { return true, nil },
 		drain:   map[types.UID]bool{}, undrained: map[types.UID]string{}, listed: map[types.UID]podAt{},
 		waits: map[types.UID]offloadingWait{}, refused: map[string]string{}}
+}
+
+// checkWith sets the pass's live re-check (stillDead runs it), and the kinds an admission webhook refused
+// in the last pass (firstRetry), before the pass starts.
+func (s *scope) checkWith(recheck func(context.Context) (bool, error), retry map[string]bool) {
+	s.recheck, s.retry = recheck, retry
+}
+
+// rehearsal turns the pass into the plan of what it would release once the cluster's grace period ends
+// (janitor rule 9): the cluster counts as dead, every re-check says so, and no write is made.
+func (s *scope) rehearsal() {
+	s.planOnly = true
+	dead := maps.Clone(s.deadSet())
+	dead[s.clusterID] = true
+	s.setDead(dead)
+	s.recheck = func(context.Context) (bool, error) { return true, nil }
+}
+
+// listedPod notes where listPods found pod (leftPods) and whether the pass may force-delete it though it
+// is not terminating (drain: Liqo's drain selects it) or leaves it alone and why (undrained). listPods
+// fills these before any release; they are read-only afterwards.
+func (s *scope) listedPod(pod client.Object, node string, drain bool, undrained string) {
+	s.listed[pod.GetUID()] = podAt{node: node, resourceVersion: pod.GetResourceVersion()}
+	switch {
+	case drain:
+		s.drain[pod.GetUID()] = true
+	case undrained != "":
+		s.undrained[pod.GetUID()] = undrained
+	}
+}
+
+// surveyed keeps what the survey found of the cluster's unpeering (janitor rule 13).
+func (s *scope) surveyed(u liqojanitor.Unpeering) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unpeering = &u
+}
+
+// unpeeringFound is a copy of what the survey found of the unpeering, and false when there was no survey.
+func (s *scope) unpeeringFound() (liqojanitor.Unpeering, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unpeering == nil {
+		return liqojanitor.Unpeering{}, false
+	}
+	return *s.unpeering, true
+}
+
+// noteUnpeering adds a note to what the survey found (nothing without a survey).
+func (s *scope) noteUnpeering(note string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unpeering != nil {
+		s.unpeering.Notes = append(slices.Clip(s.unpeering.Notes), note)
+	}
 }
 
 // wakeIn asks for the next pass within d at the latest.

@@ -38,9 +38,10 @@ func waits(reason janitor.WaitReason) func() float64 {
 	}
 }
 
-// TestAClusterLiqoDoesNotFindIsNotDead (janitor rule 1): a marked ForeignCluster whose liqo.io/remote-cluster-id
-// label is gone is one Liqo never probes again, so its "Error" is frozen; another ForeignCluster carrying
-// the cluster ID's label (whatever its spec) may be the one Liqo probes. Either keeps the cluster alive.
+// TestAClusterLiqoDoesNotFindIsNotDead (janitor rule 1): a marked ForeignCluster whose
+// liqo.io/remote-cluster-id label is gone is one Liqo never probes again, so its "Error" is frozen; another
+// ForeignCluster carrying the cluster ID's label (whatever its spec) may be the one Liqo probes. Either keeps
+// the cluster alive.
 func TestAClusterLiqoDoesNotFindIsNotDead(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)

@@ -45,23 +45,21 @@ func (src *sources) listPods(ctx context.Context, s *scope) ([]client.Object, er
 			return nil, err
 		}
 		for _, pod := range onNode {
-			if draining || !pod.GetDeletionTimestamp().IsZero() {
-				s.listed[pod.GetUID()] = podAt{node: node, resourceVersion: pod.GetResourceVersion()}
-			}
 			switch why := notDrainedBy(pod, s.liqo); {
 			case !pod.GetDeletionTimestamp().IsZero():
+				s.listedPod(pod, node, false, "")
 				pods = append(pods, pod)
 			case !draining: // not terminating, and its VirtualNode is not being deleted: never written
 			case why != "":
-				s.undrained[pod.GetUID()] = why
+				s.listedPod(pod, node, false, why)
 				pods = append(pods, pod)
 			default:
-				s.drain[pod.GetUID()] = true
+				s.listedPod(pod, node, true, "")
 				pods = append(pods, pod)
 			}
 		}
 	}
-	src.pods.Retain(s.fc.Name, keep)
+	src.pods.WatchOnly(s.fc.Name, keep)
 	return pods, nil
 }
 
@@ -92,13 +90,13 @@ func notDrainedBy(pod client.Object, v liqoVersion) string {
 }
 
 // virtualNodesOf (janitor rule 3) returns the Nodes that belong to the cluster, and for each whether its
-// VirtualNode is being deleted. A Node belongs to clusterID only when its labels say so (liqo.io/type=virtual-node,
-// liqo.io/remote-cluster-id) and a VirtualNode of the same name has spec.clusterID clusterID — the pair
-// Liqo's own GetNodeFromVirtualNode (pkg/utils/getters/k8sGetters.go) uses. The labels alone are not
-// enough: Liqo merges the provider's ResourceSlice status.nodeLabels over them
-// (pkg/liqo-controller-manager/offloading/forge/virtualnode.go MutateVirtualNode), so a provider can name
-// any cluster there; spec.clusterID is the consumer's own. A VirtualNode of that name naming another
-// cluster makes the Node nobody's.
+// VirtualNode is being deleted. A Node belongs to clusterID only when its labels say so
+// (liqo.io/type=virtual-node, liqo.io/remote-cluster-id) and a VirtualNode of the same name has
+// spec.clusterID clusterID — the pair Liqo's own GetNodeFromVirtualNode (pkg/utils/getters/k8sGetters.go)
+// uses. The labels alone are not enough: Liqo merges the provider's ResourceSlice status.nodeLabels over them
+// (pkg/liqo-controller-manager/offloading/forge/virtualnode.go MutateVirtualNode), so a provider can name any
+// cluster there; spec.clusterID is the consumer's own. A VirtualNode of that name naming another cluster
+// makes the Node nobody's.
 func (src *sources) virtualNodesOf(ctx context.Context, clusterID string) (map[string]bool, error) {
 	nodes, err := listMetadata(ctx, src.client, nodeGVK, client.MatchingLabels{
 		liqojanitor.NodeTypeLabel: liqojanitor.VirtualNodeType, liqojanitor.RemoteClusterIDLabel: clusterID,

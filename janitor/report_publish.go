@@ -32,6 +32,7 @@ type reporter struct {
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	memory   *memory
+	pacing   *pacing
 	options  Options
 }
 
@@ -89,6 +90,15 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l liveness) string {
 			liqojanitor.ConfirmAnnotation, fc.Spec.ClusterID)
 	case WaitReachable:
 		return "Marked permanently unreachable, but Liqo sees its API server answering (APIServerStatus Established): nothing is released"
+	case WaitTunnelUp:
+		return "Marked permanently unreachable, but Liqo's data plane to it is up (NetworkConnectionStatus Established): " +
+			"its pods still run and serve, so nothing is released while the tunnel is up"
+	case WaitStorm:
+		return fmt.Sprintf("Marked permanently unreachable during a storm: %s. So many at once is more likely this consumer's "+
+			"own cut (its uplink, gateway or DNS) than every provider's death; nothing is released for this mark while the "+
+			"storm lasts (its grace period starts after it). Check this cluster's connectivity; if the providers are gone, "+
+			"unmark and mark again with %s set to the number of unreachable providers (kubectl liqo-janitor mark asks for it)",
+			l.Storm, liqojanitor.AcknowledgeUnreachableAnnotation)
 	case WaitNotFoundByLiqo:
 		return fmt.Sprintf("Marked permanently unreachable, but this is not the ForeignCluster Liqo finds for cluster ID %s: "+
 			"its label %s is missing or names another cluster, so Liqo does not probe it and its APIServerStatus proves "+
@@ -111,10 +121,10 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l liveness) string {
 }
 
 // report makes a pass over a dead cluster visible: the cleanup annotation — the clean-up's record,
-// derived from the record on the ForeignCluster and what this pass did (record.go), written at most once
-// per pass, only when it changes, never in a dry run — then the phase events on the record's transitions
-// (started, done: once per clean-up, whichever replica makes them), progress, blocked and waiting events,
-// and metrics. It returns the error of its own write, nothing else: the pass's errors are the caller's.
+// derived from the record on the ForeignCluster and what this pass did (report_progress.go), written at most
+// once per pass, only when it changes, never in a dry run — then the phase events on the record's transitions
+// (started, done: once per clean-up, whichever replica makes them), progress, blocked and waiting events, and
+// metrics. It returns the error of its own write, nothing else: the pass's errors are the caller's.
 func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd) error {
 	t := end.tally
 	if end.stopped {
@@ -166,9 +176,9 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	return nil
 }
 
-// passProgress are the record before a pass over a dead cluster and the one after it (record.go): before is
-// the record on the ForeignCluster; the pass adds to it, or to the record this process could not write
-// there (another admission webhook refused it), so that what it released meanwhile counts. A dry run
+// passProgress are the record before a pass over a dead cluster and the one after it (report_progress.go):
+// before is the record on the ForeignCluster; the pass adds to it, or to the record this process could not
+// write there (another admission webhook refused it), so that what it released meanwhile counts. A dry run
 // writes no record: each pass counts alone, and memory holds the last one.
 func (p *reporter) passProgress(s *scope, t *tally) (prev, next progress) {
 	if p.options.DryRun {
@@ -244,9 +254,27 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 	if refused {
 		ctrl.LoggerFrom(ctx).Info("An admission webhook refused the return's record on the ForeignCluster; it is kept in the janitor's namespace, will retry",
 			"webhook", webhook, "err", err.Error())
-		return ctrl.Result{RequeueAfter: p.memory.webhookBackoff(fc)}, nil
+		return ctrl.Result{RequeueAfter: p.pacing.backoff(fc)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// publishStorm sets the storm gauges from the cached ForeignClusters: how many providers this consumer
+// has, how many Liqo's evidence shows unreachable, and whether guard sees a storm (janitor rule 18; the
+// LiqoJanitorStorm alert). Every ForeignCluster event reconciles, so they follow Liqo's status.
+func (p *reporter) publishStorm(ctx context.Context, guard liqojanitor.StormGuard) error {
+	var fcs liqov1beta1.ForeignClusterList
+	if err := p.client.List(ctx, &fcs); err != nil {
+		return fmt.Errorf("listing ForeignClusters: %w", err)
+	}
+	s := liqojanitor.CountStorm(fcs.Items, nil)
+	providersGauge.Set(float64(s.Providers))
+	unreachableProviders.Set(float64(len(s.Unreachable)))
+	stormGauge.Set(0)
+	if guard.In(s) {
+		stormGauge.Set(1)
+	}
+	return nil
 }
 
 // publishReturned sets liqo_janitor_returned_clusters to the number of remembered clusters whose provider
@@ -257,10 +285,11 @@ func (p *reporter) publishReturned() {
 
 // refusals says when other admission webhooks begin or stop refusing the janitor's writes for fc (one
 // BlockedByWebhook event naming them and what they hold up, one WebhookAnswering event when none refuses
-// any more), and keeps the backoff of the next pass (memory.refusedBy).
+// any more), and paces the next pass (pacing.refused).
 func (p *reporter) refusals(fc *liqov1beta1.ForeignCluster, r refusal) {
 	webhooks := slices.Compact(slices.Sorted(slices.Values(r.webhooks)))
-	before, changed := p.memory.refusedBy(fc, webhooks, r.kinds)
+	p.pacing.refused(fc, webhooks, r.kinds)
+	before, changed := p.memory.refusedBy(fc, webhooks)
 	switch {
 	case !changed:
 	case len(webhooks) > 0:
@@ -332,10 +361,11 @@ func reasonGiven(fc *liqov1beta1.ForeignCluster) string {
 }
 
 // writeOwnKeys patches the janitor's own keys on the ForeignCluster where they differ from the live ones
-// the pass read: the cleanup annotation, the unpeering record (when given), and its record of the first sight of the mark and of when the
-// grace period ends (janitor rule 1; only the janitor's identity may write them, gate rule 14). The patch
-// carries the resourceVersion the pass read, so it lands only on that version of the ForeignCluster: a
-// conflict error otherwise, and two replicas never both make one transition. It reports whether it wrote.
+// the pass read: the cleanup annotation, the unpeering record (when given), and its record of the first sight
+// of the mark and of when the grace period ends (janitor rule 1; only the janitor's identity may write them,
+// gate rule 14). The patch carries the resourceVersion the pass read, so it lands only on that version of the
+// ForeignCluster: a conflict error otherwise, and two replicas never both make one transition. It reports
+// whether it wrote.
 func (p *reporter) writeOwnKeys(ctx context.Context, on *liqov1beta1.ForeignCluster, summary string, l liveness, unpeering string) (bool, error) {
 	want := map[string]string{liqojanitor.CleanupAnnotation: summary}
 	if unpeering != "" {

@@ -19,7 +19,7 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// NamespaceOffloadings are decided on a fresh world (janitor rule 4, offloading.go): each attempt at
+// NamespaceOffloadings are decided on a fresh world (janitor rule 4, target_offloading.go): each attempt at
 // removing the finalizer — conflict retries included — re-reads the NamespaceOffloading, its namespace
 // and the NamespaceMaps live and takes the current dead set, which the pass's live re-check refreshes
 // before every batch and before every retry. The changes are interleaved with the janitor's writes

@@ -7,13 +7,13 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// One record of a clean-up, across restarts and failovers (janitor rule 8). The cleanup annotation (liqojanitor.Progress) is the
-// record: per kind, what the janitor released and what is still there ("pods 118/120, resourceslices
-// 3/3, blocked 2, waiting for Liqo: app"). Each pass derives the next record from the one on the
-// ForeignCluster it read live and from what the pass found and did — never from one process's memory —
-// so a new leader continues the count instead of writing "nothing to release" over a finished clean-up,
-// and the phase events fire on the record's own transitions, after the write that made them: a clean-up
-// starts once and is done once, whichever replica gets there.
+// One record of a clean-up, across restarts and failovers (janitor rule 8). The cleanup annotation
+// (liqojanitor.Progress) is the record: per kind, what the janitor released and what is still there ("pods
+// 118/120, resourceslices 3/3, blocked 2, waiting for Liqo: app"). Each pass derives the next record from the
+// one on the ForeignCluster it read live and from what the pass found and did — never from one process's
+// memory — so a new leader continues the count instead of writing "nothing to release" over a finished
+// clean-up, and the phase events fire on the record's own transitions, after the write that made them: a
+// clean-up starts once and is done once, whichever replica gets there.
 
 // progress is a clean-up's progress per kind: done objects released and gone, total done plus still there.
 type progress struct {

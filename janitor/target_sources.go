@@ -14,7 +14,8 @@ import (
 
 // sources is what the targets read and write through: the manager's narrow caches and its client (c),
 // the live reader for the last read before an irreversible step, and the pods of dead virtual nodes. The
-// targets are its methods (pods.go, replicated.go, offloading.go, identity.go), not the worker pool's.
+// targets are its methods (target_pods.go, target_replicated.go, target_offloading.go, target_identity.go),
+// not the worker pool's.
 type sources struct {
 	// client reads from the manager's narrow caches and writes (patches and deletes).
 	client client.Client
@@ -23,7 +24,7 @@ type sources struct {
 	// pods lists the pods of dead virtual nodes: from per-node watches in the controller (podwatch.Watcher),
 	// live for a plan made outside it (podwatch.Live, PlanCluster).
 	pods podSource
-	// now is the janitor's clock, and settle Options.FabricSettle (fabric.go).
+	// now is the janitor's clock, and settle Options.FabricSettle (target_fabric.go).
 	now    func() time.Time
 	settle time.Duration
 }
@@ -32,7 +33,7 @@ type sources struct {
 // in keep.
 type podSource interface {
 	Pods(ctx context.Context, cluster, node string, draining bool) ([]client.Object, error)
-	Retain(cluster string, keep map[string]bool)
+	WatchOnly(cluster string, keep map[string]bool)
 	// Pause stops the cluster's pod watches while a pass writes; Resume restarts them, given what the
 	// pass left on each node (see package podwatch).
 	Pause(cluster string)

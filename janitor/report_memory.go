@@ -3,7 +3,6 @@ package janitor
 import (
 	"slices"
 	"sync"
-	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,9 +12,10 @@ import (
 
 // memory is what the janitor's reports remember of marked clusters between passes, behind its own lock:
 // the last wait reason, what stayed blocked, the last plan shown, so that events say when something
-// changes rather than on every pass. It decides nothing (the first sight of a mark, which does, is the
-// sightings'); what a clean-up released is recorded on the ForeignCluster, not here (record.go). A
-// restarted janitor starts it afresh and still finishes the job (janitor rule 7).
+// changes rather than on every pass. It decides nothing: the first sight of a mark, which does, is the
+// sightings', and what paces the next pass after refused writes is the pacing's; what a clean-up released is
+// recorded on the ForeignCluster, not here (report_progress.go). A restarted janitor starts it afresh and
+// still finishes the job (janitor rule 7).
 type memory struct {
 	mu       sync.Mutex
 	clusters map[types.UID]*clusterMemory
@@ -39,12 +39,8 @@ type clusterMemory struct {
 	unfenced bool
 	// reportedReturn and reportedFence are what a dry run reported of a return (it writes no record).
 	reportedReturn, reportedFence bool
-	// webhooks are the admission webhooks that refused the last pass's writes; webhookBackoff is how long
-	// the next pass waits while they do.
-	webhooks       []string
-	webhookBackoff time.Duration
-	// refusedKinds are the kinds whose writes they refused.
-	refusedKinds []string
+	// webhooks are the admission webhooks that refused the last pass's writes.
+	webhooks []string
 	// unpeering is how many objects of the cluster's unpeering were left at the last pass, per kind and
 	// releasability (the liqo_janitor_unpeering_objects gauge).
 	unpeering map[unpeeringKey]int
@@ -194,50 +190,14 @@ func (m *memory) returnReported(fc *liqov1beta1.ForeignCluster, fenced bool) (ne
 	return newReturn, newFence
 }
 
-// Backoff of the passes over a cluster whose writes other admission webhooks refuse: short, so that the rest
-// goes within seconds of them answering again, and capped, so that a long outage costs a write every few
-// seconds rather than a storm (janitor rule 11).
-const (
-	firstWebhookBackoff = time.Second
-	maxWebhookBackoff   = 8 * time.Second
-)
-
-// refusedBy records which admission webhooks refused fc's last pass (sorted), returns the ones of the
-// pass before and whether that changed, and sets the next pass's backoff: doubled while they refuse,
-// none once they do not.
-func (m *memory) refusedBy(fc *liqov1beta1.ForeignCluster, webhooks, kinds []string) (before []string, changed bool) {
+// refusedBy records which admission webhooks refused fc's last pass (sorted), and returns the ones of the
+// pass before and whether that changed (the BlockedByWebhook and WebhookAnswering events fire on a change).
+func (m *memory) refusedBy(fc *liqov1beta1.ForeignCluster, webhooks []string) (before []string, changed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.cluster(fc)
-	before, c.webhooks, c.refusedKinds = c.webhooks, webhooks, kinds
-	switch {
-	case len(webhooks) == 0:
-		c.webhookBackoff = 0
-	case c.webhookBackoff == 0:
-		c.webhookBackoff = firstWebhookBackoff
-	default:
-		c.webhookBackoff = min(2*c.webhookBackoff, maxWebhookBackoff)
-	}
+	before, c.webhooks = c.webhooks, webhooks
 	return before, !slices.Equal(before, webhooks)
-}
-
-// refusedKinds are the kinds whose writes admission webhooks refused in fc's last pass.
-func (m *memory) refusedKinds(fc *liqov1beta1.ForeignCluster) map[string]bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	kinds := map[string]bool{}
-	for _, k := range m.cluster(fc).refusedKinds {
-		kinds[k] = true
-	}
-	return kinds
-}
-
-// webhookBackoff is how long the next pass over fc waits because other admission webhooks refused the last
-// one's writes (0 when none did).
-func (m *memory) webhookBackoff(fc *liqov1beta1.ForeignCluster) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cluster(fc).webhookBackoff
 }
 
 // keepUnwritten remembers next as fc's record the pass could not write (unwritten), or forgets it.

@@ -120,8 +120,8 @@ func (s targetStore) keep(ctx context.Context, fc *liqov1beta1.ForeignCluster, r
 	return s.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
 }
 
-// forget drops fc's record (its mark went, or it is gone).
-func (s targetStore) forget(ctx context.Context, uid types.UID) error {
+// drop drops fc's record (its mark went, or it is gone).
+func (s targetStore) drop(ctx context.Context, uid types.UID) error {
 	if s.namespace == "" {
 		return nil
 	}

@@ -38,11 +38,12 @@ type Options struct {
 	// empty turns the brake off.
 	Namespace string
 	// FabricSettle is how long an InternalFabric of a dead cluster must have been deleting before the
-	// janitor removes the legacy finalizer Liqo's fabric still holds, on Liqo before v1.2.0 (fabric.go);
+	// janitor removes the legacy finalizer Liqo's fabric still holds, on Liqo before v1.2.0 (target_fabric.go);
 	// zero is DefaultFabricSettle.
 	FabricSettle time.Duration
-	// Storm is the storm guard (the binary's --storm-min-unreachable and --storm-max-unreachable-share), the
-	// same the gate applies to a mark (gate rule 21); the zero value turns it off.
+	// Storm is the storm guard (janitor rule 18): while it sees too many providers unreachable at once,
+	// a mark the janitor has not begun with and that carries no acknowledgement waits. The zero value is
+	// off; the binary passes the gate's --storm-min-unreachable and --storm-max-unreachable-share.
 	Storm liqojanitor.StormGuard
 }
 
@@ -62,8 +63,8 @@ const (
 )
 
 // Default returns o with every unset (zero) count — Workers, BatchSize, Concurrency — the probe
-// timeout, Liqo's namespace and the fabric's settle time set to their defaults. GracePeriod stays as given (zero is a valid grace period), and so does
-// ReturnProbeInterval (zero is no probe).
+// timeout, Liqo's namespace and the fabric's settle time set to their defaults. GracePeriod stays as given
+// (zero is a valid grace period), and so does ReturnProbeInterval (zero is no probe).
 func (o Options) Default() Options {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
