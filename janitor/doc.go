@@ -125,7 +125,8 @@
 //     --storm-min-unreachable and --storm-max-unreachable-share) sees a storm — at least that many and more
 //     than that share of this consumer's providers unreachable by Liqo's evidence at once
 //     (liqojanitor.CountStorm: API server not Established and data plane not up) — a mark it has not begun
-//     with (no first-seen-at record of it) and that carries no liqo-janitor.io/acknowledge-unreachable waits:
+//     with (no first-seen-at record of it) and that carries no acknowledgement stamped by the gate
+//     (liqo-janitor.io/acknowledge-unreachable with the gate's acknowledged-by of that count) waits:
 //     nothing is written for it, one Waiting event says why, and its grace period starts when the hold ends.
 //     So many at once is more likely this consumer's own cut than every provider's death, and the gate's
 //     probe runs from the same side of it (gate rule 21 refuses such a mark; this holds one made past the

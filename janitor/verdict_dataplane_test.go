@@ -89,7 +89,7 @@ func TestTheJanitorHoldsAMarkMadeDuringAStorm(t *testing.T) {
 
 	startJanitor(t, janitor.Options{Storm: stormy})
 	g.Expect(fixture.Mark(ctx, env.Client, held)).To(Succeed())
-	g.Expect(fixture.Mark(ctx, env.Client, acknowledged, liqojanitor.AcknowledgeUnreachableAnnotation, "3")).To(Succeed())
+	g.Expect(fixture.Mark(ctx, env.Client, acknowledged, acknowledgement(3)...)).To(Succeed())
 	// A janitor that began with this mark before the storm recorded its first sight of it.
 	g.Expect(fixture.Mark(ctx, env.Client, begun, liqojanitor.FirstSeenAnnotation, liqojanitor.RecordTime(time.Now().Add(-time.Minute)))).To(Succeed())
 
@@ -103,8 +103,22 @@ func TestTheJanitorHoldsAMarkMadeDuringAStorm(t *testing.T) {
 		"the janitor does not begin with a held mark: its grace period starts after the storm")
 	g.Expect(harness.Metric("liqo_janitor_storm", nil)).To(Equal(1.0))
 
-	// The operator acknowledges the storm: the held mark proceeds.
+	// An acknowledgement written past the gate (no stamp of it) does not count: the mark stays held.
+	seen = counter("liqo_janitor_waits_total", storm)
 	g.Expect(fixture.Annotate(ctx, env.Client, held.ForeignCluster,
-		map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: ptr.To(fmt.Sprint(3))})).To(Succeed())
+		map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: ptr.To("3")})).To(Succeed())
+	g.Eventually(func() float64 { return counter("liqo_janitor_waits_total", storm) }).Should(BeNumerically(">", seen))
+	g.Expect(rvs(t, held.Objects()...)).To(Equal(before), "an unstamped acknowledgement releases nothing")
+
+	// The gate's stamp of that count (the marking request of a holder of the verb): the held mark proceeds.
+	ack := acknowledgement(3)
+	g.Expect(fixture.Annotate(ctx, env.Client, held.ForeignCluster, map[string]*string{ack[2]: ptr.To(ack[3])})).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, held)).WithTimeout(30 * time.Second).Should(HavePrefix("pods 5/5"))
+}
+
+// acknowledgement is what the gate leaves on a mark that acknowledges a storm of n unreachable providers
+// (gate rule 21): the typed count and its stamp.
+func acknowledgement(n int) []string {
+	stamp := liqojanitor.Acknowledgement{At: time.Now(), By: "alice", Count: n}
+	return []string{liqojanitor.AcknowledgeUnreachableAnnotation, fmt.Sprint(n), liqojanitor.AcknowledgedByAnnotation, stamp.String()}
 }

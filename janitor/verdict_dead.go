@@ -1,6 +1,7 @@
 package janitor
 
 import (
+	"strconv"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -129,11 +130,20 @@ func assess(fc *liqov1beta1.ForeignCluster, seen observed, now time.Time, grace 
 // heldByStorm says whether the storm guard holds fc's mark back (janitor rule 18): the janitor has not
 // begun with it — its first write for a mark is its record of the first sight, so a mark it has recorded
 // was accepted before the storm began and keeps its course — and the mark carries no acknowledgement of
-// the storm (liqojanitor.AcknowledgeUnreachableAnnotation, which the gate lets only a holder of the
-// break-glass verb set, in the marking request: gate rule 21).
+// the storm (stormAcknowledged).
 func heldByStorm(fc *liqov1beta1.ForeignCluster) bool {
 	_, begun := firstSightRecord(fc)
-	return !begun && fc.Annotations[liqojanitor.AcknowledgeUnreachableAnnotation] == ""
+	return !begun && !stormAcknowledged(fc)
+}
+
+// stormAcknowledged says whether fc's mark acknowledges a storm: liqojanitor.AcknowledgeUnreachableAnnotation
+// carries a count, and the gate's stamp (liqojanitor.AcknowledgedByAnnotation, which only its mutating
+// webhook writes, in the marking request of a holder of the break-glass verb: gate rule 21) acknowledged
+// that same count. An acknowledgement without the stamp was written past the gate and does not count.
+func stormAcknowledged(fc *liqov1beta1.ForeignCluster) bool {
+	ack, ok := liqojanitor.ParseAcknowledgement(fc.Annotations[liqojanitor.AcknowledgedByAnnotation])
+	given := fc.Annotations[liqojanitor.AcknowledgeUnreachableAnnotation]
+	return ok && given != "" && given == strconv.Itoa(ack.Count)
 }
 
 // recordedFirstSight is the janitor's first sight of fc's mark: its own record (the first-seen-at

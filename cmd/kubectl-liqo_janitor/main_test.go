@@ -42,7 +42,8 @@ func TestMain(m *testing.M) {
 		if err := e.InstallPlanReaders(ctx, alice, bob); err != nil {
 			return err
 		}
-		return e.StartGate(webhook.Options{MinUnreachable: time.Minute})
+		// The gate guards storms as installed (the tests retire their layouts, so each storm count is a test's own).
+		return e.StartGate(webhook.Options{MinUnreachable: time.Minute, Storm: liqojanitor.DefaultStormGuard})
 	})
 	stopProvider() // the fence tests' second API server, if one of them started it
 	os.Exit(code)
