@@ -82,6 +82,9 @@ func liqoWebhooks(t *testing.T, test func(t *testing.T, down func(*testing.T, *f
 		test(t, func(t *testing.T, p *fixture.Provider) func() {
 			t.Helper()
 			g.Expect(w.Stop()).To(Succeed())
+			// Removed again before the test's layout is retired (build's clean-up, registered earlier),
+			// which a stopped webhook would refuse.
+			t.Cleanup(func() { g.Expect(w.Remove(context.Background())).To(Succeed()) })
 			g.Eventually(func() error {
 				return fixture.Annotate(t.Context(), env.Client, p.ForeignCluster, map[string]*string{"example.com/probe": ptr.To("1")}, client.DryRunAll)
 			}).Should(MatchError(ContainSubstring(`failed calling webhook "` + liqoFCWebhook + `"`)))

@@ -1,6 +1,7 @@
 package janitor_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -42,6 +43,13 @@ func build(t *testing.T, spec fixture.Spec) *fixture.Consumer {
 	spec.Prefix = fmt.Sprintf("j%d", fixtures.Add(1))
 	cons, err := fixture.Build(t.Context(), env.Client, spec)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	// Registered before the test's janitor starts, so run after it stopped: later tests' janitors neither
+	// count these providers (a returned cluster, a storm) nor act on them.
+	t.Cleanup(func() {
+		for _, p := range cons.Providers {
+			NewWithT(t).Expect(fixture.Retire(context.Background(), env.Client, p.ForeignCluster)).To(Succeed())
+		}
+	})
 	return cons
 }
 

@@ -372,8 +372,6 @@ func retire(t *testing.T, fc *liqov1beta1.ForeignCluster) {
 	t.Helper()
 	testEnv := harness.Require(t)
 	g := NewWithT(t)
-	ctx := context.Background() // t.Context() is cancelled before the cleanups run
-	err := fixture.Annotate(ctx, testEnv.Client, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})
-	g.Expect(client.IgnoreNotFound(err)).To(Succeed(), "unmarking ForeignCluster %s", fc.Name)
-	g.Expect(client.IgnoreNotFound(testEnv.Client.Delete(ctx, fc.DeepCopy()))).To(Succeed(), "deleting ForeignCluster %s", fc.Name)
+	// t.Context() is cancelled before the cleanups run.
+	g.Expect(fixture.Retire(context.Background(), testEnv.Client, fc)).To(Succeed())
 }
