@@ -35,26 +35,6 @@ var gateAbsentCondition = admissionregistrationv1.MatchCondition{
 		gateAbsentLabel),
 }
 
-// editGateWebhooks applies edit to the matchConditions of every webhook of the gate's installed
-// configurations.
-func editGateWebhooks(ctx context.Context, t *testing.T, edit func([]admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition) {
-	t.Helper()
-	env := harness.Require(t)
-	g := NewWithT(t)
-	mut, val, err := env.GeneratedWebhooks()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mut), mut)).To(Succeed())
-	for i := range mut.Webhooks {
-		mut.Webhooks[i].MatchConditions = edit(mut.Webhooks[i].MatchConditions)
-	}
-	g.Expect(env.Client.Update(ctx, mut)).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(val), val)).To(Succeed())
-	for i := range val.Webhooks {
-		val.Webhooks[i].MatchConditions = edit(val.Webhooks[i].MatchConditions)
-	}
-	g.Expect(env.Client.Update(ctx, val)).To(Succeed())
-}
-
 // withoutGate writes kv onto the unmarked fc as c, as if the gate were not installed: the API server does not
 // call the gate for fc while it carries gateAbsentLabel. It returns with the keys stored, the label removed
 // (a request the gate sees and lets through: it changes none of its keys) and the gate back.
@@ -69,15 +49,15 @@ func withoutGate(t *testing.T, c client.Client, fc *liqov1beta1.ForeignCluster, 
 	target := &liqov1beta1.ForeignCluster{}
 	target.Name = fc.Name
 	g.Expect(env.Client.Patch(ctx, target, labelled(s("true")))).To(Succeed())
-	editGateWebhooks(ctx, t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+	g.Expect(env.EditGateWebhooks(ctx, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
 		return append(conds, gateAbsentCondition)
-	})
+	})).To(Succeed())
 	// the API server loads webhook configurations asynchronously: write until it no longer asks the gate
 	g.Eventually(func() error { return fixture.Annotate(ctx, c, fc, kv) }).Should(Succeed(), "written without the gate")
 	g.Expect(env.Client.Patch(ctx, target, labelled(nil))).To(Succeed())
-	editGateWebhooks(context.Background(), t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+	g.Expect(env.EditGateWebhooks(context.Background(), func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
 		return slices.DeleteFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == gateAbsentCondition.Name })
-	})
+	})).To(Succeed())
 	// the gate is back once a fence record on a labelled, unmarked ForeignCluster is refused again
 	probe := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"},"annotations":{%q:"x"}}}`,
 		gateAbsentLabel, liqojanitor.FencedAnnotation))

@@ -212,19 +212,26 @@ func removedWithTheMark(r *inputs, key string) bool {
 // checkUnreachable is the reachability veto (rule 4): Liqo must not see the provider answering, and must
 // not have seen it answering for at least MinUnreachable. No APIServerStatus condition counts as unreachable.
 func checkUnreachable(r *inputs, opts Options) field.ErrorList {
-	cond := liqojanitor.APIServerStatus(r.New)
+	return vetoUnlessSettled(r, opts, liqojanitor.APIServerStatus(r.New), conditionsPath, msgReachable, msgTooRecent)
+}
+
+// vetoUnlessSettled is the staleness rule rules 4 and 20 share: cond Established vetoes the mark (up says
+// why), and so does a cond that changed less than MinUnreachable ago (a blip: recent says why). No
+// condition vetoes nothing.
+func vetoUnlessSettled(r *inputs, opts Options, cond *liqov1beta1.Condition, path *field.Path,
+	up func(*liqov1beta1.ForeignCluster, *liqov1beta1.Condition) string,
+	recent func(*liqov1beta1.ForeignCluster, *liqov1beta1.Condition, time.Duration, time.Duration) string) field.ErrorList {
 	switch {
 	case cond == nil:
 		return nil
 	case cond.Status == liqov1beta1.ConditionStatusEstablished:
-		return field.ErrorList{field.Forbidden(conditionsPath, msgReachable(r.New, cond))}
+		return field.ErrorList{field.Forbidden(path, up(r.New, cond))}
 	case cond.LastTransitionTime.IsZero():
 		// Liqo always stamps transitions; without a time there is no blip to wait out.
 		return nil
 	}
-	since := r.Now.Sub(cond.LastTransitionTime.Time)
-	if since < opts.MinUnreachable {
-		return field.ErrorList{field.Forbidden(conditionsPath, msgTooRecent(r.New, cond, since, opts.MinUnreachable))}
+	if since := r.Now.Sub(cond.LastTransitionTime.Time); since < opts.MinUnreachable {
+		return field.ErrorList{field.Forbidden(path, recent(r.New, cond, since, opts.MinUnreachable))}
 	}
 	return nil
 }
@@ -241,21 +248,7 @@ func checkUnreachable(r *inputs, opts Options) field.ErrorList {
 // networking module off, or no Connection: handleConnectionStatus deletes it) is no evidence either way:
 // rules 4 and 12 decide.
 func checkTunnel(r *inputs, opts Options) field.ErrorList {
-	cond := liqojanitor.TunnelStatus(r.New)
-	switch {
-	case cond == nil:
-		return nil
-	case cond.Status == liqov1beta1.ConditionStatusEstablished:
-		return field.ErrorList{field.Forbidden(tunnelPath, msgTunnelUp(r.New, cond))}
-	case cond.LastTransitionTime.IsZero():
-		// Liqo always stamps transitions; without a time there is no blip to wait out.
-		return nil
-	}
-	since := r.Now.Sub(cond.LastTransitionTime.Time)
-	if since < opts.MinUnreachable {
-		return field.ErrorList{field.Forbidden(tunnelPath, msgTunnelTooRecent(r.New, cond, since, opts.MinUnreachable))}
-	}
-	return nil
+	return vetoUnlessSettled(r, opts, liqojanitor.TunnelStatus(r.New), tunnelPath, msgTunnelUp, msgTunnelTooRecent)
 }
 
 // checkStorm is the storm guard (rule 21): while opts.Storm sees a storm in the count of this consumer's

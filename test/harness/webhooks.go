@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +50,34 @@ func GeneratedWebhooks(root string) (*admissionregistrationv1.MutatingWebhookCon
 // GeneratedWebhooks reads the generated webhook configurations of the Env's repository (GeneratedWebhooks).
 func (e *Env) GeneratedWebhooks() (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	return GeneratedWebhooks(e.Root)
+}
+
+// EditGateWebhooks applies edit to the matchConditions of every webhook of the gate's installed
+// configurations (the generated ones, as the Env registered them).
+func (e *Env) EditGateWebhooks(ctx context.Context, edit func([]admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition) error {
+	mut, val, err := e.GeneratedWebhooks()
+	if err != nil {
+		return err
+	}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(mut), mut); err != nil {
+		return fmt.Errorf("reading %s: %w", mut.Name, err)
+	}
+	for i := range mut.Webhooks {
+		mut.Webhooks[i].MatchConditions = edit(mut.Webhooks[i].MatchConditions)
+	}
+	if err := e.Client.Update(ctx, mut); err != nil {
+		return fmt.Errorf("updating %s: %w", mut.Name, err)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(val), val); err != nil {
+		return fmt.Errorf("reading %s: %w", val.Name, err)
+	}
+	for i := range val.Webhooks {
+		val.Webhooks[i].MatchConditions = edit(val.Webhooks[i].MatchConditions)
+	}
+	if err := e.Client.Update(ctx, val); err != nil {
+		return fmt.Errorf("updating %s: %w", val.Name, err)
+	}
+	return nil
 }
 
 // ForEachWebhook calls f with the client config and the object selector of every webhook of a Mutating-

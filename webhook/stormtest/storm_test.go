@@ -252,39 +252,18 @@ func withoutGate(t *testing.T, c client.Client, fc *liqov1beta1.ForeignCluster, 
 	target := &liqov1beta1.ForeignCluster{}
 	target.Name = fc.Name
 	g.Expect(env.Client.Patch(ctx, target, label(`"true"`))).To(Succeed())
-	editGateWebhooks(t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+	g.Expect(env.EditGateWebhooks(ctx, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
 		return append(conds, gateAbsentCondition)
-	})
+	})).To(Succeed())
 	// the API server loads webhook configurations asynchronously: write until it no longer asks the gate
 	g.Eventually(func() error { return fixture.Annotate(ctx, c, fc, kv) }).Should(Succeed(), "written without the gate")
 	g.Expect(env.Client.Patch(ctx, target, label("null"))).To(Succeed())
-	editGateWebhooks(t, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+	g.Expect(env.EditGateWebhooks(context.Background(), func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
 		return slices.DeleteFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == gateAbsentCondition.Name })
-	})
+	})).To(Succeed())
 	// the gate is back once an acknowledgement ahead of the mark on a labelled ForeignCluster is refused again
 	probe := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"},"annotations":{%q:"9"}}}`,
 		gateAbsentLabel, liqojanitor.AcknowledgeUnreachableAnnotation))
 	g.Eventually(func() error { return env.Client.Patch(ctx, target.DeepCopy(), probe, client.DryRunAll) }).
 		Should(MatchError(ContainSubstring("counts only in the request that sets the mark")), "the gate is called again")
-}
-
-// editGateWebhooks applies edit to the matchConditions of every webhook of the gate's installed
-// configurations.
-func editGateWebhooks(t *testing.T, edit func([]admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition) {
-	t.Helper()
-	env := harness.Require(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	mut, val, err := env.GeneratedWebhooks()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(mut), mut)).To(Succeed())
-	for i := range mut.Webhooks {
-		mut.Webhooks[i].MatchConditions = edit(mut.Webhooks[i].MatchConditions)
-	}
-	g.Expect(env.Client.Update(ctx, mut)).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(val), val)).To(Succeed())
-	for i := range val.Webhooks {
-		val.Webhooks[i].MatchConditions = edit(val.Webhooks[i].MatchConditions)
-	}
-	g.Expect(env.Client.Update(ctx, val)).To(Succeed())
 }
