@@ -63,9 +63,6 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 
 // Reconcile releases what a dead cluster leaves stuck; for any other ForeignCluster it writes nothing.
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if err := r.reporter.publishStorm(ctx, r.options.Storm); err != nil {
-		return ctrl.Result{}, err
-	}
 	fc, err := r.read(ctx, req.Name)
 	if fc == nil || err != nil {
 		return ctrl.Result{}, err

@@ -98,6 +98,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if _, err := mgr.GetCache().GetInformer(ctx, metadataOnly(namespaceMapGVK)); err != nil {
 		return fmt.Errorf("watching NamespaceMaps: %w", err)
 	}
+	if err := watchStorm(ctx, mgr.GetCache(), o.Storm); err != nil {
+		return err
+	}
 	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), pods, mgr.GetEventRecorder(ReportingController), clock.RealClock{}, o)
 	if o.ReturnProbeInterval > 0 {
 		if err := mgr.Add(r.probe); err != nil {

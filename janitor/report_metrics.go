@@ -1,8 +1,17 @@
 package janitor
 
 import (
+	"context"
+	"fmt"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // Metric labels are bounded: kind is one of the target kinds, result one of the outcomes below, reason one
@@ -50,7 +59,7 @@ var (
 	})
 	stormGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "liqo_janitor_storm",
-		Help: "1 while so many providers are unreachable at once that the janitor holds back marks it has not begun with (--storm-min-unreachable, --storm-max-unreachable-share), else 0.",
+		Help: "1 while so many providers are unreachable at once that the janitor holds back marks it has not begun with (--storm-min-unreachable, --storm-max-unreachable-share), else 0; counted on every replica.",
 	})
 	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "liqo_janitor_cleanup_duration_seconds",
@@ -85,4 +94,37 @@ func init() {
 	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitTunnelUp, WaitPaused, WaitStorm, WaitGracePeriod, WaitDuplicate, WaitReturned, WaitBraked} {
 		waitsTotal.WithLabelValues(string(reason))
 	}
+}
+
+// watchStorm keeps the storm gauges (janitor rule 18; the LiqoJanitorStorm alert) on Liqo's evidence: on
+// every ForeignCluster event — one added, Liqo's status changed, one deleted — it counts the cached
+// ForeignClusters again: how many providers this consumer has, how many Liqo's evidence shows unreachable,
+// and whether guard sees a storm. Only those events change the count, so a pass never counts.
+func watchStorm(ctx context.Context, c cache.Cache, guard liqojanitor.StormGuard) error {
+	informer, err := c.GetInformer(ctx, &liqov1beta1.ForeignCluster{})
+	if err != nil {
+		return fmt.Errorf("watching ForeignClusters for the storm count: %w", err)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	count := func() {
+		var fcs liqov1beta1.ForeignClusterList
+		// The informer that calls this is synced: the cached list answers at once, whatever became of ctx.
+		if err := c.List(context.Background(), &fcs); err != nil {
+			log.Error(err, "Counting the unreachable providers")
+			return
+		}
+		s := liqojanitor.CountStorm(fcs.Items, nil)
+		providersGauge.Set(float64(s.Providers))
+		unreachableProviders.Set(float64(len(s.Unreachable)))
+		stormGauge.Set(0)
+		if guard.In(s) {
+			stormGauge.Set(1)
+		}
+	}
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { count() },
+		UpdateFunc: func(any, any) { count() },
+		DeleteFunc: func(any) { count() },
+	})
+	return err
 }

@@ -259,24 +259,6 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 	return ctrl.Result{}, nil
 }
 
-// publishStorm sets the storm gauges from the cached ForeignClusters: how many providers this consumer
-// has, how many Liqo's evidence shows unreachable, and whether guard sees a storm (janitor rule 18; the
-// LiqoJanitorStorm alert). Every ForeignCluster event reconciles, so they follow Liqo's status.
-func (p *reporter) publishStorm(ctx context.Context, guard liqojanitor.StormGuard) error {
-	var fcs liqov1beta1.ForeignClusterList
-	if err := p.client.List(ctx, &fcs); err != nil {
-		return fmt.Errorf("listing ForeignClusters: %w", err)
-	}
-	s := liqojanitor.CountStorm(fcs.Items, nil)
-	providersGauge.Set(float64(s.Providers))
-	unreachableProviders.Set(float64(len(s.Unreachable)))
-	stormGauge.Set(0)
-	if guard.In(s) {
-		stormGauge.Set(1)
-	}
-	return nil
-}
-
 // publishReturned sets liqo_janitor_returned_clusters to the number of remembered clusters whose provider
 // returned and that are not fenced yet.
 func (p *reporter) publishReturned() {

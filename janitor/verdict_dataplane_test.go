@@ -101,7 +101,7 @@ func TestTheJanitorHoldsAMarkMadeDuringAStorm(t *testing.T) {
 	g.Expect(rvs(t, held.Objects()...)).To(Equal(before), "nothing of a held mark is released")
 	g.Expect(get(t, held.ForeignCluster).Annotations).NotTo(HaveKey(liqojanitor.FirstSeenAnnotation),
 		"the janitor does not begin with a held mark: its grace period starts after the storm")
-	g.Expect(harness.Metric("liqo_janitor_storm", nil)).To(Equal(1.0))
+	g.Eventually(func() float64 { return harness.Metric("liqo_janitor_storm", nil) }).Should(Equal(1.0), "the storm is exported")
 
 	// An acknowledgement written past the gate (no stamp of it) does not count: the mark stays held.
 	seen = counter("liqo_janitor_waits_total", storm)
