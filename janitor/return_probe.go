@@ -42,7 +42,7 @@ type returnProbe struct {
 	kept map[types.UID]string
 	// returns are the records holding a kept return (janitor rule 17), and stored the ForeignClusters with
 	// any record in the janitor's namespace, both as read once (loaded) and kept since.
-	returns map[types.UID]targetsRecord
+	returns map[types.UID]liqojanitor.KeptRecord
 	stored  map[types.UID]bool
 	loaded  bool
 }
@@ -53,7 +53,7 @@ const maxConcurrentProbes = 8
 func newReturnProbe(cache client.Reader, store targetStore, clk clock.PassiveClock, o Options) *returnProbe {
 	return &returnProbe{cache: cache, prober: liqojanitor.NewProber(o.ProbeTimeout), interval: o.ReturnProbeInterval, clock: clk,
 		events: make(chan event.GenericEvent, 16), answers: map[types.UID]answer{}, kept: map[types.UID]string{},
-		returns: map[types.UID]targetsRecord{}, stored: map[types.UID]bool{},
+		returns: map[types.UID]liqojanitor.KeptRecord{}, stored: map[types.UID]bool{},
 		store: store, dryRun: o.DryRun}
 }
 
@@ -70,13 +70,13 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	switch rec, stored, err := p.store.of(ctx, fc); {
 	case err != nil:
 		return err
-	case !stored || !rec.hasTargets():
+	case !stored || !rec.HasTargets():
 		t, from := liqojanitor.ProviderTargets(ctx, live, fc)
 		if t.APIServer == "" && t.Proxy == "" {
 			return nil // nothing to keep yet: the plan and the status say the mark has no target
 		}
 		if !stored {
-			rec = targetsRecord{Mark: mark} // a record of an earlier mark is replaced, its return with it
+			rec = liqojanitor.KeptRecord{Mark: mark} // a record of an earlier mark is replaced, its return with it
 		}
 		rec.Targets, rec.From, rec.At = t, from, metav1.NewTime(p.clock.Now())
 		if err := p.store.keep(ctx, fc, rec); err != nil {
@@ -121,7 +121,7 @@ func (p *returnProbe) keptReturn(fc *liqov1beta1.ForeignCluster) (providerReturn
 	p.mu.Lock()
 	rec, ok := p.returns[fc.UID]
 	p.mu.Unlock()
-	if !ok || !rec.ofMark(fc) {
+	if !ok || !rec.OfMark(fc.Annotations) {
 		return providerReturn{}, false
 	}
 	at, err := time.Parse(time.RFC3339, rec.Return.At)
@@ -143,9 +143,9 @@ func (p *returnProbe) keepReturn(ctx context.Context, fc *liqov1beta1.ForeignClu
 		return false, err
 	}
 	if !stored {
-		rec = targetsRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation]}
+		rec = liqojanitor.KeptRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation]}
 	}
-	rec.Return = &keptReturn{At: liqojanitor.RecordTime(r.at), How: r.how}
+	rec.Return = &liqojanitor.KeptReturn{At: liqojanitor.RecordTime(r.at), How: r.how}
 	if err := p.store.keep(ctx, fc, rec); err != nil {
 		return false, fmt.Errorf("keeping the return of %s in the janitor's namespace: %w", fc.Name, err)
 	}
@@ -192,7 +192,7 @@ func (p *returnProbe) round(ctx context.Context) {
 		}
 		marked[fc.UID] = true
 		rec, kept := recs[fc.UID]
-		kept = kept && rec.ofMark(fc) && rec.hasTargets()
+		kept = kept && rec.OfMark(fc.Annotations) && rec.HasTargets()
 		kr, _ := p.keptReturn(fc)
 		if _, known := returnOf(fc, observed{firstSeen: p.clock.Now(), answer: p.answered(fc.UID), kept: kr}); known ||
 			(!kept && len(liqojanitor.ProbeURLs(fc)) == 0) {

@@ -12,7 +12,6 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
-	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
 // probeStatus is where liqo-janitor's return probe looks for a marked cluster's provider (janitor rules 10
@@ -36,14 +35,15 @@ type probeStatus struct {
 }
 
 // probeStatusOf is where the janitor probes fc's provider: the targets it kept for the mark (in a
-// ConfigMap janitor.RecordsConfigMap in its namespace, found by name in any namespace), else where Liqo
+// ConfigMap liqojanitor.RecordsConfigMap in its namespace, found by name in any namespace), else where Liqo
 // says the provider is now.
 func probeStatusOf(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) *probeStatus {
-	records, err := configMapsNamed(ctx, c, janitor.RecordsConfigMap)
+	records, err := configMapsNamed(ctx, c, liqojanitor.RecordsConfigMap)
 	for i := range records {
-		if t, from, at, ok := janitor.KeptTargets(&records[i], fc); ok {
+		if rec, ok := liqojanitor.KeptRecordOf(&records[i], fc.UID, fc.Annotations); ok && rec.HasTargets() {
+			t := rec.Targets
 			return &probeStatus{APIServer: output.Printable(t.APIServer), Proxy: output.Printable(t.Proxy), CAKnown: len(t.CA) > 0,
-				Kept: true, KeptAt: &metav1.Time{Time: at.UTC()}, From: output.Printable(from)}
+				Kept: true, KeptAt: &metav1.Time{Time: rec.At.UTC()}, From: output.Printable(rec.From)}
 		}
 	}
 	p := &probeStatus{}

@@ -1,0 +1,70 @@
+package liqojanitor
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The janitor's records in its own namespace (janitor rules 16 and 17): the ConfigMap RecordsConfigMap,
+// one key per ForeignCluster UID, each a KeptRecord as JSON. No ForeignCluster writer (nor another
+// admission webhook on ForeignClusters) can change them; the janitor writes them, and the gate and the
+// plugin read them there — in the janitor's namespace only, never a look-alike elsewhere.
+
+// RecordsConfigMap is the name of the ConfigMap in the janitor's namespace that holds its probe targets
+// and kept returns.
+const RecordsConfigMap = "liqo-janitor-records"
+
+// KeptRecord is what the janitor keeps of one marked ForeignCluster's provider, for one mark.
+type KeptRecord struct {
+	// Mark is the marked-at stamp of the mark the record belongs to ("" without the gate's stamp).
+	Mark    string      `json:"mark"`
+	Targets Targets     `json:"targets"`
+	From    string      `json:"from,omitempty"`
+	At      metav1.Time `json:"at"`
+	// Return is the provider's return seen for this mark (janitor rule 17), nil until then.
+	Return *KeptReturn `json:"return,omitempty"`
+}
+
+// KeptReturn is a return as the janitor keeps it: when (to the millisecond, as its record on the
+// ForeignCluster says it), what showed it, and whether its ProviderReturned event was sent for this mark.
+type KeptReturn struct {
+	At  string `json:"at"`
+	How string `json:"how"`
+	// Told says the janitor sent ProviderReturned for this return (janitor rule 17): a kept return not yet
+	// told is told by the next pass, whichever leader runs it, so that exactly one event is sent.
+	Told bool `json:"told,omitempty"`
+}
+
+// HasTargets reports whether the record holds somewhere to probe.
+func (r KeptRecord) HasTargets() bool { return r.Targets.APIServer != "" || r.Targets.Proxy != "" }
+
+// OfMark reports whether the record belongs to the current mark of a ForeignCluster with these annotations.
+func (r KeptRecord) OfMark(annotations map[string]string) bool {
+	return r.Mark == annotations[MarkedAtAnnotation]
+}
+
+// KeptRecords reads every record of the janitor's records ConfigMap, by ForeignCluster UID; a value that
+// does not parse is left out.
+func KeptRecords(cm *corev1.ConfigMap) map[types.UID]KeptRecord {
+	out := map[types.UID]KeptRecord{}
+	for key, value := range cm.Data {
+		var rec KeptRecord
+		if json.Unmarshal([]byte(value), &rec) == nil {
+			out[types.UID(key)] = rec
+		}
+	}
+	return out
+}
+
+// KeptRecordOf is the record the janitor keeps in cm for the current mark of the ForeignCluster with uid
+// and annotations, if any.
+func KeptRecordOf(cm *corev1.ConfigMap, uid types.UID, annotations map[string]string) (KeptRecord, bool) {
+	var rec KeptRecord
+	if json.Unmarshal([]byte(cm.Data[string(uid)]), &rec) != nil || !rec.OfMark(annotations) {
+		return KeptRecord{}, false
+	}
+	return rec, true
+}
