@@ -34,6 +34,9 @@ type Options struct {
 	// the zero value (MinUnreachable 0) turns the guard off. The binary's default is
 	// liqojanitor.DefaultStormGuard.
 	Storm liqojanitor.StormGuard
+	// Namespace is the janitor's own namespace, where it keeps its records (liqojanitor.RecordsConfigMap):
+	// the gate reads a kept return there, and nowhere else. The binary passes its --namespace.
+	Namespace string
 }
 
 // Defaults of the gate's options (the binary's flag defaults).

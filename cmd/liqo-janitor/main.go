@@ -317,7 +317,7 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 
 func gateOptions(o *options) webhook.Options {
 	return webhook.Options{LiqoNamespace: o.liqoNamespace, MinUnreachable: o.minUnreachable, ProbeTimeout: o.probeTimeout,
-		LiqoUninstallerUsers: o.liqoUninstallers.value(), Storm: o.storm}
+		LiqoUninstallerUsers: o.liqoUninstallers.value(), Storm: o.storm, Namespace: ownNamespace(o)}
 }
 
 // userList is a comma-separated list of usernames that remembers whether it was set: not set, the gate's
