@@ -15,6 +15,9 @@
 set -euo pipefail
 OUT="${1:?output directory}"
 cd "$(dirname "$0")"
+# go list -m names the module's directory only once it is in the module cache: download it first (a fresh
+# machine's cache is empty).
+go mod download github.com/cert-manager/cert-manager
 module="$(go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)"
 work="$(mktemp -d)"
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
