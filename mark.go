@@ -142,6 +142,17 @@ func MarkedAt(fc *liqov1beta1.ForeignCluster) (time.Time, bool) {
 	return at, err == nil
 }
 
+// MaxClockSkew is how far in the future a marked-at stamp may lie and still be believed: the gate stamps
+// with its own clock, the janitor reads with its own, both in this cluster. A stamp further ahead was not
+// the gate's (a mark made while the webhook was down, whose request carried it) and counts as no stamp.
+const MaxClockSkew = 30 * time.Second
+
+// StampFromTheFuture reports whether fc's marked-at lies more than MaxClockSkew after now.
+func StampFromTheFuture(fc *liqov1beta1.ForeignCluster, now time.Time) bool {
+	at, ok := MarkedAt(fc)
+	return ok && at.After(now.Add(MaxClockSkew))
+}
+
 // Paused reports whether an operator paused the janitor on fc.
 func Paused(fc *liqov1beta1.ForeignCluster) bool {
 	return fc.Annotations[PausedAnnotation] == "true"

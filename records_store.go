@@ -36,6 +36,9 @@ type KeptReturn struct {
 	// Told says the janitor sent ProviderReturned for this return (janitor rule 17): a kept return not yet
 	// told is told by the next pass, whichever leader runs it, so that exactly one event is sent.
 	Told bool `json:"told,omitempty"`
+	// Fenced says the janitor saw the operator's stamped fence of this return on the ForeignCluster: the
+	// return no longer counts among the returned clusters, even once the ForeignCluster is gone.
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // HasTargets reports whether the record holds somewhere to probe.

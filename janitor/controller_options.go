@@ -34,8 +34,8 @@ type Options struct {
 	// LiqoNamespace is Liqo's namespace, where the janitor reads the controller-manager's Deployment to
 	// tell the installed Liqo version (janitor rule 12); empty is "liqo".
 	LiqoNamespace string
-	// Namespace is the janitor's own namespace, where the brake's ConfigMap is read (janitor rule 14);
-	// empty turns the brake off.
+	// Namespace is the janitor's own namespace, where the brake's ConfigMap is read (janitor rule 14) and
+	// its records are kept (rules 16, 17). Required: Setup refuses to run without it.
 	Namespace string
 	// FabricSettle is how long an InternalFabric of a dead cluster must have been deleting before the
 	// janitor removes the legacy finalizer Liqo's fabric still holds, on Liqo before v1.2.0 (target_fabric.go);

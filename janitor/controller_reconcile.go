@@ -49,12 +49,13 @@ type reconciler struct {
 func newReconciler(c client.Client, live client.Reader, pods podSource, recorder events.EventRecorder, clk clock.PassiveClock, o Options) *reconciler {
 	o = o.Default()
 	mem, pace := newMemory(), newPacing()
+	probe := newReturnProbe(c, targetStore{client: c, reader: live, namespace: o.Namespace}, clk, o)
 	return &reconciler{
 		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), memory: mem, pacing: pace,
-		probe: newReturnProbe(c, targetStore{client: c, reader: live, namespace: o.Namespace}, clk, o),
+		probe: probe,
 		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods, now: clk.Now, settle: o.FabricSettle},
 			recorder: recorder, options: o},
-		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, pacing: pace, options: o},
+		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, pacing: pace, options: o, kept: probe.unfencedKept},
 		versions: newLiqoVersions(live, o.LiqoNamespace, clk),
 		brake:    brake{reader: live, namespace: o.Namespace},
 		surveyor: &surveyor{client: c, apiReader: live, options: o},
@@ -71,7 +72,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	live, l, fcs, err := r.assessLive(ctx, fc.Name)
 	if err == nil && live != nil && l.Wait != WaitNotMarked {
-		err = r.probe.keepTargets(ctx, r.apiReader, live) // at the first sight of the confirmed mark (janitor rule 16)
+		err = r.firstSight(ctx, live)
 	}
 	switch {
 	case err != nil:
@@ -91,14 +92,37 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.cleanUp(ctx, live, l, fcs)
 }
 
+// firstSight keeps the probe targets of a confirmed mark and probes them once, at the janitor's first sight
+// of it (janitor rule 16): an answer is a return, which the pass it enqueues sees.
+func (r *reconciler) firstSight(ctx context.Context, fc *liqov1beta1.ForeignCluster) error {
+	if err := r.probe.keepTargets(ctx, r.apiReader, fc); err != nil {
+		return err
+	}
+	_, err := r.probe.probeNow(ctx, fc, probeAtFirstSight)
+	return err
+}
+
 // returned keeps a provider's return in the janitor's namespace first, where no other admission webhook
-// can refuse it (janitor rule 17), then reports it on the ForeignCluster (rule 10).
+// can refuse it (janitor rule 17), tells it once (ProviderReturned, marked told in the kept record), then
+// reports it on the ForeignCluster (rule 10).
 func (r *reconciler) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness) (ctrl.Result, error) {
-	first, err := r.probe.keepReturn(ctx, fc, l.Returned)
-	if err != nil {
+	if err := r.probe.keepReturn(ctx, fc, l.Returned); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.reporter.returned(ctx, fc, l, first)
+	untold := r.probe.untold(fc)
+	result, err := r.reporter.returned(ctx, fc, l, untold)
+	if untold {
+		if toldErr := r.probe.markTold(ctx, fc); toldErr != nil {
+			return ctrl.Result{}, errors.Join(err, toldErr) // told again by the next pass: twice rather than never
+		}
+	}
+	if _, isFenced := fenced(fc, l.Returned, r.clock.Now()); isFenced {
+		if fenceErr := r.probe.markFenced(ctx, fc); fenceErr != nil {
+			return ctrl.Result{}, errors.Join(err, fenceErr)
+		}
+		r.reporter.publishReturned()
+	}
+	return result, err
 }
 
 // cleanUp is a pass over a dead cluster: unless the janitor-wide brake is set, release what it left stuck,
@@ -110,6 +134,11 @@ func (r *reconciler) cleanUp(ctx context.Context, live *liqov1beta1.ForeignClust
 	case braked:
 		r.releaser.stopWatching(live.Name)
 		return r.reporter.wait(ctx, live, liveness{Wait: WaitBraked, Brake: reason}), nil
+	}
+	// The last look before the first release of this mark (janitor rule 16): an answer stops it, and the
+	// pass the answer enqueues sees the return.
+	if answered, err := r.probe.probeNow(ctx, live, probeBeforeRelease); err != nil || answered {
+		return ctrl.Result{}, err
 	}
 	s := r.newScope(ctx, live, fcs)
 	end := r.releaser.release(ctx, s)
@@ -168,13 +197,17 @@ func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.Foreig
 // the one named name (assessClusterID, janitor rule 1). It returns the live ForeignCluster (nil if gone),
 // its liveness and the whole list.
 func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.ForeignCluster, liveness, []liqov1beta1.ForeignCluster, error) {
-	if err := r.probe.loadReturns(ctx); err != nil { // before this process's first verdict (janitor rule 17)
+	switch loaded, err := r.probe.loadReturns(ctx); { // before this process's first verdict (janitor rule 17)
+	case err != nil:
 		return nil, liveness{}, nil, err
+	case loaded:
+		r.reporter.publishReturned() // kept returns count, their ForeignClusters gone or not (janitor rule 10)
 	}
 	var fcs liqov1beta1.ForeignClusterList
 	if err := r.apiReader.List(ctx, &fcs); err != nil {
 		return nil, liveness{}, nil, fmt.Errorf("re-reading ForeignClusters: %w", err)
 	}
+	ignoreFutureStamps(fcs.Items, r.clock.Now())
 	for i := range fcs.Items {
 		if fc := &fcs.Items[i]; fc.Name == name && liqojanitor.IsMarked(fc.Annotations) {
 			r.sightings.see(fc) // the first sight of its mark, before the time is read

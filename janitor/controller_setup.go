@@ -2,6 +2,7 @@ package janitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -76,10 +77,17 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 	return out
 }
 
+// errNoNamespace is Setup's refusal to run without a namespace of its own.
+var errNoNamespace = errors.New("the janitor needs a namespace of its own (Options.Namespace; the binary's --namespace): " +
+	"its brake, the probe targets and the returns it keeps live there, and it must not run without them")
+
 // Setup registers the janitor with the manager; it runs on the elected leader only. The manager's cache
-// must be narrowed with CacheByObject(o).
+// must be narrowed with CacheByObject(o). It refuses to run without Options.Namespace.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	o = o.Default()
+	if o.Namespace == "" {
+		return errNoNamespace
+	}
 	dryRunGauge.Set(0)
 	returnedClusters.Set(0) // this janitor's memory starts empty
 	if o.DryRun {
@@ -98,7 +106,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if _, err := mgr.GetCache().GetInformer(ctx, metadataOnly(namespaceMapGVK)); err != nil {
 		return fmt.Errorf("watching NamespaceMaps: %w", err)
 	}
-	if err := watchStorm(ctx, mgr.GetCache(), o.Storm); err != nil {
+	stormChanges := make(chan event.GenericEvent, 1)
+	if err := watchStorm(ctx, mgr.GetCache(), o.Storm, stormChanges); err != nil {
 		return err
 	}
 	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), pods, mgr.GetEventRecorder(ReportingController), clock.RealClock{}, o)
@@ -111,13 +120,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	var brakes cache.Cache
-	if o.Namespace != "" {
-		if brakes, err = brakeCache(mgr, o.Namespace); err != nil {
-			return err
-		}
+	brakes, err := brakeCache(mgr, o.Namespace)
+	if err != nil {
+		return err
 	}
-	return r.watch(mgr, pods, tenants, brakes)
+	return r.watch(mgr, pods, tenants, brakes, stormChanges)
 }
 
 // tenantNamespaceCache is a cache of its own for Liqo's tenant namespaces (liqo.io/tenant-namespace,
@@ -145,7 +152,7 @@ func ownCache(mgr ctrl.Manager, what string, o cache.Options) (cache.Cache, erro
 }
 
 // watch builds the controller: what the janitor watches, and which ForeignClusters each event concerns.
-func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants, brakes cache.Cache) error {
+func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants, brakes cache.Cache, stormChanges <-chan event.GenericEvent) error {
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))
@@ -182,10 +189,10 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants, br
 		// The provider of a marked cluster answers the janitor's probe (returnProbe).
 		WatchesRawSource(source.Channel(r.probe.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.options.Concurrency})
-	if brakes != nil {
-		// The janitor-wide brake is set or removed (janitor rule 14): every marked cluster's next pass.
-		b = b.WatchesRawSource(source.Kind[client.Object](brakes, &corev1.ConfigMap{}, toMarked))
-	}
+	// The janitor-wide brake is set or removed (janitor rule 14): every marked cluster's next pass.
+	b = b.WatchesRawSource(source.Kind[client.Object](brakes, &corev1.ConfigMap{}, toMarked))
+	// The storm count changes (a storm ends): every marked cluster, so a mark the storm held resumes (rule 20).
+	b = b.WatchesRawSource(source.Channel(stormChanges, toMarked))
 	if r.options.ReleaseIdentitySecrets {
 		// A control-plane identity Secret starts or finishes terminating.
 		b = b.WatchesMetadata(metadataOnly(secretGVK), toCluster, terminatingOnly)

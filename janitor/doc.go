@@ -66,7 +66,10 @@
 //     first into the cleanup annotation (the second exception to rule 2), sends one Warning ProviderReturned
 //     event on that record's transition (who marked it and when, how many pods it force-deleted, the fence
 //     command), and counts it in liqo_janitor_returned_clusters until the operator's `kubectl liqo-janitor
-//     fence` records its fence (liqo-janitor.io/fenced), which it quotes in the record and a Fenced event. An
+//     fence` records its fence (liqo-janitor.io/fenced), which it quotes in the record and a Fenced event. The
+//     gauge counts the returns kept in the janitor's namespace (rule 17) too, so neither deleting the
+//     ForeignCluster nor a restart silences it: a kept return counts until the janitor sees its fence (and
+//     marks it fenced in the kept record), or until the operator removes the record by hand. An
 //     Established status from before the mark is no return but rule 1's veto (the gate refuses that mark).
 //  11. Another admission webhook may refuse the janitor's writes (Liqo's own use failurePolicy Fail: while
 //     Liqo's webhook pod is down, ResourceSlice finalizer patches and every ForeignCluster metadata patch
@@ -114,13 +117,19 @@
 //     after Liqo has cleared the status (force unpeer), through Liqo's proxy when there is one, and counts
 //     an answer only when the server's certificate verifies against the provider's CA (without a CA any
 //     answer counts, and the return says it was not verified). The plugin's plan and status name these
-//     targets, or say that a mark has none.
+//     targets, or say that a mark has none. No blind window: besides its rounds it probes a confirmed mark's
+//     provider once at its first sight of the mark and once right before its first release for it (an
+//     answer stops that release; probeNow).
 //  17. A return is never forgotten (return_targets.go, return_probe.go): the janitor keeps a return in
 //     liqo-janitor-records before it writes it onto the ForeignCluster, where another webhook may refuse it
 //     (Liqo's fc.mutate.liqo.io while Liqo's webhook is down); ProviderReturned fires on the first of the
 //     two records. Every leader reads the ConfigMap before its first verdict, so a restart or a failover
 //     never forgets a return and never releases after it; the refused record write is named in a
 //     BlockedByWebhook event and retried on rule 11's capped backoff (a requeue, never with an error).
+//     ProviderReturned is never lost: it is sent for a kept return whose record says it has not been told,
+//     before the ForeignCluster's record is written, and the kept record then says it was (told) — so a
+//     conflict or a refusal of that write, or a leader change between keeping and telling, still ends with
+//     one event (two only if the told record itself cannot be written).
 //  18. Storm guard, before the janitor's first write for a mark: while Options.Storm (the gate's
 //     --storm-min-unreachable and --storm-max-unreachable-share) sees a storm — at least that many and more
 //     than that share of this consumer's providers unreachable by Liqo's evidence at once
@@ -133,6 +142,17 @@
 //     gate). A mark begun before the storm keeps its course; an acknowledged one proceeds. The providers,
 //     the unreachable ones and the storm are exported (liqo_janitor_providers,
 //     liqo_janitor_unreachable_providers, liqo_janitor_storm; the LiqoJanitorStorm alert).
+//  19. Nothing silently off: the janitor's own namespace (Options.Namespace, the binary's --namespace, the
+//     pod's by default) holds the brake (rule 14), the kept probe targets (16) and the kept returns (17);
+//     Setup refuses to run without it, and the binary out of a cluster without --namespace refuses to
+//     start, naming the flag. The leader-election Lease lives there too by default.
+//  20. A held mark resumes when the storm ends: every change of the count of unreachable providers or of the
+//     storm itself enqueues every marked ForeignCluster (watchStorm), and a held mark is assessed again at
+//     least every minute besides; its grace period starts when the hold ends (rule 18).
+//  21. A marked-at in the future is no stamp: one more than liqojanitor.MaxClockSkew (30s) ahead of the
+//     janitor's clock was not the gate's (it stamps its own clock, in this cluster), so the janitor ignores
+//     it (ignoreFutureStamps) and counts the grace period from its own first sight, rather than waiting
+//     until a time the writer chose.
 //
 // # Reading order
 //

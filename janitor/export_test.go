@@ -9,6 +9,7 @@ import (
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -49,6 +50,9 @@ type PassCounts struct {
 // that reconciled them). Logs go to ctx's logger. It fails if the cluster is not
 // dead. Its live re-check is the reconciler's own (recheck).
 func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.Interface, name string, o Options) (PassResult, error) {
+	if o.Namespace == "" {
+		o.Namespace = metav1.NamespaceDefault // its brake and records: none there
+	}
 	r := newReconciler(c, live, podwatch.NewLive(mc), &events.FakeRecorder{}, clock.RealClock{}, o)
 	// A running janitor has seen every marked ForeignCluster in its own passes (sightings.see).
 	var all liqov1beta1.ForeignClusterList

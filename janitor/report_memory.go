@@ -166,13 +166,19 @@ func (m *memory) returnedChanged(fc *liqov1beta1.ForeignCluster, unfenced bool) 
 	return swap(&m.cluster(fc).unfenced, unfenced)
 }
 
-// returnedUnfenced counts the remembered clusters whose provider returned and that are not fenced yet.
-func (m *memory) returnedUnfenced() int {
+// returnedUnfenced counts the clusters whose provider returned and that are not fenced yet: the remembered
+// ones as remembered, and the UIDs of kept unfenced returns this memory holds nothing of.
+func (m *memory) returnedUnfenced(kept map[types.UID]bool) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
 	for _, c := range m.clusters {
 		if c.unfenced {
+			n++
+		}
+	}
+	for uid := range kept {
+		if _, known := m.clusters[uid]; !known {
 			n++
 		}
 	}

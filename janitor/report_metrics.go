@@ -3,12 +3,14 @@ package janitor
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -99,13 +101,22 @@ func init() {
 // watchStorm keeps the storm gauges (janitor rule 18; the LiqoJanitorStorm alert) on Liqo's evidence: on
 // every ForeignCluster event — one added, Liqo's status changed, one deleted — it counts the cached
 // ForeignClusters again: how many providers this consumer has, how many Liqo's evidence shows unreachable,
-// and whether guard sees a storm. Only those events change the count, so a pass never counts.
-func watchStorm(ctx context.Context, c cache.Cache, guard liqojanitor.StormGuard) error {
+// and whether guard sees a storm. Only those events change the count, so a pass never counts. When the
+// count of unreachable providers or the storm itself changes, it sends one event on changes (never blocking:
+// one pending event stands for any number), which the controller maps to every marked ForeignCluster: a
+// mark the guard held is assessed again the moment the storm ends (janitor rule 20).
+func watchStorm(ctx context.Context, c cache.Cache, guard liqojanitor.StormGuard, changes chan<- event.GenericEvent) error {
 	informer, err := c.GetInformer(ctx, &liqov1beta1.ForeignCluster{})
 	if err != nil {
 		return fmt.Errorf("watching ForeignClusters for the storm count: %w", err)
 	}
 	log := ctrl.LoggerFrom(ctx)
+	type state struct {
+		unreachable int
+		storm       bool
+	}
+	var mu sync.Mutex
+	last := state{unreachable: -1}
 	count := func() {
 		var fcs liqov1beta1.ForeignClusterList
 		// The informer that calls this is synced: the cached list answers at once, whatever became of ctx.
@@ -116,9 +127,20 @@ func watchStorm(ctx context.Context, c cache.Cache, guard liqojanitor.StormGuard
 		s := liqojanitor.CountStorm(fcs.Items, nil)
 		providersGauge.Set(float64(s.Providers))
 		unreachableProviders.Set(float64(len(s.Unreachable)))
+		now := state{unreachable: len(s.Unreachable), storm: guard.In(s)}
 		stormGauge.Set(0)
-		if guard.In(s) {
+		if now.storm {
 			stormGauge.Set(1)
+		}
+		mu.Lock()
+		changed := now != last
+		last = now
+		mu.Unlock()
+		if changed {
+			select {
+			case changes <- event.GenericEvent{Object: &liqov1beta1.ForeignCluster{}}:
+			default: // one is pending: it maps to every marked cluster when it is handled
+			}
 		}
 	}
 	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{

@@ -2,6 +2,7 @@ package janitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,8 +61,12 @@ type KeptOffloading struct {
 // its outcome, and c is wrapped in a dry-run client besides. The grace window is the running janitor's:
 // its grace-ends-at record of the current mark, and without one the cluster is in its grace period, the
 // time left unknown (recordedWindow) — o.GracePeriod is not the janitor's --grace-period, so it is not used
-// for that.
+// for that. o.Namespace is the janitor's namespace, whose kept returns count (a kept return is a plan of
+// nothing); it is required.
 func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, name string, o Options) (*Plan, error) {
+	if o.Namespace == "" {
+		return nil, errors.New("planning needs the janitor's namespace (Options.Namespace): the returns it keeps there decide the plan")
+	}
 	r := newReconciler(client.NewDryRunClient(c), c, podwatch.NewLive(mc), &events.FakeRecorder{}, clock.RealClock{}, o)
 	fc, l, fcs, err := r.assessLive(ctx, name)
 	switch {

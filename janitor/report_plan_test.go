@@ -90,7 +90,8 @@ func TestPlanClusterIsWhatTheJanitorThenReleases(t *testing.T) {
 	mc, err := metadata.NewForConfig(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	plan, err := janitor.PlanCluster(ctx, env.Client, mc, dead.ForeignCluster.Name, janitor.Options{})
+	ns := env.Namespace(t) // the janitor's, with no records in it
+	plan, err := janitor.PlanCluster(ctx, env.Client, mc, dead.ForeignCluster.Name, janitor.Options{Namespace: ns})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rvs(t, objects...)).To(Equal(before), "planning writes nothing")
 	g.Expect(plan.Wait).To(Equal(janitor.WaitNotMarked))
@@ -101,7 +102,7 @@ func TestPlanClusterIsWhatTheJanitorThenReleases(t *testing.T) {
 	}))
 	g.Expect(plan.Summary).To(Equal(fmt.Sprintf("would release pods %d, resourceslices %d, namespacemaps 1, renews 1; blocked 1", pods, slices)))
 
-	_, err = janitor.PlanCluster(ctx, env.Client, mc, "no-such-cluster", janitor.Options{})
+	_, err = janitor.PlanCluster(ctx, env.Client, mc, "no-such-cluster", janitor.Options{Namespace: ns})
 	g.Expect(err).To(MatchError(ContainSubstring("kubectl get foreignclusters")), "an error that says what to do")
 
 	startJanitor(t, janitor.Options{})

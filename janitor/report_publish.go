@@ -34,6 +34,8 @@ type reporter struct {
 	memory   *memory
 	pacing   *pacing
 	options  Options
+	// kept are the UIDs of the returns kept in the janitor's namespace and not fenced (the probe's).
+	kept func() map[types.UID]bool
 }
 
 // wait records why a marked cluster is left alone (an event when the reason changes), and comes back when
@@ -44,11 +46,19 @@ func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l l
 		ctrl.LoggerFrom(ctx).Info("Leaving marked ForeignCluster alone", "reason", l.Wait)
 		p.recorder.Eventf(fc, nil, "Normal", "Waiting", "Wait", "%s", waitMessage(fc, l))
 	}
-	if l.Wait == WaitGracePeriod {
+	switch l.Wait {
+	case WaitGracePeriod:
 		return ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
+	case WaitStorm:
+		// The storm's end enqueues every marked cluster (watchStorm); this bounds the hold should that
+		// event be missed (janitor rule 20).
+		return ctrl.Result{RequeueAfter: stormRecheck}
 	}
 	return ctrl.Result{}
 }
+
+// stormRecheck is how long a mark the storm guard holds waits at most before it is assessed again.
+const stormRecheck = time.Minute
 
 // publishPlan shows what a cluster in its grace period would release (janitor rule 9): the cleanup
 // annotation, e.g. "grace 22s left: would release pods 400, resourceslices 3; blocked 1", with the
@@ -216,12 +226,15 @@ func (p *reporter) writeRefusable(ctx context.Context, s *scope, summary string,
 // write is no error: it is named in a BlockedByWebhook event and the write comes back on the capped
 // backoff (a result or an error, never both: controller-runtime ignores the result then, rule 11). In a
 // dry run nothing is written, and the events fire on what this process remembers.
-func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness, keptFirst bool) (ctrl.Result, error) {
+func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness, untold bool) (ctrl.Result, error) {
 	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
 	p.memory.waitChanged(fc, l.Wait)
 	fencedBy, isFenced := fenced(fc, l.Returned, p.clock.Now())
 	if p.memory.returnedChanged(fc, !isFenced) {
 		p.publishReturned()
+	}
+	if untold {
+		p.tellReturn(ctx, fc, l.Returned)
 	}
 	summary := returnSummary(fc, l.Returned, p.clock.Now())
 	wrote, err := p.writeOwnKeys(ctx, fc, summary, liveness{}, "")
@@ -237,13 +250,12 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 		r = refusal{webhooks: []string{webhook}, left: []string{"the return record"}, first: err}
 	}
 	p.refusals(fc, r)
-	newReturn, newFence := keptFirst || (wrote && !l.Returned.recorded && !l.Returned.kept), wrote && isFenced
-	if p.options.DryRun {
-		newReturn, newFence = p.memory.returnReported(fc, isFenced)
-	}
-	if newReturn {
-		ctrl.LoggerFrom(ctx).Info("The provider of a marked cluster answers again: releases stop", "how", l.Returned.how, "at", l.Returned.at)
-		p.recorder.Eventf(fc, nil, "Warning", "ProviderReturned", "Detect", "%s", returnedMessage(fc, l.Returned))
+	newFence := wrote && isFenced
+	if p.options.DryRun { // a dry run keeps nothing in the janitor's namespace: this process's memory tells
+		var newReturn bool
+		if newReturn, newFence = p.memory.returnReported(fc, isFenced); newReturn {
+			p.tellReturn(ctx, fc, l.Returned)
+		}
 	}
 	if newFence {
 		ctrl.LoggerFrom(ctx).Info("The returned provider was fenced", "fenced", fencedBy)
@@ -259,10 +271,22 @@ func (p *reporter) returned(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 	return ctrl.Result{}, nil
 }
 
-// publishReturned sets liqo_janitor_returned_clusters to the number of remembered clusters whose provider
-// returned and that are not fenced yet.
+// tellReturn sends ProviderReturned for a return (janitor rules 10 and 17: once per kept return).
+func (p *reporter) tellReturn(ctx context.Context, fc *liqov1beta1.ForeignCluster, r providerReturn) {
+	ctrl.LoggerFrom(ctx).Info("The provider of a marked cluster answers again: releases stop", "how", r.how, "at", r.at)
+	p.recorder.Eventf(fc, nil, "Warning", "ProviderReturned", "Detect", "%s", returnedMessage(fc, r))
+}
+
+// publishReturned sets liqo_janitor_returned_clusters to the number of clusters whose provider returned
+// and that are not fenced yet: those this process assessed, and every other return kept in the janitor's
+// namespace — of a ForeignCluster deleted since, or not assessed yet by this process — so that neither
+// deleting the ForeignCluster nor a restart silences the alarm (janitor rule 10).
 func (p *reporter) publishReturned() {
-	returnedClusters.Set(float64(p.memory.returnedUnfenced()))
+	var kept map[types.UID]bool
+	if p.kept != nil {
+		kept = p.kept()
+	}
+	returnedClusters.Set(float64(p.memory.returnedUnfenced(kept)))
 }
 
 // refusals says when other admission webhooks begin or stop refusing the janitor's writes for fc (one

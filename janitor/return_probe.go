@@ -40,6 +40,8 @@ type returnProbe struct {
 	answers map[types.UID]answer
 	// kept is, per ForeignCluster, the mark (its marked-at) whose targets this process stored.
 	kept map[types.UID]string
+	// probedAt is, per moment and ForeignCluster ("<moment>/<UID>"), the mark probeNow probed for.
+	probedAt map[string]string
 	// returns are the records holding a kept return (janitor rule 17), and stored the ForeignClusters with
 	// any record in the janitor's namespace, both as read once (loaded) and kept since.
 	returns map[types.UID]liqojanitor.KeptRecord
@@ -52,7 +54,7 @@ const maxConcurrentProbes = 8
 
 func newReturnProbe(cache client.Reader, store targetStore, clk clock.PassiveClock, o Options) *returnProbe {
 	return &returnProbe{cache: cache, prober: liqojanitor.NewProber(o.ProbeTimeout), interval: o.ReturnProbeInterval, clock: clk,
-		events: make(chan event.GenericEvent, 16), answers: map[types.UID]answer{}, kept: map[types.UID]string{},
+		events: make(chan event.GenericEvent, 16), answers: map[types.UID]answer{}, kept: map[types.UID]string{}, probedAt: map[string]string{},
 		returns: map[types.UID]liqojanitor.KeptRecord{}, stored: map[types.UID]bool{},
 		store: store, dryRun: o.DryRun}
 }
@@ -64,7 +66,7 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	p.mu.Lock()
 	kept, ok := p.kept[fc.UID]
 	p.mu.Unlock()
-	if p.dryRun || p.store.namespace == "" || !liqojanitor.Confirmed(fc) || (ok && kept == mark) {
+	if p.dryRun || !liqojanitor.Confirmed(fc) || (ok && kept == mark) {
 		return nil
 	}
 	switch rec, stored, err := p.store.of(ctx, fc); {
@@ -92,17 +94,17 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 
 // loadReturns reads, once per process and before its first verdict, the returns the janitor kept in its
 // namespace (janitor rule 17): a new leader knows every return an earlier one saw, even one it could not
-// write onto the ForeignCluster.
-func (p *returnProbe) loadReturns(ctx context.Context) error {
+// write onto the ForeignCluster. It reports whether this call read them.
+func (p *returnProbe) loadReturns(ctx context.Context) (bool, error) {
 	p.mu.Lock()
 	loaded := p.loaded
 	p.mu.Unlock()
 	if loaded {
-		return nil
+		return false, nil
 	}
 	recs, err := p.store.all(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the returns the janitor kept: %w", err)
+		return false, fmt.Errorf("reading the returns the janitor kept: %w", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,7 +115,7 @@ func (p *returnProbe) loadReturns(ctx context.Context) error {
 		}
 	}
 	p.loaded = true
-	return nil
+	return true, nil
 }
 
 // keptReturn is the return the janitor kept for fc's current mark (janitor rule 17), if any.
@@ -132,27 +134,81 @@ func (p *returnProbe) keptReturn(fc *liqov1beta1.ForeignCluster) (providerReturn
 }
 
 // keepReturn keeps r, a return of fc's current mark, in the janitor's namespace before anything is written
-// onto the ForeignCluster (janitor rule 17); it reports whether this call kept it first. A dry run, or a
-// janitor without a namespace, keeps nothing.
-func (p *returnProbe) keepReturn(ctx context.Context, fc *liqov1beta1.ForeignCluster, r providerReturn) (bool, error) {
-	if _, known := p.keptReturn(fc); known || r.recorded || p.dryRun || p.store.namespace == "" {
-		return false, nil
+// onto the ForeignCluster or told (janitor rule 17). A dry run keeps nothing.
+func (p *returnProbe) keepReturn(ctx context.Context, fc *liqov1beta1.ForeignCluster, r providerReturn) error {
+	if _, known := p.keptReturn(fc); known || r.recorded || p.dryRun {
+		return nil
 	}
+	return p.updateKept(ctx, fc, func(rec *liqojanitor.KeptRecord) {
+		rec.Return = &liqojanitor.KeptReturn{At: liqojanitor.RecordTime(r.at), How: r.how}
+	})
+}
+
+// untold reports whether the return kept for fc's current mark has not been told yet (no ProviderReturned
+// for it: janitor rule 17) — whichever leader kept it, and whatever became of the writes after it.
+func (p *returnProbe) untold(fc *liqov1beta1.ForeignCluster) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rec, ok := p.returns[fc.UID]
+	return ok && rec.OfMark(fc.Annotations) && rec.Return != nil && !rec.Return.Told
+}
+
+// markTold records in the kept return of fc's current mark that ProviderReturned was sent for it.
+func (p *returnProbe) markTold(ctx context.Context, fc *liqov1beta1.ForeignCluster) error {
+	return p.updateKept(ctx, fc, func(rec *liqojanitor.KeptRecord) {
+		if rec.Return != nil {
+			rec.Return.Told = true
+		}
+	})
+}
+
+// markFenced records in the kept return of fc's current mark that the operator's fence of it was seen.
+func (p *returnProbe) markFenced(ctx context.Context, fc *liqov1beta1.ForeignCluster) error {
+	p.mu.Lock()
+	rec, ok := p.returns[fc.UID]
+	p.mu.Unlock()
+	if p.dryRun || !ok || !rec.OfMark(fc.Annotations) || rec.Return == nil || rec.Return.Fenced {
+		return nil
+	}
+	return p.updateKept(ctx, fc, func(rec *liqojanitor.KeptRecord) {
+		if rec.Return != nil {
+			rec.Return.Fenced = true
+		}
+	})
+}
+
+// unfencedKept are the ForeignCluster UIDs of the kept returns not fenced yet (janitor rule 10's gauge):
+// a ForeignCluster deleted after its return still counts, whichever process kept it.
+func (p *returnProbe) unfencedKept() map[types.UID]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[types.UID]bool{}
+	for uid, rec := range p.returns {
+		if rec.Return != nil && !rec.Return.Fenced {
+			out[uid] = true
+		}
+	}
+	return out
+}
+
+// updateKept changes the record of fc's current mark (a new one when there is none) in the janitor's
+// namespace, then in this process's memory.
+func (p *returnProbe) updateKept(ctx context.Context, fc *liqov1beta1.ForeignCluster, change func(*liqojanitor.KeptRecord)) error {
 	rec, stored, err := p.store.of(ctx, fc)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if !stored {
 		rec = liqojanitor.KeptRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation]}
 	}
-	rec.Return = &liqojanitor.KeptReturn{At: liqojanitor.RecordTime(r.at), How: r.how}
+	change(&rec)
 	if err := p.store.keep(ctx, fc, rec); err != nil {
-		return false, fmt.Errorf("keeping the return of %s in the janitor's namespace: %w", fc.Name, err)
+		return fmt.Errorf("keeping the return of %s in the janitor's namespace: %w", fc.Name, err)
 	}
 	p.mu.Lock()
 	p.returns[fc.UID], p.stored[fc.UID] = rec, true
 	p.mu.Unlock()
-	return true, nil
+	return nil
 }
 
 // Start probes at once, then every interval, until ctx ends.
@@ -210,7 +266,7 @@ func (p *returnProbe) round(ctx context.Context) {
 
 // probe probes fc's provider once — at the targets kept for its mark when there are (janitor rule 16), else
 // at the status' URLs — and an answer is remembered and enqueues fc.
-func (p *returnProbe) probe(ctx context.Context, fc *liqov1beta1.ForeignCluster, t liqojanitor.Targets, kept bool) {
+func (p *returnProbe) probe(ctx context.Context, fc *liqov1beta1.ForeignCluster, t liqojanitor.Targets, kept bool) bool {
 	var u string
 	verified := false
 	if kept {
@@ -219,7 +275,7 @@ func (p *returnProbe) probe(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 		u = p.prober.Probe(ctx, fc)
 	}
 	if u == "" {
-		return
+		return false
 	}
 	p.mu.Lock()
 	p.answers[fc.UID] = answer{at: p.clock.Now(), url: u, verified: verified, kept: kept}
@@ -229,6 +285,39 @@ func (p *returnProbe) probe(ctx context.Context, fc *liqov1beta1.ForeignCluster,
 	case p.events <- event.GenericEvent{Object: fc}:
 	case <-ctx.Done():
 	}
+	return true
+}
+
+// The moments probeNow probes at.
+const (
+	probeAtFirstSight  = "first-sight"
+	probeBeforeRelease = "before-release"
+)
+
+// probeNow probes fc's provider at once, outside the rounds, once per mark and moment (janitor rule 16): at
+// the janitor's first sight of the confirmed mark and right before its first release, so that the round's
+// interval is no blind window. An answer is remembered and enqueues fc, as a round's; it reports whether
+// the provider answered. With the probe off (--return-probe-interval=0) it probes nothing.
+func (p *returnProbe) probeNow(ctx context.Context, fc *liqov1beta1.ForeignCluster, moment string) (bool, error) {
+	mark := fc.Annotations[liqojanitor.MarkedAtAnnotation]
+	key := moment + "/" + string(fc.UID)
+	p.mu.Lock()
+	probed, ok := p.probedAt[key]
+	done := (ok && probed == mark) || !p.answers[fc.UID].at.IsZero()
+	p.mu.Unlock()
+	if p.interval == 0 || done || !liqojanitor.Confirmed(fc) {
+		return false, nil
+	}
+	rec, kept, err := p.store.of(ctx, fc)
+	if err != nil {
+		return false, err
+	}
+	kept = kept && rec.HasTargets()
+	answered := (kept || len(liqojanitor.ProbeURLs(fc)) > 0) && p.probe(ctx, fc, rec.Targets, kept)
+	p.mu.Lock()
+	p.probedAt[key] = mark
+	p.mu.Unlock()
+	return answered, nil
 }
 
 // answered is the probe's first answer from fc's provider, zero if none.
@@ -252,7 +341,7 @@ func (p *returnProbe) forgetUnmarked(marked map[types.UID]bool) {
 // dropRecords drops the records kept in the janitor's namespace (targets, return) for a ForeignCluster
 // whose mark went, whichever leader kept them.
 func (p *returnProbe) dropRecords(ctx context.Context, uid types.UID) error {
-	if err := p.loadReturns(ctx); err != nil {
+	if _, err := p.loadReturns(ctx); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -265,6 +354,8 @@ func (p *returnProbe) dropRecords(ctx context.Context, uid types.UID) error {
 	}
 	p.mu.Lock()
 	delete(p.kept, uid)
+	delete(p.probedAt, probeAtFirstSight+"/"+string(uid))
+	delete(p.probedAt, probeBeforeRelease+"/"+string(uid))
 	delete(p.returns, uid)
 	delete(p.stored, uid)
 	p.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -145,4 +146,40 @@ func TestAnAnswerDuringTheGraceWindowIsAReturnButAStatusFromBeforeTheMarkIsNot(t
 	g.Expect(returned()).To(Equal(1.0))
 	g.Expect(podsLeft(t, early)).To(Equal(2))
 	g.Expect(podsLeft(t, vetoed)).To(Equal(2))
+}
+
+// TestTheJanitorProbesAtFirstSightAndBeforeItsFirstRelease (janitor rule 16): its rounds come every
+// --return-probe-interval (here an hour, after the one at start), but it probes a confirmed mark's provider
+// once when it first sees the mark and once right before it first releases anything for it, so neither a
+// provider that answers at the mark nor one that comes back after the first sight slips through the
+// interval. The brake holds the second cluster's release until its provider is back.
+func TestTheJanitorProbesAtFirstSightAndBeforeItsFirstRelease(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := env.OwnNamespace(t)
+	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 2})
+	atMark, later := cons.Providers[0], cons.Providers[1]
+	kill(t, atMark)
+	kill(t, later)
+	answering, partitioned := partitionedProvider(t, atMark), partitionedProvider(t, later)
+	g.Expect(answering.Up()).To(Succeed())
+	brake := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: liqojanitor.BrakeConfigMap}}
+	g.Expect(env.Client.Create(ctx, brake)).To(Succeed())
+	startJanitor(t, janitor.Options{Namespace: ns, ReturnProbeInterval: time.Hour, GracePeriod: time.Second})
+
+	g.Expect(fixture.Mark(ctx, env.Client, atMark)).To(Succeed())
+	g.Eventually(cleanupAnnotation(t, atMark)).WithTimeout(30*time.Second).Should(HavePrefix(liqojanitor.ReturnedPrefix),
+		"the probe at the first sight hears it")
+	g.Expect(cleanupAnnotation(t, atMark)()).To(ContainSubstring("answered the janitor's probe"))
+
+	g.Expect(fixture.Mark(ctx, env.Client, later)).To(Succeed())
+	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", later.ForeignCluster.Name, "Waiting") }).
+		WithTimeout(30*time.Second).Should(ContainElement(ContainSubstring("brake is set")), "past its grace period, held by the brake alone")
+	g.Expect(partitioned.Up()).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, brake)).To(Succeed())
+	g.Eventually(cleanupAnnotation(t, later)).WithTimeout(30*time.Second).Should(HavePrefix(liqojanitor.ReturnedPrefix),
+		"the probe before the first release hears it")
+	g.Expect(podsLeft(t, later)).To(Equal(2), "nothing is released")
+	g.Expect(podsLeft(t, atMark)).To(Equal(2))
 }

@@ -35,7 +35,7 @@ import (
 // every leader reads the ConfigMap before its first verdict: a restart or a failover never forgets a
 // return, and never releases again after it.
 
-// targetStore reads and writes the records in the janitor's namespace (nothing when it has none).
+// targetStore reads and writes the records in the janitor's namespace.
 type targetStore struct {
 	client    client.Client
 	reader    client.Reader
@@ -82,9 +82,6 @@ func (s targetStore) keep(ctx context.Context, fc *liqov1beta1.ForeignCluster, r
 
 // drop drops fc's record (its mark went, or it is gone).
 func (s targetStore) drop(ctx context.Context, uid types.UID) error {
-	if s.namespace == "" {
-		return nil
-	}
 	patch, _ := json.Marshal(map[string]any{"data": map[string]any{string(uid): nil}})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: liqojanitor.RecordsConfigMap}}
 	return client.IgnoreNotFound(s.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)))

@@ -25,17 +25,14 @@ import (
 
 // brake reads the janitor-wide brake.
 type brake struct {
-	// reader reads the brake's ConfigMap live; namespace is the janitor's ("" turns the brake off: the
-	// janitor runs out of a cluster without a namespace of its own).
+	// reader reads the brake's ConfigMap live; namespace is the janitor's (required: Setup refuses to run
+	// without it).
 	reader    client.Reader
 	namespace string
 }
 
 // on reports whether the brake is set, and the operator's reason (its data key "reason"), read live.
 func (b brake) on(ctx context.Context) (reason string, set bool, err error) {
-	if b.namespace == "" {
-		return "", false, nil
-	}
 	cm := &corev1.ConfigMap{}
 	switch err := b.reader.Get(ctx, client.ObjectKey{Namespace: b.namespace, Name: liqojanitor.BrakeConfigMap}, cm); {
 	case apierrors.IsNotFound(err):

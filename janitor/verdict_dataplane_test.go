@@ -122,3 +122,36 @@ func acknowledgement(n int) []string {
 	stamp := liqojanitor.Acknowledgement{At: time.Now(), By: "alice", Count: n}
 	return []string{liqojanitor.AcknowledgeUnreachableAnnotation, fmt.Sprint(n), liqojanitor.AcknowledgedByAnnotation, stamp.String()}
 }
+
+// TestAMarkHeldByAStormResumesWhenTheStormEnds (janitor rule 20): four providers, three unreachable, a mark
+// the guard holds; when two of them answer again the storm ends, and that alone — no write to the held
+// ForeignCluster — makes the janitor assess it again: its grace period starts then, and the clean-up
+// follows one grace period later.
+func TestAMarkHeldByAStormResumesWhenTheStormEnds(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons := build(t, fixture.Spec{Providers: 4, PodsPerProvider: 3})
+	held, back1, back2 := cons.Providers[0], cons.Providers[1], cons.Providers[2]
+	for _, p := range []*fixture.Provider{held, back1, back2} {
+		kill(t, p)
+	}
+	g.Expect(fixture.Revive(ctx, env.Client, cons.Providers[3])).To(Succeed())
+	// Three unreachable at once are a storm, whatever else the shared API server holds.
+	startJanitor(t, janitor.Options{Storm: liqojanitor.StormGuard{MinUnreachable: 3}, GracePeriod: 2 * time.Second})
+	g.Eventually(func() float64 { return harness.Metric("liqo_janitor_storm", nil) }).Should(Equal(1.0))
+	g.Expect(fixture.Mark(ctx, env.Client, held)).To(Succeed())
+	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", held.ForeignCluster.Name, "Waiting") }).
+		Should(ContainElement(ContainSubstring("during a storm")))
+	g.Expect(get(t, held.ForeignCluster).Annotations).NotTo(HaveKey(liqojanitor.FirstSeenAnnotation))
+
+	ended := time.Now().Truncate(time.Second)
+	g.Expect(fixture.Revive(ctx, env.Client, back1)).To(Succeed())
+	g.Expect(fixture.Revive(ctx, env.Client, back2)).To(Succeed())
+	g.Eventually(func() float64 { return harness.Metric("liqo_janitor_storm", nil) }).Should(Equal(0.0))
+	// The bounded requeue of a held mark is a minute: well past this wait, so only the storm's end wakes it.
+	g.Eventually(cleanupAnnotation(t, held)).WithTimeout(30*time.Second).Should(HavePrefix("pods 3/3"), "the held mark resumes")
+	firstSeen, err := liqojanitor.MarkTimeRecord(get(t, held.ForeignCluster).Annotations, liqojanitor.FirstSeenAnnotation)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(firstSeen).NotTo(BeTemporally("<", ended), "its grace period starts when the storm ended, not at the mark")
+}

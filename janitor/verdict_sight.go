@@ -1,12 +1,15 @@
 package janitor
 
 import (
+	"maps"
 	"sync"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // sightings is when this process first saw each ForeignCluster's mark: an input of the verdict (the grace
@@ -50,4 +53,19 @@ func (s *sightings) forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.first, uid)
+}
+
+// ignoreFutureStamps drops, from this pass's copies of the ForeignClusters of a live list, a marked-at
+// stamp more than liqojanitor.MaxClockSkew ahead of now (janitor rule 21): the gate never wrote it (a mark
+// made past the gate), and believed it would push the grace period, the mark's records and the evidence of
+// a return out to a time of the writer's choosing. The mark is then one without the gate's stamp, its grace
+// period counted from the janitor's own first sight. Only the copies change: the janitor's patches carry
+// its own keys alone.
+func ignoreFutureStamps(fcs []liqov1beta1.ForeignCluster, now time.Time) {
+	for i := range fcs {
+		if liqojanitor.StampFromTheFuture(&fcs[i], now) {
+			fcs[i].Annotations = maps.Clone(fcs[i].Annotations)
+			delete(fcs[i].Annotations, liqojanitor.MarkedAtAnnotation)
+		}
+	}
 }

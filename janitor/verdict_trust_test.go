@@ -226,3 +226,20 @@ func TestEventsScale(t *testing.T) {
 		Should(ContainElement("Released"), "--object-events: one per object")
 	g.Eventually(func() []string { return eventReasons(t, "Pod", loud.Pods[0].Name) }).Should(ContainElement("Released"))
 }
+
+// TestAMarkedAtFromTheFutureIsIgnored (janitor rule 21): a marked-at a year ahead — written past the gate,
+// which stamps its own clock — would hold the grace period until then; the janitor counts it as no stamp,
+// so the grace period runs from its own first sight and the clean-up follows.
+func TestAMarkedAtFromTheFutureIsIgnored(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
+	kill(t, p)
+	startJanitor(t, janitor.Options{GracePeriod: time.Second})
+	future := time.Now().AddDate(1, 0, 0).UTC().Format(time.RFC3339)
+	g.Expect(fixture.Mark(t.Context(), env.Client, p, liqojanitor.MarkedAtAnnotation, future)).To(Succeed())
+	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30*time.Second).Should(HavePrefix("pods 2/2"))
+	ends, err := time.Parse(time.RFC3339, get(t, p.ForeignCluster).Annotations[liqojanitor.GraceEndsAnnotation])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ends).To(BeTemporally("<", time.Now().Add(time.Minute)), "the grace period ends by the janitor's clock, not the stamp's")
+}

@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"flag"
 	"math/big"
 	"net"
 	"os"
@@ -32,14 +31,11 @@ func TestWebhookCertificateIsHotReloaded(t *testing.T) {
 	_, port, err := net.SplitHostPort(freeAddr(t))
 	g.Expect(err).NotTo(HaveOccurred())
 
-	var o options
-	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
-	o.bindFlags(fs)
-	g.Expect(fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-janitor=false",
-		"--webhook-port=" + port, "--webhook-cert-dir=" + dir})).To(Succeed())
+	o := parseFlags(t, "--namespace=liqo-janitor-system", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-janitor=false",
+		"--webhook-port="+port, "--webhook-cert-dir="+dir)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, &o) }()
+	go func() { done <- run(ctx, o) }()
 	t.Cleanup(func() { cancel(); NewWithT(t).Expect(<-done).To(Succeed()) })
 
 	served := func() string {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,7 +37,7 @@ func (o *certOptions) bindFlags(fs *flag.FlagSet) {
 			"(reloaded on change); \"self\" keeps a CA and the serving certificate in two Secrets of --cert-namespace, renews them "+
 			"and injects the CA bundle into the webhook configurations named --webhook-configuration.")
 	fs.StringVar(&o.namespace, "cert-namespace", "",
-		"With --cert-management=self: the namespace of the certificates' Secrets; in a pod it defaults to the pod's own.")
+		"With --cert-management=self: the namespace of the certificates' Secrets; defaults to --namespace.")
 	fs.StringVar(&o.Service, "webhook-service", "liqo-janitor-webhook",
 		"With --cert-management=self: the Service the API server calls the webhook through (the certificate's DNS names).")
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", "liqo-janitor",
@@ -55,7 +54,7 @@ func (o *certOptions) bindFlags(fs *flag.FlagSet) {
 }
 
 // resolve fills the namespace and the DNS names, and checks the flags of the chosen mode.
-func (o *certOptions) resolve(enableWebhook bool) error {
+func (o *certOptions) resolve(enableWebhook bool, ownNamespace string) error {
 	switch o.mode {
 	case certNone, certManager:
 		return nil
@@ -68,9 +67,7 @@ func (o *certOptions) resolve(enableWebhook bool) error {
 	}
 	o.Namespace = o.namespace
 	if o.Namespace == "" {
-		if ns, err := os.ReadFile(inClusterNamespaceFile); err == nil {
-			o.Namespace = strings.TrimSpace(string(ns))
-		}
+		o.Namespace = ownNamespace
 	}
 	o.ExtraDNSNames = nil
 	for n := range strings.SplitSeq(o.extraDNS, ",") {

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -81,16 +80,13 @@ func startRotation(t *testing.T) *rotationTest {
 	g.Expect(err).NotTo(HaveOccurred())
 	rt := &rotationTest{t: t, env: env, ns: ns.Name, name: ns.Name, port: port, probeAddr: freeAddr(t), seen: map[string]bool{}}
 
-	var o options
-	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
-	o.bindFlags(fs)
-	g.Expect(fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=" + rt.probeAddr, "--enable-janitor=false",
-		"--webhook-port=" + port, "--cert-management=self", "--cert-namespace=" + rt.ns, "--webhook-configuration=" + rt.name,
-		"--cert-extra-dns-names=localhost", "--cert-validity=3s", "--ca-validity=9s", "--cert-check-interval=200ms"})).To(Succeed())
+	o := parseFlags(t, "--metrics-bind-address=0", "--health-probe-bind-address="+rt.probeAddr, "--enable-janitor=false",
+		"--webhook-port="+port, "--cert-management=self", "--namespace="+rt.ns, "--webhook-configuration="+rt.name,
+		"--cert-extra-dns-names=localhost", "--cert-validity=3s", "--ca-validity=9s", "--cert-check-interval=200ms")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	rt.start = time.Now()
-	go func() { done <- run(ctx, &o) }()
+	go func() { done <- run(ctx, o) }()
 	t.Cleanup(func() { cancel(); NewWithT(t).Expect(<-done).To(Succeed()) })
 	return rt
 }

@@ -38,7 +38,7 @@ func startPair(t *testing.T, leaseNS string) (a, b *harness.Replica) {
 	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
-	args := []string{"--leader-election-namespace=" + leaseNS, "--grace-period=0",
+	args := []string{"--namespace=" + leaseNS, "--grace-period=0",
 		"--janitor-workers=1", "--kube-api-qps=200", "--kube-api-burst=1", stormGuardOff}
 	haSeq++
 	a, err := env.StartReplica(fmt.Sprintf("ha%d-a", haSeq), args...)

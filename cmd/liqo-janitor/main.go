@@ -40,8 +40,11 @@ type options struct {
 	metricsCertDir string
 	pprofAddr      string
 	probeAddr      string
-	leaderElect    bool
-	leaderElectNS  string
+	// namespace is the janitor's own namespace (records, brake, kept targets and returns); "" in a pod is
+	// the pod's.
+	namespace     string
+	leaderElect   bool
+	leaderElectNS string
 	// lease, renew, retry are the leader election's timings.
 	lease, renew, retry time.Duration
 	webhookPort         int
@@ -80,10 +83,14 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Address Go's pprof endpoints (/debug/pprof/) bind to, for profiling; \"0\" (the default) turns them off.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz endpoints bind to.")
+	fs.StringVar(&o.namespace, "namespace", "",
+		"The janitor's own namespace: its records (the probe targets and returns it keeps), the janitor-wide brake, and "+
+			"the leader-election Lease live there. In a cluster it defaults to the pod's own namespace (the chart sets it); "+
+			"out of a cluster it is required: without it the janitor keeps no records and has no brake, so it refuses to start.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader before running the janitor, so that only one replica writes (every replica serves the webhook).")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "",
-		"Namespace of the leader-election Lease; in a cluster it defaults to the pod's own namespace, out of a cluster it is required with --leader-elect.")
+		"Namespace of the leader-election Lease; defaults to --namespace.")
 	fs.DurationVar(&o.lease, "leader-election-lease-duration", 15*time.Second,
 		"How long a standby waits after the leader's last renewal before it takes the Lease (a killed leader's gap).")
 	fs.DurationVar(&o.renew, "leader-election-renew-deadline", 10*time.Second,
@@ -145,7 +152,10 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 
 func (o *options) validate() error {
 	errs := o.validateDurations()
-	if err := o.certs.resolve(o.enableWebhook); err != nil {
+	if err := o.resolveNamespace(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.certs.resolve(o.enableWebhook, o.namespace); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.validateStorm()...)
@@ -155,11 +165,6 @@ func (o *options) validate() error {
 	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}
-	if o.leaderElect && o.leaderElectNS == "" && !fileExists(inClusterNamespaceFile) {
-		errs = append(errs, fmt.Errorf("--leader-elect needs --leader-election-namespace out of a cluster (there is no %s "+
-			"to take the pod's namespace from): name the namespace the replicas share, e.g. --leader-election-namespace=liqo-janitor-system",
-			inClusterNamespaceFile))
-	}
 	if o.retry <= 0 || o.renew <= o.retry || o.lease <= o.renew {
 		errs = append(errs, fmt.Errorf("leader election needs --leader-election-lease-duration (%s) > --leader-election-renew-deadline (%s) "+
 			"> --leader-election-retry-period (%s) > 0", o.lease, o.renew, o.retry))
@@ -168,6 +173,27 @@ func (o *options) validate() error {
 		errs = append(errs, errors.New("nothing to run: --enable-webhook and --enable-janitor are both false"))
 	}
 	return errors.Join(errs...)
+}
+
+// resolveNamespace sets the janitor's own namespace: --namespace, else the pod's. The janitor's safety
+// lives there (janitor rules 14, 16, 17: the brake, the kept probe targets and returns), and the gate reads
+// the kept returns there, so out of a cluster without --namespace the binary refuses to start rather than
+// run with them quietly off. --leader-election-namespace defaults to it.
+func (o *options) resolveNamespace() error {
+	if o.namespace == "" {
+		if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+			o.namespace = strings.TrimSpace(string(data))
+		}
+	}
+	if o.namespace == "" {
+		return fmt.Errorf("--namespace is required out of a cluster (there is no %s to take the pod's namespace from): "+
+			"the janitor keeps its records, its brake and its leader-election Lease there, and must not run without them; "+
+			"name the namespace liqo-janitor is installed in, e.g. --namespace=liqo-janitor-system", inClusterNamespaceFile)
+	}
+	if o.leaderElectNS == "" {
+		o.leaderElectNS = o.namespace
+	}
+	return nil
 }
 
 // validateDurations checks the gate's and the janitor's timings.
@@ -215,11 +241,6 @@ func main() {
 	}
 }
 
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 func usage() {
 	fmt.Fprintf(flag.CommandLine.Output(), `liqo-janitor guards and cleans up after Liqo providers that are gone for good.
 
@@ -261,7 +282,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
-		"certManagement", o.certs.mode, "liqoNamespace", o.liqoNamespace,
+		"certManagement", o.certs.mode, "namespace", o.namespace, "liqoNamespace", o.liqoNamespace,
 		"liqoUninstallers", gateOptions(o).Default().LiqoUninstallerUsers, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
 	return mgr.Start(ctx)
 }
@@ -317,7 +338,7 @@ func setupGate(ctx context.Context, mgr ctrl.Manager, o *options) error {
 
 func gateOptions(o *options) webhook.Options {
 	return webhook.Options{LiqoNamespace: o.liqoNamespace, MinUnreachable: o.minUnreachable, ProbeTimeout: o.probeTimeout,
-		LiqoUninstallerUsers: o.liqoUninstallers.value(), Storm: o.storm, Namespace: ownNamespace(o)}
+		LiqoUninstallerUsers: o.liqoUninstallers.value(), Storm: o.storm, Namespace: o.namespace}
 }
 
 // userList is a comma-separated list of usernames that remembers whether it was set: not set, the gate's
@@ -351,21 +372,8 @@ func janitorOptions(o *options) janitor.Options {
 	return janitor.Options{
 		GracePeriod: o.gracePeriod, DryRun: o.dryRun, ReleaseIdentitySecrets: o.releaseSecrets, Workers: o.workers,
 		ObjectEvents: o.objectEvents, ReturnProbeInterval: o.returnProbe, ProbeTimeout: o.probeTimeout,
-		LiqoNamespace: o.liqoNamespace, FabricSettle: o.fabricSettle, Namespace: ownNamespace(o), Storm: o.storm,
+		LiqoNamespace: o.liqoNamespace, FabricSettle: o.fabricSettle, Namespace: o.namespace, Storm: o.storm,
 	}
-}
-
-// ownNamespace is the janitor's own namespace, where it reads the janitor-wide brake: the Lease's
-// (--leader-election-namespace), else the pod's; "" out of a cluster without one (no brake then).
-func ownNamespace(o *options) string {
-	if o.leaderElectNS != "" {
-		return o.leaderElectNS
-	}
-	data, err := os.ReadFile(inClusterNamespaceFile)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(data))
 }
 
 func setupJanitor(ctx context.Context, mgr ctrl.Manager, o *options) error {

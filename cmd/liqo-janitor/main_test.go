@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,18 +62,15 @@ func TestBinaryServesProbesAndTheGate(t *testing.T) {
 	probeAddr := freeAddr(t)
 	wo := env.WebhookOptions()
 
-	var o options
-	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
-	o.bindFlags(fs)
-	g.Expect(fs.Parse([]string{
-		"--metrics-bind-address=0", "--health-probe-bind-address=" + probeAddr,
-		"--webhook-port=" + strconv.Itoa(wo.Port), "--webhook-cert-dir=" + wo.CertDir,
-		"--enable-janitor=false",
-	})).To(Succeed())
+	o := parseFlags(t,
+		"--metrics-bind-address=0", "--health-probe-bind-address="+probeAddr,
+		"--webhook-port="+strconv.Itoa(wo.Port), "--webhook-cert-dir="+wo.CertDir,
+		"--enable-janitor=false", "--namespace=liqo-janitor-system",
+	)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, &o) }()
+	go func() { done <- run(ctx, o) }()
 	t.Cleanup(func() { cancel(); NewWithT(t).Expect(<-done).To(Succeed()) })
 
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -97,10 +96,23 @@ func TestBinaryServesProbesAndTheGate(t *testing.T) {
 func TestFlagValidation(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
-		args    []string
-		wantErr string
+		args []string
+		// outOfCluster: the args are given as they are, without the --namespace every other case gets.
+		outOfCluster bool
+		wantErr      string
+		// check says what is wrong with the resolved options, "" when nothing.
+		check func(*options) string
 	}{
-		"defaults are valid":                      {},
+		"defaults are valid": {},
+		"out of a cluster the janitor's namespace is required": {outOfCluster: true,
+			wantErr: "--namespace is required out of a cluster"},
+		"the Lease and the certificates default to the janitor's namespace": {args: []string{"--leader-elect", "--cert-management=self"},
+			check: func(o *options) string {
+				if o.leaderElectNS != "ns" || o.certs.Namespace != "ns" {
+					return fmt.Sprintf("Lease in %q, certificates in %q, want both in ns", o.leaderElectNS, o.certs.Namespace)
+				}
+				return ""
+			}},
 		"a negative grace period is refused":      {args: []string{"--grace-period=-1s"}, wantErr: "--grace-period must not be negative"},
 		"a return probe in a hot loop is refused": {args: []string{"--return-probe-interval=100ms"}, wantErr: "--return-probe-interval must be 0 (off) or at least 1s"},
 		"a negative min-unreachable is refused":   {args: []string{"--min-unreachable=-1s"}, wantErr: "--min-unreachable"},
@@ -114,15 +126,17 @@ func TestFlagValidation(t *testing.T) {
 			wantErr: "--storm-max-unreachable-share is a percentage, between 0 and 100, got -5"},
 		"a storm share of 0 and of 100 are valid": {args: []string{"--storm-max-unreachable-share=0", "--storm-max-unreachable-share=100"}},
 		"running nothing is refused":              {args: []string{"--enable-webhook=false", "--enable-janitor=false"}, wantErr: "nothing to run"},
-		"leader election out of a cluster needs the Lease's namespace": {args: []string{"--leader-elect"},
-			wantErr: "--leader-elect needs --leader-election-namespace out of a cluster"},
-		"leader election with the Lease's namespace is valid": {args: []string{"--leader-elect", "--leader-election-namespace=ns"}},
+		"leader election with a Lease's namespace of its own is valid": {args: []string{"--leader-elect", "--leader-election-namespace=other"},
+			check: func(o *options) string {
+				if o.leaderElectNS != "other" {
+					return fmt.Sprintf("Lease in %q, want other", o.leaderElectNS)
+				}
+				return ""
+			}},
 		"shorter leader-election timings are valid": {args: []string{"--leader-election-lease-duration=6s",
 			"--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s"}},
 		"an unknown certificate management is refused": {args: []string{"--cert-management=helm"},
 			wantErr: "--cert-management must be none, cert-manager or self"},
-		"self-managed certificates out of a cluster need their namespace": {args: []string{"--cert-management=self"},
-			wantErr: "set --cert-namespace"},
 		"self-managed certificates with their namespace are valid": {args: []string{"--cert-management=self", "--cert-namespace=ns"}},
 		"a CA that does not outlive its certificates is refused": {args: []string{"--cert-management=self", "--cert-namespace=ns",
 			"--cert-validity=1h", "--ca-validity=2h"}, wantErr: "--ca-validity (2h0m0s) must be at least three times --cert-validity (1h0m0s)"},
@@ -134,16 +148,23 @@ func TestFlagValidation(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var o options
-			fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
-			o.bindFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
+			if tc.outOfCluster && fileExists(inClusterNamespaceFile) {
+				t.Skipf("this machine has %s: it is no out-of-cluster run", inClusterNamespaceFile)
 			}
+			args := tc.args
+			if !tc.outOfCluster {
+				args = append([]string{"--namespace=ns"}, args...)
+			}
+			o := parseFlags(t, args...)
 			err := o.validate()
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("validate() = %v", err)
+				}
+				if tc.check != nil {
+					if what := tc.check(o); what != "" {
+						t.Fatal(what)
+					}
 				}
 				return
 			}
@@ -172,13 +193,8 @@ func TestOnlyTheJanitorTakesTheLease(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var o options
-			fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
-			o.bindFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			if got := managerOptions(&o, nil).LeaderElection; got != tc.want {
+			o := parseFlags(t, tc.args...)
+			if got := managerOptions(o, nil).LeaderElection; got != tc.want {
 				t.Fatalf("LeaderElection = %t, want %t", got, tc.want)
 			}
 		})
@@ -202,13 +218,8 @@ func TestLiqoUninstallerUsers(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var o options
-			fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
-			o.bindFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			if got := gateOptions(&o).Default().LiqoUninstallerUsers; !slices.Equal(got, tc.want) || got == nil {
+			o := parseFlags(t, tc.args...)
+			if got := gateOptions(o).Default().LiqoUninstallerUsers; !slices.Equal(got, tc.want) || got == nil {
 				t.Fatalf("LiqoUninstallerUsers = %#v, want %#v", got, tc.want)
 			}
 		})
@@ -228,25 +239,21 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func rawMerge(patch string) client.Patch { return client.RawPatch(types.MergePatchType, []byte(patch)) }
 
-// TestLeaderElectionOutOfAClusterUsesTheGivenNamespace: with --leader-elect and
-// --leader-election-namespace the binary's wiring starts out of a cluster as the chart's ServiceAccount,
-// takes the Lease in that namespace (granted as the chart grants the release namespace), and releases it
+// TestLeaderElectionOutOfAClusterUsesTheJanitorsNamespace: with --leader-elect and --namespace the binary's
+// wiring starts out of a cluster as the chart's ServiceAccount, takes the Lease in the janitor's namespace (granted as the chart grants the release namespace), and releases it
 // on the way out.
-func TestLeaderElectionOutOfAClusterUsesTheGivenNamespace(t *testing.T) {
+func TestLeaderElectionOutOfAClusterUsesTheJanitorsNamespace(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	asTheServiceAccount(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.OwnNamespace(t)}}
 
-	var o options
-	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
-	o.bindFlags(fs)
-	g.Expect(fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=" + freeAddr(t),
-		"--enable-webhook=false", "--leader-elect", "--leader-election-namespace=" + ns.Name,
-		"--leader-election-lease-duration=7s", "--leader-election-renew-deadline=5s", "--leader-election-retry-period=1s"})).To(Succeed())
+	o := parseFlags(t, "--metrics-bind-address=0", "--health-probe-bind-address="+freeAddr(t),
+		"--enable-webhook=false", "--leader-elect", "--namespace="+ns.Name,
+		"--leader-election-lease-duration=7s", "--leader-election-renew-deadline=5s", "--leader-election-retry-period=1s")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, &o) }()
+	go func() { done <- run(ctx, o) }()
 
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaderElectionID, Namespace: ns.Name}}
 	holder := func() string {
@@ -267,4 +274,48 @@ func TestLeaderElectionOutOfAClusterUsesTheGivenNamespace(t *testing.T) {
 	cancel()
 	g.Expect(<-done).To(Succeed())
 	g.Expect(holder()).To(BeEmpty(), "released on the way out, so a standby takes over at once")
+}
+
+// parseFlags parses args as main does, and fails the test on an error.
+func parseFlags(t *testing.T, args ...string) *options {
+	t.Helper()
+	var o options
+	fs := flag.NewFlagSet("liqo-janitor", flag.ContinueOnError)
+	o.bindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return &o
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// TestOutOfAClusterWithoutANamespaceTheBinaryRefusesToStart: the janitor's safety lives in its own
+// namespace (the brake, the kept probe targets and returns: janitor rules 14, 16, 17), so the real binary,
+// started out of a cluster without --namespace, exits at once with an error that names the flag — before
+// it reads a kubeconfig or serves anything — instead of running with that safety quietly off.
+func TestOutOfAClusterWithoutANamespaceTheBinaryRefusesToStart(t *testing.T) {
+	if fileExists(inClusterNamespaceFile) {
+		t.Skipf("this machine has %s: it is no out-of-cluster run", inClusterNamespaceFile)
+	}
+	binary := harness.RequireBinary(t, "liqo-janitor")
+	cmd := exec.CommandContext(t.Context(), binary, "--kubeconfig=/nonexistent", "--metrics-bind-address=0",
+		"--health-probe-bind-address=0", "--leader-elect")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("the binary ran without --namespace (err %v): %s", err, out)
+	}
+	if !strings.Contains(string(out), "--namespace is required out of a cluster") {
+		t.Fatalf("the refusal does not name --namespace: %s", out)
+	}
+	// With it, the same command gets past the namespace (and fails later, on the missing kubeconfig).
+	out, _ = exec.CommandContext(t.Context(), binary, "--kubeconfig=/nonexistent", "--metrics-bind-address=0",
+		"--health-probe-bind-address=0", "--leader-elect", "--namespace=liqo-janitor-system").CombinedOutput()
+	if strings.Contains(string(out), "--namespace is required") || !strings.Contains(string(out), "/nonexistent") {
+		t.Fatalf("with --namespace the binary should fail on the kubeconfig alone: %s", out)
+	}
 }

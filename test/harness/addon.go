@@ -172,10 +172,22 @@ func (e *Env) StartGate(opts webhook.Options) error {
 // component's too, InstallIdentitySecrets), until stop is called; stop may be called more than once and
 // returns the manager's error. Several janitors may run one after the other in a process:
 // controller-name validation is off. An opts.Namespace other than the release namespace must be granted
-// as the release namespace is (OwnNamespace).
+// as the release namespace is (OwnNamespace); without one, the janitor gets a fresh namespace of its own
+// (its records and brake are its alone, and a janitor started again without one starts with none).
 func (e *Env) StartJanitor(opts janitor.Options) (stop func() error, err error) {
+	return e.StartJanitorWith(opts, nil)
+}
+
+// StartJanitorWith is StartJanitor with the janitor's client wrapped by wrap (nil: as it is): a test puts a
+// failure where the API server cannot be made to fail at will (a conflict at one write).
+func (e *Env) StartJanitorWith(opts janitor.Options, wrap func(client.Client) client.Client) (stop func() error, err error) {
 	if opts.ReleaseIdentitySecrets {
 		if err := e.InstallIdentitySecrets(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Namespace == "" {
+		if opts.Namespace, err = e.janitorNamespace(context.Background()); err != nil {
 			return nil, err
 		}
 	}
@@ -190,6 +202,13 @@ func (e *Env) StartJanitor(opts janitor.Options) (stop func() error, err error) 
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{ByObject: janitor.CacheByObject(opts)},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o)
+			if err != nil || wrap == nil {
+				return c, err
+			}
+			return wrap(c), nil
+		},
 	})
 	if err != nil {
 		return nil, err

@@ -153,8 +153,9 @@ var overridden = map[string]bool{"--kubeconfig": true, "--webhook-port": true, "
 
 // ownNamespaceFlags default, in a pod, to the pod's namespace, read from its ServiceAccount's namespace
 // file (/var/run/secrets/kubernetes.io/serviceaccount/namespace), which a process here does not have: the
-// harness gives the release namespace by hand, unless the Deployment sets them.
-var ownNamespaceFlags = []string{"--leader-election-namespace", "--cert-namespace"}
+// harness gives the release namespace by hand, unless the Deployment sets them (the chart sets
+// --namespace; the Lease's and the certificates' namespaces default to it).
+var ownNamespaceFlags = []string{"--namespace"}
 
 // args are the Deployment container's arguments without the overridden flags, then the harness's.
 func (f replicaFlags) args(inst *Install) []string {

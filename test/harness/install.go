@@ -200,18 +200,27 @@ func ensureNamespace(ctx context.Context, c client.Client, ns string) error {
 // OwnNamespace creates a fresh namespace for one test holding what the rendered install grants its
 // ServiceAccount in the release namespace (its Roles there, bound to the same ServiceAccount): the Lease,
 // the brake and the records of replicas that must not share the release namespace's (pass it as
-// --leader-election-namespace, which is also the janitor's own namespace). It is deleted when the test
+// --namespace, the janitor's own namespace, where the Lease is too). It is deleted when the test
 // ends.
 func (e *Env) OwnNamespace(tb testing.TB) string {
 	tb.Helper()
+	ns := e.Namespace(tb)
+	if err := e.grantOwnNamespace(context.Background(), ns); err != nil {
+		tb.Fatal(err)
+	}
+	return ns
+}
+
+// grantOwnNamespace applies into ns what the rendered install grants its ServiceAccount in the release
+// namespace (OwnNamespace).
+func (e *Env) grantOwnNamespace(ctx context.Context, ns string) error {
 	inst, err := e.DefaultInstall()
 	if err != nil {
-		tb.Fatalf("applying the install: %v", err)
+		return fmt.Errorf("applying the install: %w", err)
 	}
-	ns := e.Namespace(tb)
 	docs, err := e.documents(InstallFile)
 	if err != nil {
-		tb.Fatal(err)
+		return err
 	}
 	for _, u := range docs {
 		if (u.GetKind() != "Role" && u.GetKind() != "RoleBinding") || u.GetNamespace() != inst.Namespace {
@@ -219,12 +228,22 @@ func (e *Env) OwnNamespace(tb testing.TB) string {
 		}
 		u = u.DeepCopy()
 		u.SetNamespace(ns)
-		if err := e.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
+		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner(harnessFieldOwner), client.ForceOwnership); err != nil {
-			tb.Fatalf("applying %s %s of the install into %s: %v", u.GetKind(), u.GetName(), ns, err)
+			return fmt.Errorf("applying %s %s of the install into %s: %w", u.GetKind(), u.GetName(), ns, err)
 		}
 	}
-	return ns
+	return nil
+}
+
+// janitorNamespace creates a fresh namespace of the janitor's own, granted as OwnNamespace grants one, for
+// a janitor started without Options.Namespace (StartJanitor): its records and brake are its alone.
+func (e *Env) janitorNamespace(ctx context.Context) (string, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "janitor-"}}
+	if err := e.Client.Create(ctx, ns); err != nil {
+		return "", fmt.Errorf("creating the janitor's namespace: %w", err)
+	}
+	return ns.Name, e.grantOwnNamespace(ctx, ns.Name)
 }
 
 // serviceAccountTokenExpiry is how long a token the harness requests for a ServiceAccount lasts: longer

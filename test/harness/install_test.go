@@ -23,16 +23,16 @@ func TestAReplicaTakesTheDeploymentsArgumentsButWhatThisMachineNeeds(t *testing.
 			args: []string{"--leader-elect=true", "--webhook-port=9443", "--cert-management=cert-manager",
 				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--metrics-bind-address=:8080", "--metrics-secure=true",
 				"--health-probe-bind-address=:8081"},
-			want: append([]string{"--leader-elect=true", "--leader-election-namespace=release", "--cert-namespace=release"}, own...),
+			want: append([]string{"--leader-elect=true", "--namespace=release"}, own...),
 		},
 		"the chart's own certificates served from the harness's": {
 			args: []string{"--cert-management=self", "--webhook-service=liqo-janitor-webhook", "--webhook-configuration=liqo-janitor"},
 			want: append([]string{"--webhook-service=liqo-janitor-webhook", "--webhook-configuration=liqo-janitor",
-				"--leader-election-namespace=release", "--cert-namespace=release"}, own...),
+				"--namespace=release"}, own...),
 		},
 		"a namespace the Deployment names is kept": {
-			args: []string{"--leader-election-namespace=elsewhere"},
-			want: append([]string{"--leader-election-namespace=elsewhere", "--cert-namespace=release"}, own...),
+			args: []string{"--namespace=elsewhere"},
+			want: append([]string{"--namespace=elsewhere"}, own...),
 		},
 	}
 	for name, tc := range tests {
