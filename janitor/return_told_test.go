@@ -111,7 +111,7 @@ func TestProviderReturnedIsSentOnceWhenTheRecordsWriteConflicts(t *testing.T) {
 	c.armed.Store(true)
 	g.Expect(fixture.Revive(ctx, env.Client, p)).To(Succeed())
 	told := func() int { return countReason(t, p, "ProviderReturned") }
-	g.Eventually(told).WithTimeout(30 * time.Second).Should(Equal(1), "told though the record's write conflicted")
+	g.Eventually(told).WithTimeout(30*time.Second).Should(Equal(1), "told though the record's write conflicted")
 	g.Expect(c.armed.Load()).To(BeFalse(), "the write conflicted")
 	g.Eventually(func() bool { return keptRecord(t, ns, get(t, p.ForeignCluster))().Return.Told }).Should(BeTrue())
 	g.Expect(cleanupAnnotation(t, p)()).NotTo(HavePrefix(liqojanitor.ReturnedPrefix), "the conflicting write wrote nothing")

@@ -238,7 +238,7 @@ func TestAMarkedAtFromTheFutureIsIgnored(t *testing.T) {
 	startJanitor(t, janitor.Options{GracePeriod: time.Second})
 	future := time.Now().AddDate(1, 0, 0).UTC().Format(time.RFC3339)
 	g.Expect(fixture.Mark(t.Context(), env.Client, p, liqojanitor.MarkedAtAnnotation, future)).To(Succeed())
-	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30*time.Second).Should(HavePrefix("pods 2/2"))
+	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30 * time.Second).Should(HavePrefix("pods 2/2"))
 	ends, err := time.Parse(time.RFC3339, get(t, p.ForeignCluster).Annotations[liqojanitor.GraceEndsAnnotation])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ends).To(BeTemporally("<", time.Now().Add(time.Minute)), "the grace period ends by the janitor's clock, not the stamp's")
