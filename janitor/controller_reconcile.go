@@ -185,10 +185,12 @@ func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.Foreig
 		return nil, client.IgnoreNotFound(err)
 	}
 	if !liqojanitor.IsMarked(fc.Annotations) {
-		r.forget(fc.Name, fc.UID)
 		// Ends the records of an unmark the gate did not see (janitor rule 15), and drops the targets and the
-		// return kept for the mark (rules 16, 17).
-		return nil, errors.Join(r.endStaleRecords(ctx, fc), r.probe.dropRecords(ctx, fc.UID))
+		// return kept for the mark (rules 16, 17) before the returned clusters are counted without it.
+		err := errors.Join(r.endStaleRecords(ctx, fc), r.probe.dropRecords(ctx, fc.UID))
+		r.forget(fc.Name, fc.UID)
+		r.reporter.publishReturned()
+		return nil, err
 	}
 	return fc, nil
 }
