@@ -48,6 +48,7 @@ func TestFenceActsOnlyOnTheProviderTheJanitorKept(t *testing.T) {
 	}{
 		"the kept CA is another cluster's, with --provider-kubeconfig": {
 			keep: func(t *testing.T) {
+				t.Helper()
 				keepRecord(t, janitorNS, dead, liqojanitor.Targets{APIServer: kept.APIServer, CA: testEnv.Config.CAData})
 			},
 			want: []string{fileVia + " reaches a server whose certificate " + notVerified, "x509: certificate signed by unknown authority",
@@ -55,6 +56,7 @@ func TestFenceActsOnlyOnTheProviderTheJanitorKept(t *testing.T) {
 		},
 		"the kept CA is another cluster's, through the identity Secret Liqo's Identity names": {
 			keep: func(t *testing.T) {
+				t.Helper()
 				keepRecord(t, janitorNS, dead, liqojanitor.Targets{APIServer: kept.APIServer, CA: testEnv.Config.CAData})
 			},
 			noKubecfg: true,
@@ -62,18 +64,23 @@ func TestFenceActsOnlyOnTheProviderTheJanitorKept(t *testing.T) {
 		},
 		"the kept API server is at another host": {
 			keep: func(t *testing.T) {
+				t.Helper()
 				keepRecord(t, janitorNS, dead, liqojanitor.Targets{APIServer: elsewhere, CA: kept.CA})
 			},
 			want: []string{fileVia + " reaches " + strings.TrimSuffix(kept.APIServer, "/") + ", not the provider's API server liqo-janitor kept for this mark: " + elsewhere,
 				"Pass --provider-kubeconfig <file> with a kubeconfig whose server is " + elsewhere},
 		},
 		"no CA kept": {
-			keep: func(t *testing.T) { keepRecord(t, janitorNS, dead, liqojanitor.Targets{APIServer: kept.APIServer}) },
+			keep: func(t *testing.T) {
+				t.Helper()
+				keepRecord(t, janitorNS, dead, liqojanitor.Targets{APIServer: kept.APIServer})
+			},
 			want: []string{"liqo-janitor kept no CA of the provider of ForeignCluster " + dead.ForeignCluster.Name + " for this mark (ConfigMap " +
 				janitorNS + "/liqo-janitor-records", "stop this consumer's ShadowPods there by hand"},
 		},
 		"a record of an earlier mark only, and a look-alike of the records in another namespace naming the provider": {
 			keep: func(t *testing.T) {
+				t.Helper()
 				putConfigMapData(t, janitorNS, liqojanitor.RecordsConfigMap, earlierMark(kept))
 				keepRecord(t, other, dead, kept)
 			},
