@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/fence"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
@@ -20,13 +21,17 @@ func (e *env) fenceCommand() *cobra.Command {
 the consumer's offloaded pods still run while the consumer already force-deleted its own copies. It acts only
 on the marked provider itself: it reads Liqo's cluster ID on the provider (its cluster-ID ConfigMap in
 --provider-liqo-namespace) and refuses, deleting and recording nothing, unless it is the ForeignCluster's
-spec.clusterID. It shows the plan, asks you to type that provider's cluster ID, deletes this consumer's
+spec.clusterID; and before it reads anything there, in every mode, the server must be the provider's API
+server liqo-janitor kept for the mark (its records in liqo-janitor's namespace: the same https host and
+port) and its certificate must verify against the CA kept with it. It shows the plan, asks you to type that provider's cluster ID, deletes this consumer's
 ShadowPods there (the garbage collector then deletes their pods) and waits until they are gone; with --all,
 then the copies of this consumer's ResourceSlices, NamespaceMaps and Renews in its tenant namespace there
 (Liqo then deletes the remote namespaces). It removes no finalizer. Done, it records what it stopped on the
 ForeignCluster (` + liqojanitor.FencedAnnotation + `), or "` + fence.VerifiedClean + `" when nothing of this consumer was left
-there. Without --provider-kubeconfig it tries this consumer's control-plane identity Secret for the provider,
-with its inline credentials only: it never runs a credential plugin from a kubeconfig found in the cluster.`,
+there. Without --provider-kubeconfig it tries this consumer's control-plane identity for the provider: the
+Secret its ControlPlane Identity in the provider's tenant namespace names (never a Secret found by its
+labels), with its inline credentials only: it never runs a credential plugin from a kubeconfig found in the
+cluster.`,
 		Example: `  # what fence would stop, written nowhere
   kubectl liqo-janitor fence provider-a --provider-kubeconfig provider.kubeconfig --dry-run
 
@@ -57,5 +62,6 @@ with its inline credentials only: it never runs a credential plugin from a kubec
 	f.StringVar(&o.LiqoNamespace, "liqo-namespace", liqojanitor.DefaultLiqoNamespace, "the namespace of Liqo's cluster-ID ConfigMap on this cluster (the consumer)")
 	f.StringVar(&o.ProviderLiqoNamespace, "provider-liqo-namespace", liqojanitor.DefaultLiqoNamespace,
 		"the namespace of Liqo's cluster-ID ConfigMap on the provider")
+	cli.AddJanitorNamespaceFlag(cmd, &o.JanitorNamespace)
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/liqotech/liqo/pkg/consts"
 	. "github.com/onsi/gomega"
@@ -94,7 +95,9 @@ func kubectlFence(t *testing.T, stdin string, args ...string) (stdout, stderr st
 
 // returned lays out a consumer whose marked provider answers again: a marked ForeignCluster on the
 // consumer with the janitor's record of the return (the gate takes a fence record only for a recorded
-// return: gate rule 15), and the provider's cluster-ID ConfigMap naming it.
+// return: gate rule 15), the janitor's kept record of the provider for the mark (its API server and CA:
+// the provider lane's), Liqo's control-plane Identity naming the identity Secret, and the provider's
+// cluster-ID ConfigMap naming it.
 func returned(t *testing.T) (dead, live *fixture.Provider, prov *harness.Env) {
 	t.Helper()
 	prov = providerEnv(t)
@@ -104,8 +107,30 @@ func returned(t *testing.T) (dead, live *fixture.Provider, prov *harness.Env) {
 	record := liqojanitor.ReturnedPrefix + time.Now().UTC().Format(time.RFC3339Nano) + " (Liqo's APIServerStatus turned Established)"
 	NewWithT(t).Expect(fixture.Annotate(t.Context(), asJanitor(t), dead.ForeignCluster,
 		map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed(), "the janitor's identity records the return")
+	keepRecord(t, janitorNamespace(t), dead, providerTargets(prov))
+	identityNaming(t, dead, dead.IdentitySecret.Name)
 	setProviderID(t, prov, dead.ID)
 	return dead, live, prov
+}
+
+// providerTargets are the provider lane's API server and CA, as the janitor keeps them.
+func providerTargets(prov *harness.Env) liqojanitor.Targets {
+	return liqojanitor.Targets{APIServer: prov.Config.Host, CA: prov.Config.CAData}
+}
+
+// identityNaming creates, in p's tenant namespace, Liqo's ControlPlane Identity of p's cluster, whose
+// status names Secret secret as the identity controller does (status.kubeconfigSecretRef).
+func identityNaming(t *testing.T, p *fixture.Provider, secret string) *authv1beta1.Identity {
+	t.Helper()
+	c := harness.Require(t).Client
+	g := NewWithT(t)
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Name: "controlplane-" + p.ID, Namespace: p.TenantNS,
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: p.ID}},
+		Spec: authv1beta1.IdentitySpec{ClusterID: liqov1beta1.ClusterID(p.ID), Type: authv1beta1.ControlPlaneIdentityType}}
+	g.Expect(c.Create(t.Context(), id)).To(Succeed())
+	id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret}
+	g.Expect(c.Status().Update(t.Context(), id)).To(Succeed())
+	return id
 }
 
 // world is what a test lays out on the provider: mine is what fence must remove, kept what it must not
@@ -197,6 +222,9 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`(?m)^%s\s+2\s+2$`, nsA))
 	g.Expect(out).To(MatchRegexp(`(?m)^%s\s+1\s+1$`, nsB))
 	g.Expect(out).To(ContainSubstring("Its Liqo cluster ID there: " + dead.ID + " (ConfigMap liqo/liqo-clusterid-configmap there)"))
+	g.Expect(out).To(ContainSubstring("Verified: its certificate verifies against the CA liqo-janitor kept for this mark with " + prov.Config.Host +
+		" (kept at "))
+	g.Expect(out).To(ContainSubstring("ConfigMap " + janitorNamespace(t) + "/liqo-janitor-records)"))
 	g.Expect(out).To(ContainSubstring("Dry run: nothing was deleted"))
 
 	out, _, err = kubectlFence(t, "", append([]string{id, "--dry-run", "-o", "json"}, kubeconfig...)...)
@@ -206,6 +234,7 @@ func TestFenceStopsOnlyThisConsumersShadowPods(t *testing.T) {
 	g.Expect(report.Plan.Namespaces).To(ConsistOf(fence.PlannedNamespace{Namespace: nsA, ShadowPods: 2, Pods: 2},
 		fence.PlannedNamespace{Namespace: nsB, ShadowPods: 1, Pods: 1}))
 	g.Expect(report.Plan.LocalClusterID).To(Equal(consumerID))
+	g.Expect(report.Plan.Kept).To(And(HaveField("APIServer", prov.Config.Host), HaveField("ConfigMap", janitorNamespace(t)+"/liqo-janitor-records")))
 
 	_, stderr, err := kubectlFence(t, consumerID+"\n", append([]string{id}, kubeconfig...)...)
 	g.Expect(err).To(HaveOccurred())
@@ -250,7 +279,14 @@ func TestFenceRefusesAClusterThatIsNotTheMarkedProvider(t *testing.T) {
 
 	_, stderr, err = kubectlFence(t, "", dead.ID, "--provider-kubeconfig", testEnv.KubeconfigPath, "--yes")
 	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("--provider-kubeconfig " + testEnv.KubeconfigPath + " reaches " + strings.TrimSuffix(testEnv.Config.Host, "/") +
+		", not the provider's API server liqo-janitor kept for this mark"))
+	// Even where the kept record named this consumer's own API server, fence would not act on it.
+	keepRecord(t, janitorNamespace(t), dead, liqojanitor.Targets{APIServer: testEnv.Config.Host, CA: testEnv.Config.CAData})
+	_, stderr, err = kubectlFence(t, "", dead.ID, "--provider-kubeconfig", testEnv.KubeconfigPath, "--yes")
+	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("reaches this cluster itself, not the provider: namespace kube-system has the same UID"))
+	keepRecord(t, janitorNamespace(t), dead, providerTargets(prov))
 
 	setProviderID(t, prov, "somebody-else")
 	_, stderr, err = kubectlFence(t, "", dead.ID, "--provider-kubeconfig", prov.KubeconfigPath, "--yes")

@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 		if err := e.InstallPlanReaders(ctx, alice, bob); err != nil {
 			return err
 		}
+		if err := installGateWebhookConfiguration(ctx, e, alice, bob); err != nil {
+			return err
+		}
 		// The gate guards storms as installed (the tests retire their layouts, so each storm count is a test's own).
 		return e.StartGate(webhook.Options{MinUnreachable: time.Minute, Storm: liqojanitor.DefaultStormGuard})
 	})
@@ -91,7 +94,7 @@ func markedByAlice(t *testing.T, reason string) *fixture.Provider {
 	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	dead, _ := deadAndLive(t)
-	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Hour})
+	stop, err := testEnv.StartJanitor(janitor.Options{Namespace: janitorNamespace(t), GracePeriod: time.Hour})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = stop() })
 	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", reason, "--yes")
@@ -256,7 +259,7 @@ func TestPlanIsWhatTheJanitorThenReleases(t *testing.T) {
 	}
 	g.Expect(parts).NotTo(BeEmpty())
 
-	stop, err := testEnv.StartJanitor(janitor.Options{GracePeriod: time.Second})
+	stop, err := testEnv.StartJanitor(janitor.Options{Namespace: janitorNamespace(t), GracePeriod: time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = stop() })
 	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "gone", "--yes")

@@ -24,6 +24,8 @@ const noEvidenceWhy = "Liqo keeps no APIServerStatus for this ForeignCluster (it
 type markOptions struct {
 	reason, dryRun, noEvidence string
 	yes, withoutGate           bool
+	// janitorNS is --janitor-namespace: where the plan reads the janitor's records.
+	janitorNS string
 	// acknowledge is --acknowledge-unreachable, 0 when not given (the count is never 0: it counts the
 	// cluster being marked).
 	acknowledge int
@@ -66,6 +68,7 @@ carries the gate's stamps.`,
 		"mark even though the gate does not answer: Liqo >= v1.1 then acts on the bare mark at once")
 	cmd.Flags().IntVar(&o.acknowledge, "acknowledge-unreachable", 0,
 		"during a storm (many providers unreachable at once), the number of them, instead of typing it")
+	cli.AddJanitorNamespaceFlag(cmd, &o.janitorNS)
 	return cmd
 }
 
@@ -93,7 +96,11 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 		return err
 	}
 	ev := evidenceOf(fc, fcs, nil)
-	if err := e.showPlan(ctx, c, fc, ev); err != nil {
+	ns, err := cli.FindJanitorNamespace(ctx, c, o.janitorNS)
+	if err != nil {
+		return err
+	}
+	if err := e.showPlan(ctx, c, fc, ns, ev); err != nil {
 		return err
 	}
 	if err := checkTunnel(fc); err != nil {
@@ -135,8 +142,8 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 }
 
 // showPlan prints what the mark would release, and the evidence it rests on.
-func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, ev *evidence) error {
-	plan, err := e.plan(ctx, c, fc)
+func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, ns cli.JanitorNamespace, ev *evidence) error {
+	plan, err := e.plan(ctx, c, fc, ns)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,9 @@ type planReport struct {
 	// Evidence is what the verdict "unreachable" rests on for this cluster: Liqo's APIServerStatus and
 	// NetworkConnectionStatus, and the storm count now.
 	Evidence *evidence `json:"evidence,omitempty"`
+	// Janitor is where the plugin read liqo-janitor's records (its namespace, and nowhere else), and the
+	// look-alikes of the same name it ignored in other namespaces.
+	Janitor *janitorView `json:"janitor,omitempty"`
 }
 
 // DeepCopyObject makes planReport a runtime.Object, for cli-runtime's printers.
@@ -57,6 +60,7 @@ func (r *planReport) DeepCopyObject() runtime.Object { return output.DeepCopyJSO
 
 func (e *env) planCommand() *cobra.Command {
 	var format *output.Flag
+	var janitorNS string
 	cmd := &cobra.Command{
 		Use:   "plan <cluster-id|foreigncluster>",
 		Short: "Show what marking the provider dead would release, and whether the gate would accept the mark now",
@@ -72,7 +76,7 @@ ForeignCluster it shows the grace window the janitor recorded.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeClusters(nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			report, err := e.planReport(cmd.Context(), args[0])
+			report, err := e.planReport(cmd.Context(), args[0], janitorNS)
 			if err != nil {
 				return err
 			}
@@ -80,15 +84,20 @@ ForeignCluster it shows the grace window the janitor recorded.`,
 		},
 	}
 	format = output.AddFlag(cmd)
+	cli.AddJanitorNamespaceFlag(cmd, &janitorNS)
 	return cmd
 }
 
-func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
+func (e *env) planReport(ctx context.Context, arg, janitorNS string) (*planReport, error) {
 	c, fc, err := e.Resolve(ctx, arg)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := e.plan(ctx, c, fc)
+	ns, err := cli.FindJanitorNamespace(ctx, c, janitorNS)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := e.plan(ctx, c, fc, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +105,8 @@ func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
 	fcs, listErr := listForeignClusters(ctx, c)
 	r.Evidence = evidenceOf(fc, fcs, listErr)
 	if plan.Wait != janitor.WaitReturned {
-		r.Probe = probeStatusOf(ctx, c, fc)
+		r.Janitor = readJanitorView(ctx, c, ns, liqojanitor.RecordsConfigMap)
+		r.Probe = probeStatusOf(ctx, c, fc, r.Janitor.records, r.Janitor.Unread)
 	}
 	if liqojanitor.IsMarked(fc.Annotations) {
 		g := graceOf(fc, time.Now()) // the plan's Wait already takes the janitor's recorded window (PlanCluster)
@@ -106,16 +116,18 @@ func (e *env) planReport(ctx context.Context, arg string) (*planReport, error) {
 	return r, err
 }
 
-func (e *env) plan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*janitor.Plan, error) {
+// plan is the janitor's own selection for fc, as if its grace period had ended, with the returns it kept
+// in its namespace ns (a provider that answered again after the mark stops every release).
+func (e *env) plan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, ns cli.JanitorNamespace) (*janitor.Plan, error) {
 	mc, err := e.metadataClient()
 	if err != nil {
 		return nil, err
 	}
-	plan, err := janitor.PlanCluster(ctx, c, mc, fc.Name, janitor.Options{})
+	plan, err := janitor.PlanCluster(ctx, c, mc, fc.Name, janitor.Options{Namespace: ns.Name})
 	if apierrors.IsForbidden(err) {
 		return nil, fmt.Errorf("%w (a plan reads what the janitor reads: get and list on ForeignClusters, ResourceSlices, "+
-			"NamespaceMaps, Renews, NamespaceOffloadings, VirtualNodes, Nodes, Pods and Namespaces; the cluster's view role "+
-			"and Liqo's read roles give them)", err)
+			"NamespaceMaps, Renews, NamespaceOffloadings, VirtualNodes, Nodes, Pods and Namespaces, and get on ConfigMap %s in "+
+			"liqo-janitor's namespace %s; the cluster's view role and Liqo's read roles give them)", err, liqojanitor.RecordsConfigMap, ns.Name)
 	}
 	return plan, err
 }
@@ -157,6 +169,7 @@ func printReport(out io.Writer, format *output.Flag, r *planReport) error {
 		fmt.Fprintln(out, "\nEvidence for this cluster (what \"unreachable\" rests on):")
 		printEvidence(out, "  ", r.Evidence, r.probeLine(), time.Now())
 	}
+	r.Janitor.printIgnored(out)
 	printGate(out, r.Gate)
 	return nil
 }

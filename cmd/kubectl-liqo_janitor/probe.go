@@ -34,22 +34,18 @@ type probeStatus struct {
 	Unread string `json:"unread,omitempty"`
 }
 
-// probeStatusOf is where the janitor probes fc's provider: the targets it kept for the mark (in a
-// ConfigMap liqojanitor.RecordsConfigMap in its namespace, found by name in any namespace), else where Liqo
-// says the provider is now.
-func probeStatusOf(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) *probeStatus {
-	records, err := configMapsNamed(ctx, c, liqojanitor.RecordsConfigMap)
-	for i := range records {
-		if rec, ok := liqojanitor.KeptRecordOf(&records[i], fc.UID, fc.Annotations); ok && rec.HasTargets() {
+// probeStatusOf is where the janitor probes fc's provider: the targets it kept for the mark (in its records,
+// liqojanitor.RecordsConfigMap in its namespace: records, nil when there is none), else where Liqo says
+// the provider is now. unread says why the records could not be read, if they could not.
+func probeStatusOf(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, records *corev1.ConfigMap, unread string) *probeStatus {
+	if records != nil {
+		if rec, ok := liqojanitor.KeptRecordOf(records, fc.UID, fc.Annotations); ok && rec.HasTargets() {
 			t := rec.Targets
 			return &probeStatus{APIServer: output.Printable(t.APIServer), Proxy: output.Printable(t.Proxy), CAKnown: len(t.CA) > 0,
 				Kept: true, KeptAt: &metav1.Time{Time: rec.At.UTC()}, From: output.Printable(rec.From)}
 		}
 	}
-	p := &probeStatus{}
-	if err != nil {
-		p.Unread = output.Printable(err.Error())
-	}
+	p := &probeStatus{Unread: output.Printable(unread)}
 	t, from := liqojanitor.ProviderTargets(ctx, c, fc)
 	if t.APIServer == "" && t.Proxy == "" {
 		p.None = true
@@ -95,13 +91,4 @@ func (p *probeStatus) line() string {
 		return ""
 	}
 	return p.String()
-}
-
-// configMapsNamed lists the ConfigMaps called name in any namespace (one request, by name).
-func configMapsNamed(ctx context.Context, c client.Client, name string) ([]corev1.ConfigMap, error) {
-	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.MatchingFields{"metadata.name": name}); err != nil {
-		return nil, err
-	}
-	return list.Items, nil
 }

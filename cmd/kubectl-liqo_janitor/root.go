@@ -21,7 +21,8 @@ const displayName = "kubectl liqo-janitor"
 // ignored would let `-n other` look as if it scoped anything.
 const namespaceIgnored = "-n/--namespace does not apply: the plugin acts on ForeignClusters, which are cluster-scoped, " +
 	"and finds the namespaces it reads itself (the janitor's events in default, the janitor's Deployment by its " +
-	"app.kubernetes.io/name label, Liqo's cluster-ID ConfigMaps by --liqo-namespace and --provider-liqo-namespace on fence)"
+	"app.kubernetes.io/name label, the janitor's brake and records by --janitor-namespace or the gate's webhook configuration, " +
+	"Liqo's cluster-ID ConfigMaps by --liqo-namespace and --provider-liqo-namespace on fence)"
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)

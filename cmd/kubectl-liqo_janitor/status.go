@@ -37,6 +37,7 @@ func (e *env) statusCommand() *cobra.Command {
 	var watch bool
 	var interval time.Duration
 	var format *output.Flag
+	var janitorNS string
 	cmd := &cobra.Command{
 		Use:   "status [<cluster-id|foreigncluster>]",
 		Short: "Show marked ForeignClusters: stamps, the grace window, the plan or the clean-up's progress, the janitor's last events",
@@ -61,26 +62,40 @@ func (e *env) statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ns, err := cli.FindJanitorNamespace(cmd.Context(), c, janitorNS)
+			if err != nil {
+				return err
+			}
+			read := statusReader{c: c, janitor: ns, args: args}
 			if format.Document() {
-				r, err := statusOf(cmd.Context(), c, args, time.Now())
+				r, err := read.statusOf(cmd.Context(), time.Now())
 				if err != nil {
 					return err
 				}
 				return format.Print(e.Out, r)
 			}
 			if !watch {
-				return e.printStatus(cmd.Context(), c, args)
+				return e.printStatus(cmd.Context(), read)
 			}
-			return e.watchStatus(cmd.Context(), c, args, interval)
+			return e.watchStatus(cmd.Context(), read, interval)
 		},
 	}
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh until interrupted (in place on a terminal, plain lines otherwise)")
 	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch refreshes")
 	format = output.AddFlag(cmd)
+	cli.AddJanitorNamespaceFlag(cmd, &janitorNS)
 	return cmd
 }
 
-func (e *env) watchStatus(ctx context.Context, c client.Client, args []string, interval time.Duration) error {
+// statusReader reads the status of the ForeignCluster args name (or of every marked one), with the
+// janitor's brake and records from its namespace.
+type statusReader struct {
+	c       client.Client
+	janitor cli.JanitorNamespace
+	args    []string
+}
+
+func (e *env) watchStatus(ctx context.Context, read statusReader, interval time.Duration) error {
 	f, isFile := e.Out.(*os.File)
 	tty := isFile && term.IsTerminal(int(f.Fd()))
 	tick := time.NewTicker(interval)
@@ -91,7 +106,7 @@ func (e *env) watchStatus(ctx context.Context, c client.Client, args []string, i
 		} else {
 			fmt.Fprintf(e.Out, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
 		}
-		if err := e.printStatus(ctx, c, args); err != nil {
+		if err := e.printStatus(ctx, read); err != nil {
 			if ctx.Err() != nil {
 				return nil // interrupted mid-refresh
 			}
@@ -105,8 +120,8 @@ func (e *env) watchStatus(ctx context.Context, c client.Client, args []string, i
 	}
 }
 
-func (e *env) printStatus(ctx context.Context, c client.Client, args []string) error {
-	r, err := statusOf(ctx, c, args, time.Now())
+func (e *env) printStatus(ctx context.Context, read statusReader) error {
+	r, err := read.statusOf(ctx, time.Now())
 	if err != nil {
 		return err
 	}
@@ -120,23 +135,25 @@ func (e *env) printStatus(ctx context.Context, c client.Client, args []string) e
 	}
 	if len(r.Clusters) == 0 {
 		fmt.Fprintln(e.Out, "No ForeignCluster is marked permanently unreachable.")
-		return nil
 	}
 	for _, cs := range r.Clusters {
 		printOne(e.Out, &cs, r.Time.Time)
 	}
+	r.Janitor.printIgnored(e.Out) // last: what the plugin did not read is not the news
 	return nil
 }
 
 // statusOf reads the status of the ForeignCluster an argument names, or without one of every marked
 // ForeignCluster, at now.
-func statusOf(ctx context.Context, c client.Client, args []string, now time.Time) (*statusReport, error) {
-	fcs, err := statusClusters(ctx, c, args)
+func (read statusReader) statusOf(ctx context.Context, now time.Time) (*statusReport, error) {
+	c := read.c
+	fcs, err := statusClusters(ctx, c, read.args)
 	if err != nil {
 		return nil, err
 	}
+	janitorView := readJanitorView(ctx, c, read.janitor, liqojanitor.BrakeConfigMap, liqojanitor.RecordsConfigMap)
 	r := &statusReport{TypeMeta: output.TypeMeta("StatusReport"), Time: metav1.NewTime(now.UTC().Truncate(time.Second)), Clusters: []clusterStatus{},
-		Brakes: brakesSet(ctx, c)}
+		Janitor: janitorView, Brakes: janitorView.brakes()}
 	var all []liqov1beta1.ForeignCluster // for the storm count, listed once
 	var listErr error
 	if len(fcs) > 0 {
@@ -150,7 +167,7 @@ func statusOf(ctx context.Context, c client.Client, args []string, now time.Time
 		cs := clusterStatusOf(fc, events, now)
 		cs.Evidence = evidenceOf(fc, all, listErr)
 		if cs.Marked && cs.Returned == nil {
-			cs.Probe = probeStatusOf(ctx, c, fc)
+			cs.Probe = probeStatusOf(ctx, c, fc, janitorView.records, janitorView.Unread)
 		}
 		r.Clusters = append(r.Clusters, cs)
 	}
@@ -305,15 +322,4 @@ func printUnpeering(out io.Writer, u *liqojanitor.Unpeering) {
 	for _, n := range u.Notes {
 		fmt.Fprintf(out, "  note: %s\n", n)
 	}
-}
-
-// brakesSet lists the janitor-wide brakes that are set, in any namespace (one request, by name). A user who
-// may not list ConfigMaps sees none: the janitor's Waiting event still says so on every marked cluster.
-func brakesSet(ctx context.Context, c client.Client) []brakeStatus {
-	brakes, _ := configMapsNamed(ctx, c, liqojanitor.BrakeConfigMap)
-	var out []brakeStatus
-	for _, cm := range brakes {
-		out = append(out, brakeStatus{Namespace: output.Printable(cm.Namespace), Reason: output.Printable(cm.Data[liqojanitor.BrakeReasonKey])})
-	}
-	return out
 }

@@ -20,8 +20,12 @@ type statusReport struct {
 	metav1.TypeMeta `json:",inline"`
 	// Time is when the plugin read it: Grace.Left counts from it.
 	Time metav1.Time `json:"time"`
-	// Brakes are the janitor-wide brakes set (janitor rule 14): the ConfigMaps liqo-janitor-brake, by
-	// namespace, and the operator's reason. While one is set, liqo-janitor in that namespace releases nothing.
+	// Janitor is where the plugin read liqo-janitor's brake and records (its namespace, and nowhere else),
+	// and the look-alikes of the same names it ignored in other namespaces.
+	Janitor *janitorView `json:"janitor"`
+	// Brakes is the janitor-wide brake when it is set (janitor rule 14): the ConfigMap liqo-janitor-brake
+	// in liqo-janitor's namespace, and the operator's reason; at most one. While it is set, liqo-janitor
+	// releases nothing.
 	Brakes []brakeStatus `json:"brakes,omitempty"`
 	// Clusters are the marked ForeignClusters, by name; empty when none is marked.
 	Clusters []clusterStatus `json:"clusters"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -248,7 +247,7 @@ func TestStatusNamesWhatHoldsTheUnpeering(t *testing.T) {
 	const fabricFinalizer = "firewallconfigurations-controller.liqo.io/finalizer"
 	firewall.SetFinalizers([]string{fabricFinalizer})
 	g.Expect(testEnv.Client.Create(ctx, firewall)).To(Succeed())
-	stop, err := testEnv.StartJanitor(janitor.Options{})
+	stop, err := testEnv.StartJanitor(janitor.Options{Namespace: janitorNamespace(t)})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = stop() })
 	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "flooded", "--yes")
@@ -282,28 +281,6 @@ func TestStatusNamesWhatHoldsTheUnpeering(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("    - " + held.Line()))
 }
 
-// TestStatusSaysFirstThatTheBrakeIsSet: the janitor-wide brake (janitor rule 14) is status's first line,
-// with the operator's reason and the command that releases it, and a field of status -o json.
-func TestStatusSaysFirstThatTheBrakeIsSet(t *testing.T) {
-	testEnv := harness.Require(t)
-	g := NewWithT(t)
-	ns := testEnv.Namespace(t)
-	brake := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: liqojanitor.BrakeConfigMap},
-		Data: map[string]string{liqojanitor.BrakeReasonKey: "checking the provider"}}
-	g.Expect(testEnv.Client.Create(t.Context(), brake)).To(Succeed())
-	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), brake) })
-
-	out, _, err := kubectl(t, alice, "", "status")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(ContainSubstring("BRAKE SET: liqo-janitor releases nothing for any cluster while ConfigMap " + ns +
-		"/liqo-janitor-brake exists (reason: \"checking the provider\"). Delete it to go on: kubectl -n " + ns + " delete configmap liqo-janitor-brake\n"))
-	js, _, err := kubectl(t, alice, "", "status", "-o", "json")
-	g.Expect(err).NotTo(HaveOccurred())
-	var report statusReport
-	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
-	g.Expect(report.Brakes).To(ContainElement(brakeStatus{Namespace: ns, Reason: "checking the provider"}))
-}
-
 // TestPlanAndStatusSayWhereTheReturnProbeLooks: a marked cluster with no API-server URL anywhere has no
 // probe target, and plan and status say so; with one in Liqo's status they name it, unverified without the
 // provider's CA; once the janitor kept it for the mark, they say so, and it stays after Liqo clears the
@@ -316,10 +293,11 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 	name := dead.ForeignCluster.Name
 	_, _, err := kubectl(t, alice, "", "mark", name, "--reason", "gone", "--yes")
 	g.Expect(err).NotTo(HaveOccurred())
+	ns := testEnv.OwnNamespace(t) // the janitor's own namespace, granted as the release namespace is
 	status := func() (string, *probeStatus) {
-		out, _, err := kubectl(t, alice, "", "status", name)
+		out, _, err := kubectl(t, alice, "", "status", name, "--janitor-namespace", ns)
 		g.Expect(err).NotTo(HaveOccurred())
-		js, _, err := kubectl(t, alice, "", "status", name, "-o", "json")
+		js, _, err := kubectl(t, alice, "", "status", name, "-o", "json", "--janitor-namespace", ns)
 		g.Expect(err).NotTo(HaveOccurred())
 		var report statusReport
 		g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
@@ -329,7 +307,7 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 	out, probe := status()
 	g.Expect(out).To(ContainSubstring("  return probe: NONE: no API-server URL is known for this provider"))
 	g.Expect(probe).To(Equal(&probeStatus{None: true}))
-	planOut, _, err := kubectl(t, alice, "", "plan", name)
+	planOut, _, err := kubectl(t, alice, "", "plan", name, "--janitor-namespace", ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(planOut).To(ContainSubstring("\n  return probe: NONE: no API-server URL is known"))
 
@@ -343,7 +321,6 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 		"from the ForeignCluster's status now"))
 	g.Expect(probe.Kept).To(BeFalse())
 
-	ns := testEnv.OwnNamespace(t) // the janitor's own namespace, granted as the release namespace is
 	stop, err := testEnv.StartJanitor(janitor.Options{Namespace: ns, GracePeriod: time.Hour})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = stop() })

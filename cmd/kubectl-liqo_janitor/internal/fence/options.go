@@ -19,6 +19,9 @@ type Options struct {
 	// ProviderKubeconfig is a kubeconfig of an admin of the provider; empty, fence tries this consumer's
 	// control-plane identity for it, with inline credentials only.
 	ProviderKubeconfig string
+	// JanitorNamespace is --janitor-namespace: where liqo-janitor keeps its records; empty, the namespace
+	// of the gate's webhook Service (cli.FindJanitorNamespace).
+	JanitorNamespace string
 	// LiqoNamespace and ProviderLiqoNamespace hold Liqo's cluster-ID ConfigMap on the consumer and on
 	// the provider.
 	LiqoNamespace, ProviderLiqoNamespace string

@@ -61,6 +61,9 @@ type Plan struct {
 	// Provider is the provider's API server, and Via how fence reaches it.
 	Provider string `json:"provider"`
 	Via      string `json:"via"`
+	// Kept is the API server liqo-janitor kept for the mark: fence went on only once Provider was that
+	// server and its certificate verified against the CA kept with it.
+	Kept *Kept `json:"kept"`
 	// ProviderLiqoClusterID is what the provider's own cluster-ID ConfigMap says (fence goes no further
 	// unless it is ProviderClusterID), and ProviderLiqoClusterIDFrom that ConfigMap.
 	ProviderLiqoClusterID     string             `json:"providerLiqoClusterID"`
@@ -120,7 +123,7 @@ func (s *scope) ownsCopy(obj client.Object) bool {
 func computePlan(ctx context.Context, s *scope) (*Plan, error) {
 	p := &Plan{ForeignCluster: s.fc.Name, ProviderClusterID: s.providerID, LocalClusterID: s.localID,
 		Provider: s.provider.host, Via: s.provider.via, ProviderLiqoClusterID: s.providerRead.id,
-		ProviderLiqoClusterIDFrom: s.providerRead.from, All: s.all}
+		ProviderLiqoClusterIDFrom: s.providerRead.from, All: s.all, Kept: s.kept.planned(s.ignored)}
 	if err := p.listShadowPods(ctx, s); err != nil {
 		return nil, err
 	}

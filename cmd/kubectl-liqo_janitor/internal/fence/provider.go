@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/liqotech/liqo/pkg/consts"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -60,28 +61,50 @@ func newProviderConn(cfg *rest.Config, via string) (*providerConn, error) {
 }
 
 // connectProvider reaches the provider with --provider-kubeconfig, or else with the consumer's
-// control-plane identity for it.
-func connectProvider(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, path string) (*providerConn, error) {
-	if path == "" {
-		return identityConn(ctx, c, fc)
+// control-plane identity for it — only once its server is the API server the janitor kept (k) and its
+// certificate verified against the kept CA, before anything is read there (kept.go).
+func connectProvider(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, path string, k *kept) (*providerConn, error) {
+	var cfg *rest.Config
+	var via, remoteTenant string
+	identity := path == ""
+	if identity {
+		secret, err := identitySecret(ctx, c, fc)
+		if err != nil {
+			return nil, err
+		}
+		if cfg, err = identityConfig(fc, secret); err != nil {
+			return nil, err
+		}
+		via = "the control-plane identity of Secret " + output.Printable(secret.Namespace+"/"+secret.Name)
+		remoteTenant = secret.Annotations[consts.RemoteTenantNamespaceAnnotKey]
+	} else {
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags("", path); err != nil {
+			return nil, fmt.Errorf("reading --provider-kubeconfig %s: %w", path, err)
+		}
+		via = "--provider-kubeconfig " + path
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("reading --provider-kubeconfig %s: %w", path, err)
-	}
-	return newProviderConn(cfg, "--provider-kubeconfig "+path)
-}
-
-// identityConn reaches the provider with the consumer's control-plane identity: the Secret chosen as
-// Liqo chooses it (identitySecret), whose data key "kubeconfig" (consts.KubeconfigSecretField,
-// pkg/consts/authentication.go; read by kubeconfig.BuildConfigFromSecret, pkg/utils/kubeconfig/restcfg.go,
-// for the crdReplicator and the identity manager, in v1.0.3, v1.1.0 and v1.2.0) holds a kubeconfig for the
-// provider — used only with the inline credentials secretKubeconfig lets through.
-func identityConn(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*providerConn, error) {
-	secret, err := identitySecret(ctx, c, fc)
+	cfg, err := k.pin(cfg, via, identity)
 	if err != nil {
 		return nil, err
 	}
+	if err := k.verify(ctx, cfg, via); err != nil {
+		return nil, err
+	}
+	p, err := newProviderConn(cfg, via)
+	if err != nil {
+		return nil, err
+	}
+	p.identity, p.remoteTenant = identity, remoteTenant
+	return p, nil
+}
+
+// identityConfig is the REST config of the consumer's control-plane identity Secret (identitySecret),
+// whose data key "kubeconfig" (consts.KubeconfigSecretField, pkg/consts/authentication.go; read by
+// kubeconfig.BuildConfigFromSecret, pkg/utils/kubeconfig/restcfg.go, for the crdReplicator and the identity
+// manager, in v1.0.3, v1.1.0 and v1.2.0) holds a kubeconfig for the provider — used only with the inline
+// credentials secretKubeconfig lets through.
+func identityConfig(fc *liqov1beta1.ForeignCluster, secret *corev1.Secret) (*rest.Config, error) {
 	name := output.Printable(secret.Namespace + "/" + secret.Name)
 	if awsIdentity(secret) {
 		return nil, fmt.Errorf("no --provider-kubeconfig, and Secret %s is an AWS IAM identity: Liqo gets its token from AWS "+
@@ -101,12 +124,7 @@ func identityConn(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignC
 			"Pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider " + output.Printable(string(fc.Spec.ClusterID)) + ".",
 		}
 	}
-	p, err := newProviderConn(cfg, "the control-plane identity of Secret "+name)
-	if err != nil {
-		return nil, err
-	}
-	p.identity, p.remoteTenant = true, secret.Annotations[consts.RemoteTenantNamespaceAnnotKey]
-	return p, nil
+	return cfg, nil
 }
 
 // secretKubeconfig is the REST config of a kubeconfig found in a Secret of the cluster. Whoever may write
@@ -181,35 +199,95 @@ func passKubeconfig(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("pass --provider-kubeconfig <file> with a kubeconfig of an admin of the provider %s", output.Printable(string(fc.Spec.ClusterID)))
 }
 
-// identitySecret is the consumer's control-plane identity Secret for fc's provider, chosen as Liqo's own
-// getter chooses it (getters.GetControlPlaneKubeconfigSecretByClusterID, pkg/utils/getters/k8sGetters.go,
-// the same in v1.0.3, v1.1.0 and v1.2.0; used by the crdReplicator, internal/crdReplicator/crdReplicator-operator.go,
-// and the identity manager, pkg/identityManager/client.go): the Secrets of every namespace labelled
-// liqo.io/remote-cluster-id=<provider> and liqo.io/identity-type=ControlPlane, exactly one — none or
-// several, Liqo errs, and fence refuses, naming them.
+// identitySecret is the consumer's control-plane identity Secret for fc's provider, found as Liqo finds
+// it, through its Identity — never by its labels (anyone who may create Secrets in some namespace can
+// label one as Liqo labels it):
+//   - the cluster's tenant namespace: exactly one namespace labelled liqo.io/remote-cluster-id=<provider>
+//     with liqo.io/tenant-namespace (tenantNamespaceManager.GetNamespace, pkg/tenantNamespace/namespaceManager.go);
+//     a namespace is cluster-scoped, only a cluster admin (or Liqo) labels one;
+//   - there, exactly one Identity (authentication.liqo.io) labelled liqo.io/remote-cluster-id=<provider>
+//     of spec.type ControlPlane (getters.GetControlPlaneIdentityByClusterID, pkg/utils/getters/k8sGetters.go,
+//     which Liqo's foreigncluster controller reads, core/foreigncluster-controller/status.go
+//     handleAuthenticationModuleStatus);
+//   - the Secret its status.kubeconfigSecretRef names, in its namespace (a LocalObjectReference,
+//     apis/authentication/v1beta1/identity_types.go IdentityStatus; read by getters.GetKubeconfigSecretFromIdentity,
+//     written by the identity controller for the Secret it creates and owns,
+//     authentication/identity-controller/identity_controller.go handleIdentityStatus, forge.KubeconfigSecret
+//     and MutateKubeconfigSecret, authentication/forge/kubeconfig.go).
+//
+// The same in Liqo v1.0.3, v1.1.0 and v1.2.0. None or several of either, and fence refuses, saying so.
 func identitySecret(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (*corev1.Secret, error) {
+	ns, err := tenantNamespace(ctx, c, fc)
+	if err != nil {
+		return nil, err
+	}
+	identity, err := controlPlaneIdentity(ctx, c, fc, ns)
+	if err != nil {
+		return nil, err
+	}
+	name := output.Printable(ns + "/" + identity.Name)
+	ref := identity.Status.KubeconfigSecretRef
+	if ref == nil || ref.Name == "" {
+		return nil, fmt.Errorf("no --provider-kubeconfig, and Identity %s names no kubeconfig Secret yet (status.kubeconfigSecretRef): %s", name, passKubeconfig(fc))
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("no --provider-kubeconfig, and reading Secret %s/%s, which Identity %s names: %w; %s",
+			output.Printable(ns), output.Printable(ref.Name), name, err, passKubeconfig(fc))
+	}
+	return secret, nil
+}
+
+// tenantNamespace is fc's provider's tenant namespace on this consumer, as Liqo finds it.
+func tenantNamespace(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (string, error) {
 	id := string(fc.Spec.ClusterID)
-	selector := fmt.Sprintf("%s=%s,%s=%s", liqojanitor.RemoteClusterIDLabel, output.Printable(id), liqojanitor.IdentityTypeLabel, liqojanitor.ControlPlaneIdentity)
-	var list corev1.SecretList
-	err := c.List(ctx, &list, client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: id, liqojanitor.IdentityTypeLabel: liqojanitor.ControlPlaneIdentity})
+	selector := fmt.Sprintf("%s=%s,%s", liqojanitor.RemoteClusterIDLabel, output.Printable(id), consts.TenantNamespaceLabel)
+	var list corev1.NamespaceList
+	err := c.List(ctx, &list, client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: id}, client.HasLabels{consts.TenantNamespaceLabel})
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("no --provider-kubeconfig, and you may not list the Secrets labelled %s in every namespace "+
-			"(where Liqo looks for the control-plane identity): %s", selector, passKubeconfig(fc))
+		return "", fmt.Errorf("no --provider-kubeconfig, and you may not list namespaces (fence finds the tenant namespace of %s "+
+			"labelled %s, as Liqo does): %s", output.Printable(id), selector, passKubeconfig(fc))
 	case err != nil:
-		return nil, fmt.Errorf("listing the Secrets labelled %s: %w", selector, err)
+		return "", fmt.Errorf("listing the namespaces labelled %s: %w", selector, err)
 	case len(list.Items) == 0:
-		return nil, fmt.Errorf("no --provider-kubeconfig, and no Secret labelled %s in any namespace: %s", selector, passKubeconfig(fc))
+		return "", fmt.Errorf("no --provider-kubeconfig, and no tenant namespace of %s (labelled %s), where Liqo keeps its "+
+			"control-plane Identity: %s", output.Printable(id), selector, passKubeconfig(fc))
 	case len(list.Items) > 1:
 		names := make([]string, 0, len(list.Items))
 		for i := range list.Items {
-			names = append(names, output.Printable(list.Items[i].Namespace+"/"+list.Items[i].Name))
+			names = append(names, output.Printable(list.Items[i].Name))
 		}
-		return nil, fmt.Errorf("no --provider-kubeconfig, and %d Secrets labelled %s (%s), where Liqo takes exactly one "+
-			"(GetControlPlaneKubeconfigSecretByClusterID): fence cannot tell which is the identity; nothing was read on the provider "+
-			"or written: %s", len(list.Items), selector, strings.Join(names, ", "), passKubeconfig(fc))
+		return "", fmt.Errorf("no --provider-kubeconfig, and %d tenant namespaces of %s (%s), where Liqo takes exactly one "+
+			"(tenantNamespaceManager.GetNamespace): nothing was read on the provider or written: %s",
+			len(names), output.Printable(id), strings.Join(names, ", "), passKubeconfig(fc))
 	}
-	return &list.Items[0], nil
+	return list.Items[0].Name, nil
+}
+
+// controlPlaneIdentity is the one ControlPlane Identity of fc's provider in its tenant namespace ns.
+func controlPlaneIdentity(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, ns string) (*authv1beta1.Identity, error) {
+	id := string(fc.Spec.ClusterID)
+	var list authv1beta1.IdentityList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: id}); err != nil {
+		return nil, fmt.Errorf("no --provider-kubeconfig, and listing the Identities of tenant namespace %s failed: %w; %s",
+			output.Printable(ns), err, passKubeconfig(fc))
+	}
+	var found []*authv1beta1.Identity
+	for i := range list.Items {
+		if it := &list.Items[i]; it.Spec.Type == authv1beta1.ControlPlaneIdentityType && (it.Spec.ClusterID == "" || string(it.Spec.ClusterID) == id) {
+			found = append(found, it)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return nil, fmt.Errorf("no --provider-kubeconfig, and no ControlPlane Identity of %s in its tenant namespace %s (fence uses only "+
+			"the Secret that Identity names, never one found by its labels): %s", output.Printable(id), output.Printable(ns), passKubeconfig(fc))
+	}
+	return nil, fmt.Errorf("no --provider-kubeconfig, and %d ControlPlane Identities of %s in tenant namespace %s, where Liqo takes exactly one "+
+		"(GetControlPlaneIdentityByClusterID): nothing was read on the provider or written: %s", len(found), output.Printable(id), output.Printable(ns), passKubeconfig(fc))
 }
 
 // access is one SelfSubjectAccessReview on the provider.

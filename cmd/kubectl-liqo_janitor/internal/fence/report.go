@@ -5,11 +5,13 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
@@ -70,6 +72,13 @@ func (p *Plan) escaped() *Plan {
 func printPlan(out io.Writer, p *Plan) {
 	fmt.Fprintf(out, "Fence: ForeignCluster %s (cluster ID %s) answers again at %s (%s).\n",
 		output.Printable(p.ForeignCluster), output.Printable(p.ProviderClusterID), output.Printable(p.Provider), output.Printable(p.Via))
+	if k := p.Kept; k != nil {
+		fmt.Fprintf(out, "Verified: its certificate verifies against the CA liqo-janitor kept for this mark with %s (kept at %s from %s, ConfigMap %s).\n",
+			k.APIServer, k.KeptAt.UTC().Format(time.RFC3339), k.From, k.ConfigMap)
+		for _, lookAlike := range k.Ignored {
+			fmt.Fprintln(out, cli.IgnoredLine(lookAlike, strings.SplitN(k.ConfigMap, "/", 2)[0]))
+		}
+	}
 	fmt.Fprintf(out, "Its Liqo cluster ID there: %s (%s there). This consumer: cluster ID %s.\n\n",
 		output.Printable(p.ProviderLiqoClusterID), output.Printable(p.ProviderLiqoClusterIDFrom), output.Printable(p.LocalClusterID))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
@@ -21,10 +22,15 @@ type scope struct {
 	provider            *providerConn
 	providerRead        clusterIDRead
 	all                 bool
+	// kept is the janitor's record of the provider for this mark, which provider was verified against;
+	// ignored the look-alikes of the records elsewhere.
+	kept    *kept
+	ignored []string
 }
 
-// newScope resolves the ForeignCluster (it must be marked), reads this cluster's ID, reaches the
-// provider and checks that it is the provider, not this cluster or another one.
+// newScope resolves the ForeignCluster (it must be marked), reads this cluster's ID and the janitor's
+// record of the provider for the mark, reaches the provider only once its server verified as the one kept
+// (kept.go), and checks that it is the provider, not this cluster or another one.
 func (o *Options) newScope(ctx context.Context) (*scope, error) {
 	c, fc, err := o.Factory.Resolve(ctx, o.ForeignCluster)
 	if err != nil {
@@ -38,7 +44,14 @@ func (o *Options) newScope(ctx context.Context) (*scope, error) {
 		return nil, fmt.Errorf("reading this cluster's Liqo cluster ID (--liqo-namespace %s): %w; nothing was read on the provider", o.LiqoNamespace, err)
 	}
 	s := &scope{consumer: c, fc: fc, localID: local.id, providerID: string(fc.Spec.ClusterID), all: o.All}
-	if s.provider, err = connectProvider(ctx, c, fc, o.ProviderKubeconfig); err != nil {
+	ns, err := cli.FindJanitorNamespace(ctx, c, o.JanitorNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("%w; fence verifies the provider against what liqo-janitor kept there: nothing was read on the provider or written", err)
+	}
+	if s.kept, s.ignored, err = readKept(ctx, c, fc, ns); err != nil {
+		return nil, err
+	}
+	if s.provider, err = connectProvider(ctx, c, fc, o.ProviderKubeconfig, s.kept); err != nil {
 		return nil, err
 	}
 	if s.provider.identity {

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
+)
+
+// janitorView is where `status` and `plan` read the janitor's ConfigMaps (its brake and its records): in
+// its namespace only (cli.FindJanitorNamespace), and the look-alikes they ignored elsewhere.
+type janitorView struct {
+	// Namespace is liqo-janitor's namespace, From how the plugin learned it.
+	Namespace string `json:"namespace"`
+	From      string `json:"from"`
+	// Ignored are ConfigMaps named as the janitor's brake or records in other namespaces ("namespace/name"):
+	// anyone who may create a ConfigMap there could have made them; they are not read.
+	Ignored []string `json:"ignored,omitempty"`
+	// Unread says why a ConfigMap of the janitor's could not be read there.
+	Unread string `json:"unread,omitempty"`
+
+	brake, records *corev1.ConfigMap
+}
+
+// readJanitorView reads, in the janitor's namespace ns, the ConfigMaps called names (of the janitor's:
+// liqojanitor.BrakeConfigMap, liqojanitor.RecordsConfigMap).
+func readJanitorView(ctx context.Context, c client.Client, ns cli.JanitorNamespace, names ...string) *janitorView {
+	v := &janitorView{Namespace: output.Printable(ns.Name), From: output.Printable(ns.From)}
+	for _, name := range names {
+		read, err := cli.ReadJanitorConfigMap(ctx, c, ns.Name, name)
+		if err != nil {
+			v.Unread = output.Printable(err.Error())
+		}
+		v.Ignored = append(v.Ignored, read.Ignored...)
+		switch name {
+		case liqojanitor.BrakeConfigMap:
+			v.brake = read.ConfigMap
+		case liqojanitor.RecordsConfigMap:
+			v.records = read.ConfigMap
+		}
+	}
+	return v
+}
+
+// brakes is the janitor-wide brake when it is set (janitor rule 14): none, or the one in its namespace.
+func (v *janitorView) brakes() []brakeStatus {
+	if v.brake == nil {
+		return nil
+	}
+	return []brakeStatus{{Namespace: v.Namespace, Reason: output.Printable(v.brake.Data[liqojanitor.BrakeReasonKey])}}
+}
+
+// printIgnored names the look-alikes, one line each.
+func (v *janitorView) printIgnored(out io.Writer) {
+	if v == nil {
+		return
+	}
+	for _, lookAlike := range v.Ignored {
+		fmt.Fprintln(out, cli.IgnoredLine(lookAlike, v.Namespace))
+	}
+	if v.Unread != "" {
+		fmt.Fprintf(out, "liqo-janitor's ConfigMaps in its namespace %s could not all be read: %s\n", v.Namespace, v.Unread)
+	}
+}
