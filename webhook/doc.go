@@ -105,7 +105,7 @@
 //  18. Liqo's uninstaller may bare-mark, when the operator turns it on, and only from a live pod of its
 //     pre-delete Job. Off by default (Options.LiqoUninstallerUsers empty, --liqo-uninstaller-users): no
 //     released Liqo marks a ForeignCluster when it uninstalls — v1.0.3, v1.1.0 and v1.2.0's pre-delete Job
-//     (cmd/uninstaller/main.go main) checks for peerings (pkg/utils/preuninstall.go PreUninstall) and
+//     (Liqo's cmd/uninstaller/main.go main) checks for peerings (pkg/utils/preuninstall.go PreUninstall) and
 //     deletes every ForeignCluster (pkg/uninstaller/deletion.go DeleteAllForeignClusters), liqoctl
 //     uninstall (pkg/liqoctl/uninstall/handler.go Run) marks nothing either; only liqoctl force unpeer
 //     (v1.1.0+, pkg/liqoctl/force/unpeer/handler.go) and Liqo's open force-uninstall PR #3333
