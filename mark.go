@@ -120,8 +120,8 @@ const (
 	// --liqo-namespace, in the binary and in the plugin.
 	DefaultLiqoNamespace = consts.DefaultLiqoNamespace
 	// LiqoPreDeleteServiceAccount is the ServiceAccount, in Liqo's namespace, of the Job Liqo's chart runs
-	// before it uninstalls (its pre-delete hook; with uninstaller.forceUninstall, Liqo's PR #3333, it
-	// bare-marks every ForeignCluster).
+	// before it uninstalls (its pre-delete hook, Job and ServiceAccount of one name). No released Liqo's
+	// marks a ForeignCluster; with uninstaller.forceUninstall, Liqo's open PR #3333, it bare-marks every one.
 	LiqoPreDeleteServiceAccount = "liqo-pre-delete"
 )
 

@@ -156,7 +156,7 @@ func ProviderTargets(ctx context.Context, reader client.Reader, fc *liqov1beta1.
 	}
 	var ids authv1beta1.IdentityList
 	if err := reader.List(ctx, &ids, client.InNamespace(ns)); err != nil {
-		return t, from
+		return t, fmt.Sprintf("%s alone (the Identities of %s could not be read: %v)", from, ns, err)
 	}
 	for _, id := range ids.Items {
 		if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Spec.ClusterID != fc.Spec.ClusterID {

@@ -216,3 +216,22 @@ func TestAcknowledgement(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkTargets: the gate's record of the targets at marking reads back as written (the CA's bytes
+// included, At to the second), and nothing else reads as one.
+func TestMarkTargets(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 2, 1, 0, 0, 500_000_000, time.FixedZone("x", 3600))
+	rec := MarkTargets{Targets: Targets{APIServer: "https://10.0.0.7:6443", Proxy: "http://10.0.0.8:8118", CA: []byte("-----BEGIN CERTIFICATE-----\n")},
+		From: "the ForeignCluster's status and Identity liqo-tenant-x/id", At: at}
+	got, ok := ParseMarkTargets(rec.String())
+	if !ok || got.Targets.APIServer != rec.Targets.APIServer || got.Targets.Proxy != rec.Targets.Proxy ||
+		string(got.Targets.CA) != string(rec.Targets.CA) || got.From != rec.From || !got.At.Equal(at.Truncate(time.Second)) {
+		t.Fatalf("ParseMarkTargets(%s) = %+v, %v", rec.String(), got, ok)
+	}
+	for _, v := range []string{"", "https://10.0.0.7:6443", `{"targets":{}}`, `{"targets":{},"from":"x"}`, `{"at":"2026-12-02T01:00:00Z"}`} {
+		if _, ok := ParseMarkTargets(v); ok {
+			t.Errorf("ParseMarkTargets(%q) read a record", v)
+		}
+	}
+}

@@ -131,6 +131,39 @@ func TestAFencePlacedAheadOfTheMarkNeverSurvivesIntoIt(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, bob, fc, map[string]*string{liqojanitor.FencedAnnotation: nil})).To(Succeed())
 }
 
+// TestTheDeletionOverrideCannotBePrePlaced (rule 22): the break-glass override of the deletion rule on an
+// unmarked ForeignCluster is refused, whoever writes it (a holder of the verb too); one that got there anyway
+// (written while the gate was absent) is dropped by the request that sets the mark, and so is one given with
+// the mark; on the marked ForeignCluster a holder of the verb sets it as before (rule 17).
+func TestTheDeletionOverrideCannotBePrePlaced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
+	override := map[string]*string{liqojanitor.AllowDeleteAnnotation: s(fc.Name)}
+
+	for _, c := range []client.Client{bob, alice} {
+		err := fixture.Annotate(ctx, c, fc, override)
+		expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/allow-delete-while-unpeering]", fc,
+			"is not marked permanently unreachable", "gate rule 22")
+	}
+	g.Expect(get(t, fc).Annotations).NotTo(HaveKey(liqojanitor.AllowDeleteAnnotation))
+
+	withoutGate(t, bob, fc, override)
+	g.Expect(fixture.Annotate(ctx, alice, fc, markAndConfirm(fc))).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(And(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"),
+		Not(HaveKey(liqojanitor.AllowDeleteAnnotation))), "the mark drops the override placed ahead of it")
+
+	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	withMark := markAndConfirm(fc)
+	withMark[liqojanitor.AllowDeleteAnnotation] = s(fc.Name)
+	g.Expect(fixture.Annotate(ctx, alice, fc, withMark)).To(Succeed())
+	g.Expect(get(t, fc).Annotations).To(And(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"),
+		Not(HaveKey(liqojanitor.AllowDeleteAnnotation))), "the mark drops the override given with it")
+
+	g.Expect(fixture.Annotate(ctx, alice, fc, override)).To(Succeed(), "set on the marked cluster by a holder of the verb")
+	g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqojanitor.AllowDeleteAnnotation, fc.Name))
+}
+
 // TestAFenceRecordIsRestampedWithTheReturnItFences (rule 15): whatever the request says — a future date, a
 // hand-written value, the plugin's spelling without the return — the gate stores now, the requester and
 // the janitor's recorded return; with no return recorded there is nothing to fence.

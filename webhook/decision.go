@@ -54,8 +54,11 @@ type inputs struct {
 	Probe probeResult
 	// JanitorUser is the janitor's own identity (rule 14).
 	JanitorUser string
-	// LiqoUninstaller: the requester is one of Liqo's uninstaller identities (rule 18).
+	// LiqoUninstaller: the requester is Liqo's uninstaller, a live pod of its pre-delete Job (rule 18).
 	LiqoUninstaller bool
+	// NotUninstaller says why a request by one of Options.LiqoUninstallerUsers is not taken for Liqo's
+	// uninstaller's (its token is bound to no live pod of the Job); "" otherwise.
+	NotUninstaller string
 	// Now is the time of the request.
 	Now time.Time
 }
@@ -151,20 +154,10 @@ func arms(old, fc *liqov1beta1.ForeignCluster) bool {
 }
 
 // setsOverride reports whether the request sets or changes the break-glass override of the deletion rule
-// (liqo-janitor.io/allow-delete-while-unpeering) on a ForeignCluster marked after it (rule 17).
+// (liqo-janitor.io/allow-delete-while-unpeering) on a ForeignCluster marked before and after it (rule 17):
+// on an unmarked one it is refused (rule 22), and the mutating webhook drops it from a marking request.
 func setsOverride(old, fc *liqov1beta1.ForeignCluster) bool {
-	t := transitionOf(old, fc)
-	if t != marking && t != staysMarked {
-		return false
-	}
-	if _, set := fc.Annotations[liqojanitor.AllowDeleteAnnotation]; !set {
-		return false
-	}
-	var before map[string]string
-	if old != nil {
-		before = old.Annotations
-	}
-	return differs(before, fc.Annotations, liqojanitor.AllowDeleteAnnotation)
+	return transitionOf(old, fc) == staysMarked && sets(old, fc, liqojanitor.AllowDeleteAnnotation)
 }
 
 // acknowledges reports whether a marking request carries the storm's acknowledgement (rule 21).
@@ -233,6 +226,7 @@ const (
 	reasonOverride        = "DeleteOverride"
 	reasonOverrideValue   = "DeleteOverrideValue"
 	reasonOverrideSet     = "DeleteOverrideSet"
+	reasonOverrideEarly   = "DeleteOverrideWithoutMark"
 	reasonUninstallerMark = "MarkedByLiqoUninstaller"
 	reasonUnpeering       = "UnpeeringRuns"
 	reasonDeleted         = "Deleted"
@@ -292,6 +286,7 @@ func decide(r *inputs, opts Options) verdict {
 		v.deny(reasonConfirmation, checkConfirmation(r, false))
 		v.deny(reasonStamps, checkNoStampsWithoutMark(r))
 		v.deny(reasonFenceUnmarked, checkNoFenceWithoutMark(r))
+		v.deny(reasonOverrideEarly, checkNoOverrideWithoutMark(r))
 		v.deny(reasonEvidenceEarly, checkNoEvidenceBeforeTheMark(r))
 		v.deny(reasonAckEarly, checkNoAckBeforeTheMark(r))
 		if arms(r.Old, r.New) {
@@ -318,19 +313,20 @@ func (v *verdict) decideMarking(r *inputs, opts Options) string {
 	}
 	v.deny(reasonReachable, checkUnreachable(r, opts))
 	v.deny(reasonTunnelUp, checkTunnel(r, opts))
-	if !r.LiqoUninstaller { // rule 21: uninstalling Liqo removes every peering on purpose
-		v.deny(reasonStorm, checkStorm(r, opts))
-	}
+	v.deny(reasonStorm, checkStorm(r, opts)) // Liqo's uninstaller's too (rule 18)
 	v.deny(reasonProviderAnswers, checkProbe(r))
 	v.deny(reasonNotStamped, checkStamped(r))
 	v.deny(reasonNotStamped, checkAckStamped(r))
 	v.deny(reasonFenceUnmarked, checkNoFenceIntoTheMark(r))
-	v.deny(reasonOverrideValue, checkOverrideValue(r))
+	v.deny(reasonOverrideEarly, checkNoOverrideIntoTheMark(r))
+	if r.NotUninstaller != "" {
+		v.Warnings = append(v.Warnings, warnNotUninstaller(r.User.Username, r.NotUninstaller))
+	}
 	allowed := reasonMarked
 	switch {
-	case r.LiqoUninstaller && !setsOverride(r.Old, r.New) && !acknowledges(r.New):
+	case r.LiqoUninstaller && !acknowledges(r.New):
 		// rule 18: Liqo's uninstaller holds no break-glass verb; its mark is audited instead (one that
-		// sets the deletion override or acknowledges a storm needs the verb, as anyone's)
+		// acknowledges a storm needs the verb, as anyone's)
 		allowed = reasonUninstallerMark
 	default:
 		v.checkPermission(r, marking)

@@ -555,10 +555,21 @@ func TestDecide(t *testing.T) {
 			review:      inputs{Old: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down), New: fc(id, marked, down)},
 			wantAllowed: true,
 		},
-		"the deletion override with a mark by Liqo's uninstaller still needs the verb": {
-			review:    inputs{Old: fc(id, nil, down), New: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down), LiqoUninstaller: true},
-			wantCode:  http.StatusForbidden,
-			wantPaths: []string{"metadata.annotations[liqo.io/foreign-cluster-permanently-unreachable]"},
+		"a mark still carrying the deletion override is refused: the mutating webhook did not run (rule 22)": {
+			review:    inputs{Old: fc(id, confirmed, down), New: fc(id, with(marked, liqojanitor.AllowDeleteAnnotation, id), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/allow-delete-while-unpeering]"},
+			wantInMsg: []string{"a mark never starts with the break-glass override", "kubectl annotate foreigncluster provider-a liqo-janitor.io/allow-delete-while-unpeering-"},
+		},
+		"the deletion override on an unmarked cluster is refused, for a holder of the verb too (rule 22)": {
+			review:    inputs{Old: fc(id, nil, down), New: fc(id, with(nil, liqojanitor.AllowDeleteAnnotation, id), down), permission: permitted},
+			wantCode:  http.StatusUnprocessableEntity,
+			wantPaths: []string{"metadata.annotations[liqo-janitor.io/allow-delete-while-unpeering]"},
+			wantInMsg: []string{"is not marked permanently unreachable", "gate rule 22"},
+		},
+		"a deletion override left on an unmarked cluster may be removed by anyone (rule 22)": {
+			review:      inputs{Old: fc(id, with(nil, liqojanitor.AllowDeleteAnnotation, id), down), New: fc(id, nil, down)},
+			wantAllowed: true,
 		},
 		"the unpeering record is the janitor's (rule 14)": {
 			review:    inputs{Old: fc(id, marked, down), New: fc(id, with(marked, liqojanitor.UnpeeringAnnotation, `{"phase":"Complete"}`), down), JanitorUser: "janitor"},

@@ -23,10 +23,10 @@
 //
 // # The gate's rules
 //
-// Rules 1 to 15 and 18 to 21 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the
+// Rules 1 to 15 and 18 to 23 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the
 // mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable and the old one did
-// not. The code cites them by number; rules 20 and 21 came last (issue 28), numbered after the others so
-// that no citation changes.
+// not. The code cites them by number; rules 20 and 21 (issue 28) and 22 on (issue 35) came last, numbered
+// after the others so that no citation changes.
 //
 //  1. Setting the mark needs liqo-janitor.io/confirm-cluster-id equal to spec.clusterID (it may come
 //     earlier, from a holder of rule 5's verb: rule 19). A wrong confirmation is refused wherever it is
@@ -102,15 +102,29 @@
 //     warning saying what it overrode, and a log line with the user (the API server's audit log has the
 //     request). Setting or changing the override on a marked ForeignCluster needs rule 5's permission and
 //     the exact cluster ID; removing it needs nothing.
-//  18. Liqo's uninstaller may bare-mark: a mark set by one of Options.LiqoUninstallerUsers
-//     (--liqo-uninstaller-users; by default Liqo's pre-delete Job, system:serviceaccount:<Liqo's namespace>:liqo-pre-delete, which
-//     bare-marks every ForeignCluster with uninstaller.forceUninstall, Liqo PR #3333) needs neither rule 5's
-//     verb nor rule 12's key; the mutating webhook writes the confirmation (rule 1 then holds) and a
-//     liqo-janitor.io/reason "marked by Liqo's uninstaller (<user>)" when the request carries none, beside
-//     the stamps naming that identity, and the validating webhook emits an Event MarkedByLiqoUninstaller.
-//     Rules 2, 3, 4 (the probe included), 6, 9, 11, 13, 14 and 20 still hold; rule 21 does not (uninstalling
-//     Liqo removes every peering on purpose); setting rule 17's override or rule 21's acknowledgement with
-//     it still needs the verb.
+//  18. Liqo's uninstaller may bare-mark, when the operator turns it on, and only from a live pod of its
+//     pre-delete Job. Off by default (Options.LiqoUninstallerUsers empty, --liqo-uninstaller-users): no
+//     released Liqo marks a ForeignCluster when it uninstalls — v1.0.3, v1.1.0 and v1.2.0's pre-delete Job
+//     (Liqo's cmd/uninstaller/main.go main) checks for peerings (pkg/utils/preuninstall.go PreUninstall) and
+//     deletes every ForeignCluster (pkg/uninstaller/deletion.go DeleteAllForeignClusters), liqoctl
+//     uninstall (pkg/liqoctl/uninstall/handler.go Run) marks nothing either; only liqoctl force unpeer
+//     (v1.1.0+, pkg/liqoctl/force/unpeer/handler.go) and Liqo's open force-uninstall PR #3333
+//     (uninstaller.forceUninstall) write the mark. Turned on for the ServiceAccounts of Liqo's namespace it
+//     names (system:serviceaccount:<Liqo's namespace>:liqo-pre-delete for Liqo's chart), a mark whose
+//     request's token is bound to a pod (userInfo.extra authentication.kubernetes.io/pod-name, pod-uid and
+//     credential-id, as kube-apiserver sets them for a pod-bound ServiceAccount token) that exists now, read
+//     live, in that namespace, with that UID, not ended, running as that ServiceAccount and controlled by
+//     the Job of the same name (Liqo's chart names its pre-delete Job and ServiceAccount alike:
+//     liqo.prefixedName of "pre-delete", v1.0.3 to v1.2.0) needs neither rule 5's verb nor rule 12's key;
+//     the mutating webhook writes the confirmation (rule 1 then holds) and a liqo-janitor.io/reason
+//     "marked by Liqo's uninstaller (<user>)" when the request carries none, beside the stamps naming that
+//     identity, and the validating webhook emits an Event MarkedByLiqoUninstaller. A token of that
+//     ServiceAccount requested without a pod binding, or an impersonation of it, is judged as anyone's,
+//     with a warning saying why. Rules 2, 3, 4 (the probe included), 6, 9, 11, 13, 14, 20 and 21 still
+//     hold; setting rule 17's override or rule 21's acknowledgement with it still needs the verb. The
+//     limit: whoever may impersonate userextras (verb impersonate on resource userextras, for these three
+//     keys) and names a live pod of the Job with its UID, or may create pods running as that
+//     ServiceAccount in Liqo's namespace, passes as Liqo's uninstaller — both are cluster-admin-grade.
 //  19. Keys that arm a bare mark are typed by someone who may mark: setting or changing
 //     liqo-janitor.io/confirm-cluster-id or liqo-janitor.io/reason on a ForeignCluster unmarked before and
 //     after the request needs rule 5's verb (removing them is anyone's). liqoctl force unpeer sends, as the
@@ -146,12 +160,35 @@
 //     the validating webhook accepts only its own stamp, as rule 6's; both are immutable while marked and
 //     go with the mark (rule 7). An acknowledgement given outside a storm must still name the count (the
 //     janitor reads it), and a wrong count is refused with the right one. Fail closed when the
-//     ForeignClusters cannot be listed. Liqo's uninstaller's marks are exempt (rule 18): a force uninstall
-//     bare-marks every ForeignCluster on purpose, a storm by design.
+//     ForeignClusters cannot be listed. Liqo's uninstaller's marks are held too (rule 18): its bare mark
+//     cannot give the count, so a force uninstall in a storm waits for the operator to look (a force
+//     uninstall marks every ForeignCluster, but an uninstall and this cluster's own cut look alike here).
+//  22. The deletion override cannot be pre-placed: setting or changing
+//     liqo-janitor.io/allow-delete-while-unpeering (rule 17) on a ForeignCluster unmarked after the request is
+//     refused, for everyone, a holder of rule 5's verb included (removing it is anyone's), as the fence
+//     record is (rule 15); the mutating webhook drops it from a request that sets the mark, so one placed
+//     before the mark (while the gate was absent) or given with it never survives into it, and the
+//     validating webhook refuses a mark still carrying one. A holder of the verb sets it on the marked
+//     ForeignCluster, for that mark (rule 17); removing the mark removes it (rule 7).
+//  23. The gate records where the provider was when it admitted the mark: on the request that sets the mark
+//     the mutating webhook writes liqo-janitor.io/mark-targets (liqojanitor.MarkTargets: the
+//     liqojanitor.Targets that liqojanitor.ProviderTargets gathers — the status' apiServerUrl and
+//     foreignProxyUrl, and the control-plane Identity's API server, proxy URL and CA in the tenant namespace
+//     the status names — where they came from, and when), replacing whatever the request carried; the read
+//     of the Identity is live and bounded (1 s), and when it fails the record says so in its from and keeps
+//     what the status gives. liqoctl force unpeer (v1.1.0+) deletes the tenant namespace, with the Identity,
+//     and Liqo's status rebuild then drops the URLs (foreigncluster-controller/status.go
+//     clearStatusExceptConditions, v1.0.3 to v1.2.0): a janitor that first sees the mark after that falls
+//     back to this record. Setting
+//     or changing it on a ForeignCluster unmarked after the request is refused, for everyone (as the stamps
+//     are, rule 6); it is immutable while marked; removing the mark removes it (rule 7).
 //
 // The ValidatingAdmissionPolicy in manifests/policy enforces, with the gate absent, what CEL can: rules 1,
 // 2, 5, 10, 15 and 19 through the authorizer, 6's immutability, 11, 13, 14; of 20, the mark refused while
-// the tunnel is Established (not the wait after it left: CEL has no clock); of 21, the acknowledgement
+// the tunnel is Established (not the wait after it left: CEL has no clock); of 6, the stamps set only in
+// the marking request, marked-by naming its requester, and a marked-at written before the mark refused in
+// it; 23's record only in the marking request and immutable while marked (not its content: CEL reads no
+// Identity); of 21, the acknowledgement
 // only in the marking request and not counted from the old object, its stamp only with the mark and naming
 // the requester, both immutable while marked, and Liqo's uninstaller needing the verb to give it (not the
 // count itself: CEL cannot list the other ForeignClusters); of 12, the no-evidence key
@@ -159,6 +196,8 @@
 // record refused on an unmarked ForeignCluster and in a request that sets the mark (with the gate absent
 // nothing drops it: remove it first), and on a marked one the requester's name and a recorded return (no
 // time: CEL has no clock; not the return's time); 16 by the janitor's record alone (read as text: it must
-// contain "phase":"Complete"), and 17; 18 only where the mutating webhook ran (a bare mark has no
-// confirmation: with the gate absent it is refused).
+// contain "phase":"Complete"), and 17; 22 (the override refused on an unmarked ForeignCluster and in a
+// request that sets the mark: with the gate absent nothing drops it, remove it first); 18 only where the mutating webhook ran (a bare mark has no
+// confirmation: with the gate absent it is refused) and from a pod-bound token (the extras only: CEL
+// cannot read the pod).
 package webhook

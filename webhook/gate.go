@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/liqotech/liqo/pkg/consts"
@@ -42,12 +43,12 @@ const (
 // The configurations below are generated into manifests/chart/liqo-janitor/files (`make manifests`). Their
 // matchConditions make the API server call the gate only for requests it could refuse or must stamp: the
 // validating webhook when the mark, the confirmation, the reason, the no-evidence key, the storm's
-// acknowledgement, a stamp or one of the janitor's own keys is created, changed or removed (rules 1, 2, 6,
-// 12, 14, 19, 21), when the fence record
-// is set or changed, marked or not (rule 15), when a marked cluster is unpaused (rule 10), and when the
-// deletion override or Liqo's labels liqo.io/remote-cluster-id and liqo.io/webhook-skip change on a marked
-// cluster (rules 11, 17); the mutating webhook only when the mark itself changes (it then also drops a
-// fence record) or a fence record is set on a marked cluster (it only stamps and unstamps); the
+// acknowledgement, a stamp, the record of the targets at marking or one of the janitor's own keys is
+// created, changed or removed (rules 1, 2, 6, 12, 14, 19, 21, 23), when the fence record or
+// the deletion override is set or changed, marked or not (rules 15, 17, 22), when a marked cluster is
+// unpaused (rule 10), and when Liqo's labels liqo.io/remote-cluster-id and liqo.io/webhook-skip change on a
+// marked cluster (rule 11); the mutating webhook only when the mark itself changes (it then also drops a
+// fence record and the deletion override) or a fence record is set on a marked cluster (it only stamps and unstamps); the
 // deletion webhook (a third one, verbs delete only, so that the CREATE and UPDATE expressions never meet
 // DELETE's null object) only when the ForeignCluster deleted carries the mark (rules 16, 17). Every
 // other request on a ForeignCluster — Liqo's status (a subresource the gate never sees), Liqo's labels and
@@ -57,7 +58,7 @@ const (
 //
 //nolint:lll // markers are one line each
 // +kubebuilder:webhook:path=/mutate-liqo-io-v1beta1-foreigncluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=mforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"mark-changes","expression":"(request.operation == 'CREATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) || (request.operation == 'UPDATE' && ((has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) ? !(has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == object.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable']) : (has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations))) || (request.operation == 'UPDATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && 'liqo-janitor.io/fenced' in object.metadata.annotations && !(has(oldObject.metadata.annotations) && 'liqo-janitor.io/fenced' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/fenced'] == object.metadata.annotations['liqo-janitor.io/fenced']))"}]}`
-// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/reason', 'liqo-janitor.io/no-reachability-evidence', 'liqo-janitor.io/acknowledge-unreachable', 'liqo-janitor.io/acknowledged-by', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at', 'liqo-janitor.io/unpeering'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || (has(object.metadata.annotations) && 'liqo-janitor.io/fenced' in object.metadata.annotations && !(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/fenced' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/fenced'] == object.metadata.annotations['liqo-janitor.io/fenced'])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && (['liqo-janitor.io/allow-delete-while-unpeering'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k]))))"}]}`
+// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/reason', 'liqo-janitor.io/no-reachability-evidence', 'liqo-janitor.io/acknowledge-unreachable', 'liqo-janitor.io/acknowledged-by', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at', 'liqo-janitor.io/unpeering', 'liqo-janitor.io/mark-targets'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo-janitor.io/fenced', 'liqo-janitor.io/allow-delete-while-unpeering'].exists(k, has(object.metadata.annotations) && k in object.metadata.annotations && !(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k])))"}]}`
 // +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=delete,versions=v1beta1,name=vforeigncluster-delete.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"marked-deletions","expression":"request.operation == 'DELETE' && has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == 'true'"}]}`
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -65,6 +66,8 @@ const (
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=liqo
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=liqo
+// +kubebuilder:rbac:groups=authentication.liqo.io,resources=identities,verbs=list
 
 // gate serves the mutating and validating admission webhooks on ForeignClusters.
 type gate struct {
@@ -109,6 +112,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 		return fmt.Errorf("watching Liqo's cluster-ID ConfigMap: %w", err)
 	}
 	o = o.Default()
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	if o.JanitorUser == "" {
 		user, err := selfUser(ctx, mgr.GetClient())
 		if err != nil {
@@ -153,7 +159,7 @@ func (g *gate) webhooks(scheme *runtime.Scheme) (mutating, validating *admission
 
 // Mutate stamps marked-by and marked-at on marking, stamps a fence record on a marked cluster, and removes
 // the stamps, the confirmation and a fence record on unmarking (stamp).
-func (g *gate) Mutate(_ context.Context, req admission.Request) admission.Response {
+func (g *gate) Mutate(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
@@ -161,11 +167,33 @@ func (g *gate) Mutate(_ context.Context, req admission.Request) admission.Respon
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	set, remove := stamp(old, fc, req.UserInfo.Username, g.options.isLiqoUninstaller(req.UserInfo.Username), g.clock.Now())
+	var uninstaller bool
+	if transitionOf(old, fc) == marking {
+		uninstaller, _ = g.liqoUninstaller(ctx, req.UserInfo)
+	}
+	now := g.clock.Now()
+	set, remove := stamp(old, fc, req.UserInfo.Username, uninstaller, now)
+	if transitionOf(old, fc) == marking {
+		set[liqojanitor.MarkTargetsAnnotation] = g.markTargets(ctx, fc, now)
+	}
 	if len(set) == 0 && len(remove) == 0 {
 		return admission.Allowed("")
 	}
 	return admission.Patched("", annotationPatch(fc.Annotations, set, remove)...)
+}
+
+// markTargetsTimeout bounds the mutating webhook's read of the provider's control-plane Identity (rule 23),
+// well inside the webhook's 5 s with the validating webhook's probe after it.
+const markTargetsTimeout = time.Second
+
+// markTargets is the gate's record of where fc's provider is as Liqo knows it now (rule 23): what
+// liqojanitor.ProviderTargets gathers — the status' URLs, and the Identity's API server, proxy and CA where
+// it can be read within markTargetsTimeout (read live; when it cannot, the record's from says so).
+func (g *gate) markTargets(ctx context.Context, fc *liqov1beta1.ForeignCluster, now time.Time) string {
+	ctx, cancel := context.WithTimeout(ctx, markTargetsTimeout)
+	defer cancel()
+	t, from := liqojanitor.ProviderTargets(ctx, g.apiReader, fc)
+	return liqojanitor.MarkTargets{Targets: t, From: from, At: now}.String()
 }
 
 func (g *gate) decode(req admission.Request) (fc, old *liqov1beta1.ForeignCluster, err error) {
@@ -260,9 +288,9 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 	if err != nil {
 		return nil, err
 	}
-	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now(), JanitorUser: g.options.JanitorUser,
-		LiqoUninstaller: g.options.isLiqoUninstaller(req.UserInfo.Username)}
+	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now(), JanitorUser: g.options.JanitorUser}
 	if needsClusterContext(transitionOf(old, fc)) {
+		r.LiqoUninstaller, r.NotUninstaller = g.liqoUninstaller(ctx, req.UserInfo)
 		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
 		fcs, err := g.foreignClusters(ctx)
 		r.Duplicates, r.DuplicatesErr = duplicatesOf(fcs, fc), err

@@ -52,7 +52,8 @@ func TestMain(m *testing.M) {
 		if err := setupCluster(e); err != nil {
 			return err
 		}
-		return e.StartGate(webhook.Options{LiqoNamespace: liqoNamespace, MinUnreachable: time.Minute, ProbeTimeout: webhook.DefaultProbeTimeout})
+		return e.StartGate(webhook.Options{LiqoNamespace: liqoNamespace, MinUnreachable: time.Minute, ProbeTimeout: webhook.DefaultProbeTimeout,
+			LiqoUninstallerUsers: []string{uninstallerUser}})
 	}))
 }
 

@@ -285,6 +285,23 @@ func msgOverrideWrong(fc *liqov1beta1.ForeignCluster) string {
 		describe(fc), liqojanitor.AllowDeleteAnnotation, fc.Spec.ClusterID, annotateCmd(fc, overrideKV(fc)))
 }
 
+func msgOverrideWithoutMark(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s is not marked permanently unreachable: the break-glass override %s lets a marked cluster be "+
+		"deleted while its unpeering runs, and is set only on a marked one, by a holder of verb %s (gate rule 22): placed ahead "+
+		"of a mark it would hold for a mark nobody has made yet; leave it out, and once the cluster is marked, if it must be "+
+		"deleted before its unpeering completes, set it then: %s (to remove one: kubectl annotate foreigncluster %s %s-)",
+		describe(fc), liqojanitor.AllowDeleteAnnotation, liqojanitor.MarkVerb, annotateCmd(fc, overrideKV(fc)), fc.Name,
+		liqojanitor.AllowDeleteAnnotation)
+}
+
+func msgOverrideIntoTheMark(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: a mark never starts with the break-glass override %s (gate rule 22): liqo-janitor's mutating "+
+		"webhook drops it when the mark is set, so it did not run (check: kubectl get mutatingwebhookconfigurations -l "+
+		"app.kubernetes.io/name=liqo-janitor); remove it first: kubectl annotate foreigncluster %s %s-, mark, and set it "+
+		"afterwards if you must: %s", describe(fc), liqojanitor.AllowDeleteAnnotation, fc.Name,
+		liqojanitor.AllowDeleteAnnotation, annotateCmd(fc, overrideKV(fc)))
+}
+
 func overrideKV(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s=%s", liqojanitor.AllowDeleteAnnotation, fc.Spec.ClusterID)
 }
@@ -422,4 +439,10 @@ func msgAckNotStamped(fc *liqov1beta1.ForeignCluster) string {
 		"this request's), so it would go unaudited; leave %s out of the request (liqo-janitor writes it), and check that the "+
 		"webhook is installed: kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor",
 		describe(fc), liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation, liqojanitor.AcknowledgedByAnnotation)
+}
+
+// warnNotUninstaller says why a mark by one of Liqo's uninstaller identities was judged as anyone's (rule 18).
+func warnNotUninstaller(user, why string) string {
+	return fmt.Sprintf("liqo-janitor: the mark by %s was judged as anyone's, not as Liqo's uninstaller's (gate rule 18): %s; "+
+		"the exemption holds only for a token bound to a live pod of Liqo's pre-delete Job", user, why)
 }

@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -26,9 +28,11 @@ type Options struct {
 	// Empty: Setup learns it with a SelfSubjectReview (the binary serves the gate and runs the janitor
 	// under one ServiceAccount).
 	JanitorUser string
-	// LiqoUninstallerUsers are the identities whose bare marks the gate accepts as Liqo's uninstaller's
-	// (rule 18). Nil: DefaultLiqoUninstallerUsers of LiqoNamespace (Liqo's pre-delete Job); empty and not
-	// nil: nobody.
+	// LiqoUninstallerUsers are the ServiceAccounts, in LiqoNamespace, whose bare marks the gate accepts as
+	// Liqo's uninstaller's (rule 18), from a token bound to a live pod of their Job only. Empty (the
+	// default): nobody's — no released Liqo (v1.0.3 to v1.2.0) marks a ForeignCluster when it uninstalls,
+	// so the exemption is off until the operator installs a Liqo whose uninstaller does and turns it on
+	// (DefaultLiqoUninstallerUsers names its pre-delete Job's).
 	LiqoUninstallerUsers []string
 	// Storm holds marks back while too many of this consumer's providers are unreachable at once (rule 21);
 	// the zero value (MinUnreachable 0) turns the guard off. The binary's default is
@@ -45,25 +49,52 @@ const (
 	DefaultProbeTimeout   = 2 * time.Second
 )
 
-// DefaultLiqoUninstallerUsers are the identities rule 18 trusts when none are configured: Liqo's pre-delete
-// Job's ServiceAccount in liqoNamespace.
+// DefaultLiqoUninstallerUsers are the identities rule 18 names when the operator turns it on without naming
+// any (the chart's liqo.uninstaller.enabled): Liqo's pre-delete Job's ServiceAccount in liqoNamespace.
 func DefaultLiqoUninstallerUsers(liqoNamespace string) []string {
-	return []string{"system:serviceaccount:" + liqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount}
+	return []string{serviceAccountPrefix + liqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount}
 }
 
-// Default returns o with an empty LiqoNamespace set to liqojanitor.DefaultLiqoNamespace, and nil LiqoUninstallerUsers
-// set to DefaultLiqoUninstallerUsers of it.
+// serviceAccountPrefix begins the username of every ServiceAccount (k8s.io/apiserver
+// pkg/authentication/serviceaccount MakeUsername).
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// Default returns o with an empty LiqoNamespace set to liqojanitor.DefaultLiqoNamespace.
 func (o Options) Default() Options {
 	if o.LiqoNamespace == "" {
 		o.LiqoNamespace = liqojanitor.DefaultLiqoNamespace
 	}
-	if o.LiqoUninstallerUsers == nil {
-		o.LiqoUninstallerUsers = DefaultLiqoUninstallerUsers(o.LiqoNamespace)
-	}
 	return o
 }
 
-// isLiqoUninstaller reports whether user is one of the identities rule 18 trusts.
+// Validate refuses LiqoUninstallerUsers that rule 18 could never accept: only a ServiceAccount of Liqo's
+// namespace runs Liqo's uninstaller Job, and the exemption holds only for a token bound to a pod of it.
+func (o Options) Validate() error {
+	for _, user := range o.LiqoUninstallerUsers {
+		if ns, _ := splitServiceAccount(user); ns != o.LiqoNamespace {
+			return fmt.Errorf("--liqo-uninstaller-users: %q is not a ServiceAccount of Liqo's namespace %q (rule 18 accepts "+
+				"a bare mark only from a pod of Liqo's pre-delete Job, which runs as %s<namespace>:<name>): name it so, e.g. %s, or leave the flag empty",
+				user, o.LiqoNamespace, serviceAccountPrefix, DefaultLiqoUninstallerUsers(o.LiqoNamespace)[0])
+		}
+	}
+	return nil
+}
+
+// isLiqoUninstaller reports whether user is one of the identities rule 18 names (whether the request comes
+// from a pod of Liqo's uninstaller Job is uninstallerBinding's to say).
 func (o Options) isLiqoUninstaller(user string) bool {
 	return user != "" && slices.Contains(o.LiqoUninstallerUsers, user)
+}
+
+// splitServiceAccount splits a ServiceAccount's username into its namespace and name; "" for another user.
+func splitServiceAccount(user string) (namespace, name string) {
+	rest, ok := strings.CutPrefix(user, serviceAccountPrefix)
+	if !ok {
+		return "", ""
+	}
+	namespace, name, ok = strings.Cut(rest, ":")
+	if !ok || namespace == "" || name == "" || strings.Contains(name, ":") {
+		return "", ""
+	}
+	return namespace, name
 }

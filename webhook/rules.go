@@ -149,6 +149,26 @@ func checkNoFenceWithoutMark(r *inputs) field.ErrorList {
 	return field.ErrorList{field.Forbidden(fencedPath, msgFenceWithoutMark(r.New))}
 }
 
+// checkNoOverrideWithoutMark: the deletion override cannot be pre-placed (rule 22). It lets a marked
+// ForeignCluster be deleted while its unpeering runs (rule 17), and a holder of the verb sets it on a marked
+// one; placed ahead of a mark, by anyone, it would hold for a mark its author never saw. Setting or changing
+// it on a ForeignCluster unmarked after the request is refused, for everyone; removing it is anyone's.
+func checkNoOverrideWithoutMark(r *inputs) field.ErrorList {
+	if !sets(r.Old, r.New, liqojanitor.AllowDeleteAnnotation) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(overridePath, msgOverrideWithoutMark(r.New))}
+}
+
+// checkNoOverrideIntoTheMark: a mark never starts overridden (rule 22). The mutating webhook drops the
+// deletion override from any request that sets the mark; one still there means it did not run.
+func checkNoOverrideIntoTheMark(r *inputs) field.ErrorList {
+	if _, carried := r.New.Annotations[liqojanitor.AllowDeleteAnnotation]; !carried {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(overridePath, msgOverrideIntoTheMark(r.New))}
+}
+
 // checkNoFenceIntoTheMark: a mark never starts fenced (rule 15). The mutating webhook drops any fence
 // record in a request that sets the mark; one still there means it did not run.
 func checkNoFenceIntoTheMark(r *inputs) field.ErrorList {
@@ -348,11 +368,12 @@ func checkOverrideValue(r *inputs) field.ErrorList {
 }
 
 // immutableWhileMarked are the keys no request changes while the mark is set: the confirmation and the
-// stamps (rule 6), the operator's reason the clean-up's events quote (rule 14), and the storm's
-// acknowledgement and its stamp (rule 21), which the janitor reads.
+// stamps (rule 6), the operator's reason the clean-up's events quote (rule 14), the storm's
+// acknowledgement and its stamp (rule 21), which the janitor reads, and the gate's record of the targets at
+// marking (rule 23), which it falls back to.
 var immutableWhileMarked = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation,
 	liqojanitor.MarkedAtAnnotation, liqojanitor.ReasonAnnotation,
-	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation}
+	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation, liqojanitor.MarkTargetsAnnotation}
 
 // checkImmutable: while the mark is set, the confirmation, the stamps and the reason do not change.
 func checkImmutable(r *inputs) field.ErrorList {
@@ -366,10 +387,11 @@ func checkImmutable(r *inputs) field.ErrorList {
 }
 
 // checkNoStampsWithoutMark: stamps are written only by the mutating webhook, together with the mark: the
-// mark's (rule 6) and the storm acknowledgement's (rule 21).
+// mark's (rule 6), the storm acknowledgement's (rule 21) and the record of the targets at marking (rule 23).
 func checkNoStampsWithoutMark(r *inputs) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation, liqojanitor.AcknowledgedByAnnotation} {
+	for _, key := range []string{liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation, liqojanitor.AcknowledgedByAnnotation,
+		liqojanitor.MarkTargetsAnnotation} {
 		if _, ok := r.New.Annotations[key]; ok && changed(r, key) {
 			errs = append(errs, field.Forbidden(annotationsPath.Key(key), msgStampWithoutMark(r.New, key)))
 		}

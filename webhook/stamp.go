@@ -27,19 +27,20 @@ func fenceRecord(value, user string, returned, now time.Time) string {
 
 // unmarkRemoves are the keys the mutating webhook removes in a request that removes the mark
 // (rule 7): the stamps, the confirmation, the no-evidence key, the janitor's record of its grace window and
-// of the unpeering, the deletion override (rule 17), and the storm's acknowledgement and its stamp (rule
-// 21). A cleanup annotation holding the grace-window plan goes too; one holding the summary of a clean-up
+// of the unpeering, the deletion override (rule 17), the storm's acknowledgement and its stamp (rule 21),
+// and the record of the targets at marking (rule 23). A cleanup annotation holding the grace-window plan goes too; one holding the summary of a clean-up
 // that did happen stays.
 var unmarkRemoves = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
 	liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation,
 	liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation, liqojanitor.FencedAnnotation,
-	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation}
+	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation, liqojanitor.MarkTargetsAnnotation}
 
 // stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
 // grace period, rule 6) and the stamp of a storm's acknowledgement given with it (rule 21), and on a
 // mark by Liqo's uninstaller (rule 18) also the confirmation and a reason when the request carries none,
-// and it drops a fence record (rule 15: a record placed before the mark never survives into it); on a
+// and it drops a fence record and the deletion override (rules 15 and 22: neither placed before the mark
+// survives into it); on a
 // fence record on a marked cluster, its time, user and the janitor's recorded return (rule 15; none
 // recorded: left for the validating webhook to refuse); on unmarking it removes unmarkRemoves, the fence
 // record among them (rule 7). It returns the annotations to set and the keys to remove.
@@ -55,8 +56,10 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, n
 				set[liqojanitor.ReasonAnnotation] = uninstallerReason(user)
 			}
 		}
-		if _, ok := fc.Annotations[liqojanitor.FencedAnnotation]; ok {
-			remove = append(remove, liqojanitor.FencedAnnotation)
+		for _, key := range []string{liqojanitor.FencedAnnotation, liqojanitor.AllowDeleteAnnotation} {
+			if _, ok := fc.Annotations[key]; ok { // rules 15 and 22: neither is placed ahead of the mark
+				remove = append(remove, key)
+			}
 		}
 		if key, value := ackStamp(fc, user, now); key != "" {
 			set[key] = value

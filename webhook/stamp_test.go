@@ -28,6 +28,11 @@ func TestStamp(t *testing.T) {
 				liqojanitor.ConfirmAnnotation, "provider-b", liqojanitor.ReasonAnnotation, "dc lost")), uninstaller: true,
 			wantSet: stamped,
 		},
+		"a deletion override placed ahead of the mark, or given with it, is dropped (rule 22)": {
+			old: fc(id, with(nil, liqojanitor.AllowDeleteAnnotation, id)), new: fc(id, with(nil, liqojanitor.MarkAnnotation, "true",
+				liqojanitor.ConfirmAnnotation, id, liqojanitor.AllowDeleteAnnotation, id)),
+			wantSet: stamped, wantRemove: []string{liqojanitor.AllowDeleteAnnotation},
+		},
 		"a bare mark by anyone else gets the stamps only": {
 			old: fc(id, nil), new: fc(id, with(nil, liqojanitor.MarkAnnotation, "true")),
 			wantSet: stamped,

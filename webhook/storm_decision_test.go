@@ -175,8 +175,14 @@ func TestDecideDataPlaneAndStorm(t *testing.T) {
 			opts:        opts,
 			wantAllowed: true, wantReason: reasonMarked,
 		},
-		"a mark by Liqo's uninstaller in a storm passes (rule 21 exempts it)": {
-			review:      inputs{Old: fc(id, nil, down), New: fc(id, marked, down), LiqoUninstaller: true, Storm: storm},
+		"a mark by Liqo's uninstaller in a storm is refused too (rule 18 keeps rule 21)": {
+			review:     inputs{Old: fc(id, nil, down), New: fc(id, marked, down), LiqoUninstaller: true, Storm: storm},
+			opts:       guarded,
+			wantCode:   http.StatusUnprocessableEntity,
+			wantReason: reasonStorm,
+		},
+		"a mark by Liqo's uninstaller outside a storm passes": {
+			review:      inputs{Old: fc(id, nil, down), New: fc(id, marked, down), LiqoUninstaller: true, Storm: liqojanitor.Storm{Unreachable: []string{id}, Providers: 4}},
 			opts:        guarded,
 			wantAllowed: true, wantReason: reasonUninstallerMark,
 		},

@@ -8,7 +8,6 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
@@ -66,13 +65,11 @@ func TestTheTunnelVetoesTheMark(t *testing.T) {
 // TestTheTunnelVetoesLiqosUninstallerToo: rule 18 keeps rule 20 — a force uninstall bare-marks every
 // ForeignCluster, but a provider whose tunnel is up still runs the pods the janitor would release here.
 func TestTheTunnelVetoesLiqosUninstallerToo(t *testing.T) {
-	env := harness.Require(t)
 	g := NewWithT(t)
-	uninstaller, err := env.NewClient(func(c *rest.Config) { c.Impersonate.UserName = uninstallerUser })
-	g.Expect(err).NotTo(HaveOccurred())
+	_, uninstaller := liqosUninstaller(t)
 	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 	setTunnel(t, fc, liqov1beta1.ConditionStatusEstablished, time.Hour)
-	err = liqoctlForceUnpeerPatch(t, uninstaller, fc)
+	err := liqoctlForceUnpeerPatch(t, uninstaller, fc)
 	expectDenied(t, err, http.StatusUnprocessableEntity, "status.modules.networking.conditions", fc, "NetworkConnectionStatus Established")
 	g.Expect(get(t, fc).Annotations).To(BeEmpty())
 

@@ -16,7 +16,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -27,8 +26,8 @@ import (
 // The unpeering and Liqo's own flows (issue 24): rules 16 and 17 keep a marked ForeignCluster while its
 // unpeering runs; rule 18 lets Liqo's uninstaller bare-mark. Each test fails without its rule.
 
-// uninstallerUser is Liqo's pre-delete Job's ServiceAccount in the suite's Liqo namespace: the gate's
-// default for rule 18 (the suite's gate names no LiqoUninstallerUsers).
+// uninstallerUser is Liqo's pre-delete Job's ServiceAccount in the suite's Liqo namespace, which the
+// suite's gate names for rule 18 (off by default).
 const uninstallerUser = "system:serviceaccount:" + liqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount
 
 // deleterRole lets the suite's users delete ForeignClusters (InstallOperators' roles do not).
@@ -265,49 +264,6 @@ func TestLiqoctlForceUnpeerPassesAfterAConfirmation(t *testing.T) {
 	g.Expect(liqoctlForceUnpeerPatch(t, alice, fc)).To(Succeed())
 	g.Expect(get(t, fc).Annotations).To(And(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"),
 		HaveKeyWithValue(liqojanitor.MarkedByAnnotation, markerUser), HaveKeyWithValue(liqojanitor.ConfirmAnnotation, fc.Name)))
-}
-
-// TestLiqosUninstallerMayBareMark (rule 18): Liqo's pre-delete Job's bare mark is accepted without the
-// confirmation, the verb or the no-evidence key; the gate writes the confirmation, a reason and the stamps
-// in its name and emits an Event. It is still refused while the provider answers, and another
-// identity's bare mark is refused as ever.
-func TestLiqosUninstallerMayBareMark(t *testing.T) {
-	env := harness.Require(t)
-	g := NewWithT(t)
-	uninstaller, err := env.NewClient(func(c *rest.Config) { c.Impersonate.UserName = uninstallerUser })
-	g.Expect(err).NotTo(HaveOccurred())
-
-	fc := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
-	before := time.Now().Add(-time.Second).Truncate(time.Second)
-	g.Expect(liqoctlForceUnpeerPatch(t, uninstaller, fc)).To(Succeed())
-	got := get(t, fc).Annotations
-	g.Expect(got).To(And(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"),
-		HaveKeyWithValue(liqojanitor.MarkedByAnnotation, uninstallerUser),
-		HaveKeyWithValue(liqojanitor.ConfirmAnnotation, fc.Name),
-		HaveKeyWithValue(liqojanitor.ReasonAnnotation, "marked by Liqo's uninstaller ("+uninstallerUser+")")))
-	at, err := time.Parse(time.RFC3339, got[liqojanitor.MarkedAtAnnotation])
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(at).To(BeTemporally(">=", before))
-	g.Eventually(func() []string { return eventNotes(t, fc.Name, "MarkedByLiqoUninstaller") }).
-		Should(ContainElement(And(ContainSubstring("marked permanently unreachable by Liqo's uninstaller ("+uninstallerUser+")"),
-			ContainSubstring("gate rule 18"))))
-
-	// no APIServerStatus at all: Liqo's uninstaller has no second key to give either
-	g.Expect(liqoctlForceUnpeerPatch(t, uninstaller, newProvider(t, "", 0))).To(Succeed())
-
-	// a provider that answers is not dead, whoever marks it
-	live := newProvider(t, liqov1beta1.ConditionStatusEstablished, time.Hour)
-	err = liqoctlForceUnpeerPatch(t, uninstaller, live)
-	expectDenied(t, err, http.StatusUnprocessableEntity, "status.conditions", live, "Liqo reports the provider's API server as reachable")
-	g.Expect(get(t, live).Annotations).To(BeEmpty())
-
-	// the same bare mark by anyone else is refused as ever, the break-glass holder included
-	other := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
-	err = liqoctlForceUnpeerPatch(t, alice, other)
-	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", other)
-	err = liqoctlForceUnpeerPatch(t, bob, other)
-	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo-janitor.io/confirm-cluster-id]", other, `user "bob" may not mark it`)
-	g.Expect(get(t, other).Annotations).To(BeEmpty())
 }
 
 // eventNotes are the notes of the Events with reason on the ForeignCluster named fcName.

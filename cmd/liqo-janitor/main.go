@@ -110,10 +110,12 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.liqoNamespace, "liqo-namespace", liqojanitor.DefaultLiqoNamespace,
 		"Namespace Liqo is installed in; the local cluster ID is read from its cluster-ID ConfigMap.")
 	fs.Var(&o.liqoUninstallers, "liqo-uninstaller-users",
-		"Comma-separated usernames whose bare marks the gate accepts as Liqo's uninstaller's (gate rule 18: without the confirmation, "+
-			"the no-evidence key and the break-glass verb, still vetoed while the provider answers; the gate writes the confirmation, "+
-			"a reason and the stamps, and emits an Event). Not set: Liqo's pre-delete Job, system:serviceaccount:<--liqo-namespace>:"+
-			liqojanitor.LiqoPreDeleteServiceAccount+"; empty: nobody.")
+		"Comma-separated ServiceAccounts of --liqo-namespace whose bare marks the gate accepts as Liqo's uninstaller's, from a token "+
+			"bound to a live pod of their Job only (gate rule 18: without the confirmation, the no-evidence key and the break-glass verb, "+
+			"still vetoed while the provider answers or in a storm; the gate writes the confirmation, a reason and the stamps, and emits "+
+			"an Event). Empty (the default): nobody's, since no released Liqo (up to v1.2.0) marks ForeignClusters when it uninstalls; "+
+			"for a Liqo whose force uninstall does, name its pre-delete Job's ServiceAccount, system:serviceaccount:<--liqo-namespace>:"+
+			liqojanitor.LiqoPreDeleteServiceAccount+".")
 	fs.DurationVar(&o.minUnreachable, "min-unreachable", webhook.DefaultMinUnreachable,
 		"How long a ForeignCluster's APIServerStatus must have been not Established before it may be marked dead.")
 	fs.IntVar(&o.storm.MinUnreachable, "storm-min-unreachable", liqojanitor.DefaultStormMinUnreachable,
@@ -171,6 +173,9 @@ func (o *options) validate() error {
 	}
 	if !o.enableWebhook && !o.enableJanitor {
 		errs = append(errs, errors.New("nothing to run: --enable-webhook and --enable-janitor are both false"))
+	}
+	if err := gateOptions(o).Default().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -341,17 +346,15 @@ func gateOptions(o *options) webhook.Options {
 		LiqoUninstallerUsers: o.liqoUninstallers.value(), Storm: o.storm, Namespace: o.namespace}
 }
 
-// userList is a comma-separated list of usernames that remembers whether it was set: not set, the gate's
-// default applies; set empty, nobody.
+// userList is a comma-separated list of usernames; not set or empty, nobody.
 type userList struct {
 	users []string
-	set   bool
 }
 
 func (l *userList) String() string { return strings.Join(l.users, ",") }
 
 func (l *userList) Set(v string) error {
-	l.set, l.users = true, []string{}
+	l.users = nil
 	for u := range strings.SplitSeq(v, ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			l.users = append(l.users, u)
@@ -360,13 +363,8 @@ func (l *userList) Set(v string) error {
 	return nil
 }
 
-// value is the list for webhook.Options: nil when the flag was not set (the gate's default).
-func (l *userList) value() []string {
-	if !l.set {
-		return nil
-	}
-	return l.users
-}
+// value is the list for webhook.Options.
+func (l *userList) value() []string { return l.users }
 
 func janitorOptions(o *options) janitor.Options {
 	return janitor.Options{

@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -91,6 +92,23 @@ func TestBinaryServesProbesAndTheGate(t *testing.T) {
 	err := env.Client.Patch(ctx, fc, rawMerge(patch))
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the gate refuses an unconfirmed mark: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("kubectl annotate foreigncluster provider-bin liqo-janitor.io/confirm-cluster-id=provider-bin"))
+
+	// Gate rule 18 is off by default: even a live pod of Liqo's pre-delete Job, with its pod-bound token, is
+	// refused the bare mark for want of the verb (no released Liqo marks ForeignClusters when it uninstalls).
+	_, cfg, err := env.LiqoUninstallerPod(t, liqojanitor.DefaultLiqoNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	uninstallerUser := "system:serviceaccount:" + liqojanitor.DefaultLiqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount
+	patcher := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-uninstaller-patches-foreignclusters"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch"}}}}
+	for _, o := range []client.Object{patcher, harness.ClusterRoleBinding(patcher.Name, patcher.Name, uninstallerUser)} {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	uninstaller, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	err = uninstaller.Patch(ctx, fc, rawMerge(patch))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "rule 18 is off by default: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`user "` + uninstallerUser + `" may not mark it permanently unreachable`))
 }
 
 func TestFlagValidation(t *testing.T) {
@@ -201,25 +219,40 @@ func TestOnlyTheJanitorTakesTheLease(t *testing.T) {
 	}
 }
 
-// TestLiqoUninstallerUsers: --liqo-uninstaller-users names the identities of gate rule 18; not set, it is
-// Liqo's pre-delete Job in --liqo-namespace; set empty, nobody.
+// TestLiqoUninstallerUsers: --liqo-uninstaller-users names the identities of gate rule 18; not set or
+// empty, nobody (no released Liqo marks a ForeignCluster when it uninstalls); only ServiceAccounts of
+// --liqo-namespace are accepted.
 func TestLiqoUninstallerUsers(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
-		args []string
-		want []string
+		args    []string
+		want    []string
+		wantErr string
 	}{
-		"not set: Liqo's pre-delete Job in Liqo's namespace": {args: []string{"--liqo-namespace=liqo-system"},
-			want: []string{"system:serviceaccount:liqo-system:liqo-pre-delete"}},
-		"a comma-separated list":         {args: []string{"--liqo-uninstaller-users=a, system:serviceaccount:x:y,"}, want: []string{"a", "system:serviceaccount:x:y"}},
-		"set empty: nobody":              {args: []string{"--liqo-uninstaller-users="}, want: []string{}},
-		"defaults: liqo/liqo-pre-delete": {want: []string{"system:serviceaccount:liqo:liqo-pre-delete"}},
+		"not set: nobody":   {},
+		"set empty: nobody": {args: []string{"--liqo-uninstaller-users="}},
+		"a comma-separated list": {args: []string{"--liqo-namespace=x", "--liqo-uninstaller-users=system:serviceaccount:x:a, system:serviceaccount:x:y,"},
+			want: []string{"system:serviceaccount:x:a", "system:serviceaccount:x:y"}},
+		"Liqo's pre-delete Job": {args: []string{"--liqo-uninstaller-users=system:serviceaccount:liqo:liqo-pre-delete"},
+			want: []string{"system:serviceaccount:liqo:liqo-pre-delete"}},
+		"a user who is not a ServiceAccount is refused": {args: []string{"--liqo-uninstaller-users=alice"},
+			wantErr: `--liqo-uninstaller-users: "alice" is not a ServiceAccount of Liqo's namespace "liqo"`},
+		"a ServiceAccount of another namespace is refused": {args: []string{"--liqo-namespace=liqo-system", "--liqo-uninstaller-users=system:serviceaccount:liqo:liqo-pre-delete"},
+			wantErr: "e.g. system:serviceaccount:liqo-system:liqo-pre-delete"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			o := parseFlags(t, tc.args...)
-			if got := gateOptions(o).Default().LiqoUninstallerUsers; !slices.Equal(got, tc.want) || got == nil {
+			o := parseFlags(t, append([]string{"--namespace=ns"}, tc.args...)...)
+			if err := o.validate(); tc.wantErr != "" {
+				if err == nil || !contains(err.Error(), tc.wantErr) {
+					t.Fatalf("validate() = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			} else if err != nil {
+				t.Fatalf("validate() = %v", err)
+			}
+			if got := gateOptions(o).Default().LiqoUninstallerUsers; !slices.Equal(got, tc.want) {
 				t.Fatalf("LiqoUninstallerUsers = %#v, want %#v", got, tc.want)
 			}
 		})

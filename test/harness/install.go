@@ -255,12 +255,19 @@ const serviceAccountTokenExpiry = 7 * 24 * time.Hour
 // namespace/name with a token of the TokenRequest API, as the kubelet mounts into a pod. The refusals by
 // RBAC it receives are RBACDenials.
 func (e *Env) ServiceAccountConfig(namespace, name string) (*rest.Config, error) {
+	return e.serviceAccountConfig(namespace, name, nil)
+}
+
+// serviceAccountConfig is ServiceAccountConfig with a token bound to an object (a pod, as the kubelet's
+// projected tokens are), or to nothing when bound is nil.
+func (e *Env) serviceAccountConfig(namespace, name string, bound *authenticationv1.BoundObjectReference) (*rest.Config, error) {
 	cs, err := kubernetes.NewForConfig(e.Config)
 	if err != nil {
 		return nil, err
 	}
 	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(serviceAccountTokenExpiry.Seconds()))},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(serviceAccountTokenExpiry.Seconds())),
+			BoundObjectRef: bound},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", namespace, name, err)

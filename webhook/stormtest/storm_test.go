@@ -31,13 +31,14 @@ const (
 	localClusterID = "consumer-local"
 	markerUser     = "alice" // may update ForeignClusters and holds the break-glass role
 	plainUser      = "bob"   // may update ForeignClusters, nothing more
-	// uninstallerUser is Liqo's pre-delete Job's ServiceAccount: the gate's default for rule 18.
+	// uninstallerUser is Liqo's pre-delete Job's ServiceAccount, which the suite's gate names for rule 18.
 	uninstallerUser = "system:serviceaccount:" + liqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount
 )
 
-var alice, bob, uninstaller client.Client
+var alice, bob client.Client
 
-// TestMain serves the gate with the binary's default storm guard (3 providers, more than 50 %).
+// TestMain serves the gate with the binary's default storm guard (3 providers, more than 50 %), and rule 18
+// on for Liqo's pre-delete Job.
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
 		ctx := context.Background()
@@ -48,13 +49,13 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		var err error
-		for user, c := range map[string]*client.Client{markerUser: &alice, plainUser: &bob, uninstallerUser: &uninstaller} {
+		for user, c := range map[string]*client.Client{markerUser: &alice, plainUser: &bob} {
 			if *c, err = e.NewClient(func(cfg *rest.Config) { cfg.Impersonate.UserName = user }); err != nil {
 				return err
 			}
 		}
 		return e.StartGate(webhook.Options{LiqoNamespace: liqoNamespace, MinUnreachable: time.Minute,
-			Storm: liqojanitor.DefaultStormGuard})
+			Storm: liqojanitor.DefaultStormGuard, LiqoUninstallerUsers: []string{uninstallerUser}})
 	}))
 }
 
@@ -214,19 +215,26 @@ func TestATunnelUpIsNotUnreachable(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, alice, fcs[0], confirmAndMark(fcs[0]))).To(Succeed())
 }
 
-// TestLiqosUninstallerMarksDuringAStorm: a force uninstall bare-marks every ForeignCluster on purpose
-// (Liqo PR #3333): the storm guard does not stop it (rule 21 exempts rule 18's marks).
-func TestLiqosUninstallerMarksDuringAStorm(t *testing.T) {
+// TestLiqosUninstallerIsHeldByAStormToo: rule 18 keeps rule 21. A force uninstall bare-marks every
+// ForeignCluster, but three providers of four unreachable at once look like this cluster's own cut as much
+// as an uninstall: the bare mark from a live pod of Liqo's pre-delete Job (exempt from the verb and the
+// confirmation, so refused as a storm, not for want of them) is held like anyone's.
+func TestLiqosUninstallerIsHeldByAStormToo(t *testing.T) {
+	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
+	_, cfg, err := env.LiqoUninstallerPod(t, liqoNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	uninstaller, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
 	fcs := providers(t, "uninstall", 3, 1)
-	allowed := map[string]string{"operation": "UPDATE", "result": "allowed", "reason": "MarkedByLiqoUninstaller"}
-	seen := harness.Metric("liqo_janitor_gate_decisions_total", allowed)
-	for _, fc := range fcs[:3] {
-		g.Expect(fixture.Annotate(ctx, uninstaller, fc, map[string]*string{liqojanitor.MarkAnnotation: ptr.To("true")})).To(Succeed())
-		g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, uninstallerUser))
-	}
-	g.Expect(harness.Metric("liqo_janitor_gate_decisions_total", allowed)).To(Equal(seen + 3))
+	refused := map[string]string{"operation": "UPDATE", "result": "denied", "reason": "Storm"}
+	seen := harness.Metric("liqo_janitor_gate_decisions_total", refused)
+	err = fixture.Annotate(ctx, uninstaller, fcs[0], map[string]*string{liqojanitor.MarkAnnotation: ptr.To("true")})
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "refused as a storm (422), not for want of the verb: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("3 of 4 providers unreachable"))
+	g.Expect(get(t, fcs[0]).Annotations).To(BeEmpty())
+	g.Expect(harness.Metric("liqo_janitor_gate_decisions_total", refused)).To(Equal(seen + 1))
 }
 
 // gateAbsentLabel on a ForeignCluster keeps the API server from calling the gate about it while

@@ -306,22 +306,24 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	g.Expect(args).To(HaveKeyWithValue("--liqo-namespace", liqojanitor.DefaultLiqoNamespace))
 	g.Expect(args).To(HaveKeyWithValue("--storm-min-unreachable", strconv.Itoa(liqojanitor.DefaultStormMinUnreachable)))
 	g.Expect(args).To(HaveKeyWithValue("--storm-max-unreachable-share", strconv.Itoa(liqojanitor.DefaultStormMaxUnreachableShare)))
-	g.Expect(args).To(HaveKeyWithValue("--liqo-uninstaller-users",
-		strings.Join(webhook.DefaultLiqoUninstallerUsers(liqojanitor.DefaultLiqoNamespace), ",")))
+	g.Expect(args).To(HaveKeyWithValue("--liqo-uninstaller-users", "")) // rule 18 off, as the binary's default
 }
 
-// TestChartNamesLiqosUninstaller: the identities of gate rule 18 follow liqo.namespace unless named, and
-// reach both the binary's flag and the policy fallback's list; disabled, nobody.
+// TestChartNamesLiqosUninstaller: gate rule 18 is off unless enabled; enabled, its identities follow
+// liqo.namespace unless named, and reach both the binary's flag and the policy fallback's list, which also
+// asks for a pod-bound token.
 func TestChartNamesLiqosUninstaller(t *testing.T) {
 	tests := map[string]struct {
 		values map[string]any
 		want   string
 	}{
-		"Liqo's pre-delete Job in liqo.namespace": {values: map[string]any{"liqo": map[string]any{"namespace": "liqo-system"}},
+		"Liqo's pre-delete Job in liqo.namespace": {values: map[string]any{"liqo": map[string]any{"namespace": "liqo-system",
+			"uninstaller": map[string]any{"enabled": true}}},
 			want: "system:serviceaccount:liqo-system:liqo-pre-delete"},
-		"named users": {values: map[string]any{"liqo": map[string]any{"uninstaller": map[string]any{"users": []any{"a", "b"}}}},
-			want: "a,b"},
-		"disabled": {values: map[string]any{"liqo": map[string]any{"uninstaller": map[string]any{"enabled": false}}}},
+		"named users": {values: map[string]any{"liqo": map[string]any{"uninstaller": map[string]any{"enabled": true,
+			"users": []any{"system:serviceaccount:liqo:a", "system:serviceaccount:liqo:b"}}}},
+			want: "system:serviceaccount:liqo:a,system:serviceaccount:liqo:b"},
+		"off by default": {values: map[string]any{}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -341,7 +343,8 @@ func TestChartNamesLiqosUninstaller(t *testing.T) {
 			if tc.want != "" {
 				want = `["` + strings.ReplaceAll(tc.want, ",", `","`) + `"]`
 			}
-			g.Expect(list).To(ContainSubstring("request.userInfo.username in " + want))
+			g.Expect(list).To(And(ContainSubstring("request.userInfo.username in "+want),
+				ContainSubstring("'authentication.kubernetes.io/pod-name' in request.userInfo.extra")))
 		})
 	}
 }

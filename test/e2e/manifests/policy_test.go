@@ -12,6 +12,7 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -429,9 +430,10 @@ func TestPolicyKeepsTheMarkRecordWhileMarkedWithoutTheGate(t *testing.T) {
 	} {
 		g.Expect(annotate(ctx, env.Client, id, kv)).To(Succeed())
 	}
-	// The marking request carries the stamps, as the gate's mutating webhook writes them into it.
+	// The marking request carries the stamps, as the gate's mutating webhook writes them into it, naming its
+	// requester.
 	stamps := map[string]*string{liqojanitor.MarkAnnotation: s("true"),
-		liqojanitor.MarkedByAnnotation: s("alice"), liqojanitor.MarkedAtAnnotation: s("2026-03-01T10:00:00Z")}
+		liqojanitor.MarkedByAnnotation: s(whoAmI(t, env.Client)), liqojanitor.MarkedAtAnnotation: s("2026-03-01T10:00:00Z")}
 	g.Expect(annotate(ctx, env.Client, id, stamps)).To(Succeed())
 	g.Expect(annotate(ctx, env.Client, bare, map[string]*string{liqojanitor.ConfirmAnnotation: s(bare), liqojanitor.MarkAnnotation: s("true")})).To(Succeed())
 
@@ -677,15 +679,17 @@ func TestPolicyKeepsAMarkedForeignClusterWhileItsUnpeeringRunsWithoutTheGate(t *
 	// and the override, used by a holder of the verb
 	const other = "provider-del-override"
 	fc = createForeignCluster(t, other, nil)
-	g.Expect(fixture.MarkCluster(ctx, env.Client, fc, liqojanitor.AllowDeleteAnnotation, other)).To(Succeed())
+	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
+	// set on the marked ForeignCluster: a mark never starts with it (rule 22)
+	g.Expect(annotate(ctx, env.Client, other, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(other)})).To(Succeed())
 	g.Expect(deleteFC(env.Client, other)).To(Succeed())
 	g.Expect(gone(other)).To(BeTrue())
 }
 
 // TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate: gate rule 18. With the webhook absent nobody
-// writes the confirmation for Liqo's uninstaller, so its bare mark is refused (fail closed); stamped and
-// confirmed as the gate's mutating webhook does, its mark needs no break-glass verb — and anyone else's
-// still does.
+// writes the confirmation for Liqo's uninstaller, so its bare mark is refused (fail closed); and with rule
+// 18 off (the chart's default, rendered into manifests/policy) even a mark stamped and confirmed in its
+// name as the gate's mutating webhook does needs the break-glass verb, as anyone's.
 func TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
@@ -707,10 +711,9 @@ func TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate(t *testing.T) {
 	}
 	expectPolicyForbidden(g, annotate(ctx, dave, id, stampedAs("dave")), `user "dave" may not mark it permanently unreachable`)
 	expectPolicyForbidden(g, annotate(ctx, uninstaller, id, stampedAs("dave")), "may not mark it permanently unreachable")
-	g.Expect(annotate(ctx, uninstaller, id, stampedAs(uninstallerUser))).To(Succeed())
-	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, uninstallerUser))
-	// cleanup: the mark goes first, so that the ForeignCluster may be deleted
-	g.Expect(annotate(ctx, env.Client, id, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	expectPolicyForbidden(g, annotate(ctx, uninstaller, id, stampedAs(uninstallerUser)),
+		`user "`+uninstallerUser+`" may not mark it permanently unreachable`)
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).NotTo(HaveKey(liqojanitor.MarkAnnotation))
 }
 
 // TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate: gate rules 20 and 21 as CEL can.
@@ -781,9 +784,9 @@ func TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate(t *te
 	run([]step{
 		{"no mark while the tunnel is up", alice, id, mark, http.StatusUnprocessableEntity,
 			[]string{"Liqo reports the data plane to the provider as up (its tunnel: NetworkConnectionStatus Established)", "its nodes and pods still run"}},
-		{"nor by Liqo's uninstaller", uninstaller, other, map[string]*string{liqojanitor.ConfirmAnnotation: s(other), liqojanitor.MarkAnnotation: s("true"),
+		{"nor by Liqo's uninstaller (rule 18 off by default: it needs the verb first)", uninstaller, other, map[string]*string{liqojanitor.ConfirmAnnotation: s(other), liqojanitor.MarkAnnotation: s("true"),
 			liqojanitor.MarkedByAnnotation: s(uninstallerUser), liqojanitor.MarkedAtAnnotation: s(time.Now().UTC().Format(time.RFC3339))},
-			http.StatusUnprocessableEntity, []string{"NetworkConnectionStatus Established"}},
+			http.StatusForbidden, []string{"may not mark it permanently unreachable"}},
 		{"nobody acknowledges a storm ahead of the mark", alice, id, map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: s("3")},
 			http.StatusUnprocessableEntity, []string{"counts only in the request that sets the mark", "give it with the mark: kubectl liqo-janitor mark " + id}},
 		{"nor writes its stamp", alice, id, map[string]*string{liqojanitor.AcknowledgedByAnnotation: ackStamp("alice")},
@@ -802,7 +805,8 @@ func TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate(t *te
 			http.StatusUnprocessableEntity, []string{"naming the requesting user", "liqo-janitor.io/acknowledged-by-"}},
 		{"Liqo's uninstaller acknowledging a storm needs the verb", uninstaller, other, uninstallerAck,
 			http.StatusForbidden, []string{"may not mark it permanently unreachable"}},
-		{"its bare mark needs none", uninstaller, other, uninstallerMark, 0, nil},
+		{"and so does its bare mark, stamped (rule 18 off by default)", uninstaller, other, uninstallerMark,
+			http.StatusForbidden, []string{"may not mark it permanently unreachable"}},
 		{"alice marks with the acknowledgement, stamped in her name", alice, id,
 			with(liqojanitor.AcknowledgeUnreachableAnnotation, s("3"), liqojanitor.AcknowledgedByAnnotation, ackStamp("alice")), 0, nil},
 		{"the acknowledgement does not change while marked", alice, id, map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: s("4")},
@@ -817,6 +821,84 @@ func TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate(t *te
 	})
 	// cleanup: the marks go first, so that the ForeignClusters may be deleted
 	for _, name := range []string{fc.Name, other} {
+		g.Expect(annotate(ctx, env.Client, name, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
+	}
+}
+
+// whoAmI is the username the API server knows c by (a SelfSubjectReview).
+func whoAmI(t *testing.T, c client.Client) string {
+	t.Helper()
+	review := &authenticationv1.SelfSubjectReview{}
+	NewWithT(t).Expect(c.Create(t.Context(), review)).To(Succeed())
+	return review.Status.UserInfo.Username
+}
+
+// TestPolicyRefusesPreWrittenStampsWithoutTheGate: gate rules 6, 22 and 23 as CEL can, with the webhook
+// absent. marked-by, marked-at and mark-targets are set only by the request that sets the mark, marked-by
+// naming its requester, and a marked-at written before the mark does not count for it; the deletion override
+// is refused on an unmarked ForeignCluster and in a marking request, for a holder of the verb too; the record
+// of the targets does not change while marked. A marking request whose stamps name its requester passes.
+func TestPolicyRefusesPreWrittenStampsWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	const id, pre = "provider-stamps", "provider-stamps-pre"
+	createForeignCluster(t, id, nil)
+	// a marked-at written while neither the gate nor the policy ran
+	createForeignCluster(t, pre, nil)
+	g.Eventually(func() error { // until an earlier test's policy, deleted, is no longer enforced
+		return annotate(ctx, env.Client, pre, map[string]*string{liqojanitor.MarkedAtAnnotation: s("2026-01-01T00:00:00Z")})
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	applyPolicyFallback(t)
+	grantRole(t, "policy-stamps", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"},
+		Verbs: []string{"get", "patch", "mark-unreachable"}}}, "alice")
+	alice := impersonate(t, "alice")
+	g.Eventually(func() error {
+		return annotate(ctx, alice, id, map[string]*string{liqojanitor.ConfirmAnnotation: s(id)}, client.DryRunAll)
+	}).Should(Succeed(), "the verb is granted")
+
+	now := s(time.Now().UTC().Format(time.RFC3339))
+	targets := s(liqojanitor.MarkTargets{Targets: liqojanitor.Targets{APIServer: "https://10.0.0.7:6443"}, From: "the ForeignCluster's status", At: time.Now()}.String())
+	mark := func(name string, kv ...any) map[string]*string {
+		out := map[string]*string{liqojanitor.ConfirmAnnotation: s(name), liqojanitor.MarkAnnotation: s("true")}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i].(string)] = kv[i+1].(*string)
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		target string
+		kv     map[string]*string
+		want   string
+	}{
+		"marked-by ahead of the mark":               {id, map[string]*string{liqojanitor.MarkedByAnnotation: s("alice")}, "leave them out of this request"},
+		"marked-at ahead of the mark":               {id, map[string]*string{liqojanitor.MarkedAtAnnotation: now}, "leave them out of this request"},
+		"mark-targets ahead of the mark":            {id, map[string]*string{liqojanitor.MarkTargetsAnnotation: targets}, "leave them out of this request"},
+		"a mark stamped in another's name":          {id, mark(id, liqojanitor.MarkedByAnnotation, s("bob"), liqojanitor.MarkedAtAnnotation, now), `naming its requester "alice"`},
+		"a mark over a marked-at written before it": {pre, mark(pre, liqojanitor.MarkedByAnnotation, s("alice")), "or a marked-at written before it"},
+		"the deletion override ahead of the mark":   {id, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(id)}, "is set only on a marked one (gate rule 22)"},
+		"the deletion override with the mark":       {id, mark(id, liqojanitor.AllowDeleteAnnotation, s(id)), "a mark never starts with it"},
+	} {
+		expectPolicyDenied(g, annotate(ctx, alice, tc.target, tc.kv), tc.want)
+		g.Expect(annotationsOf(ctx, g, env.Client, tc.target)).NotTo(HaveKey(liqojanitor.MarkAnnotation), name)
+	}
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).NotTo(Or(HaveKey(liqojanitor.MarkedByAnnotation), HaveKey(liqojanitor.MarkedAtAnnotation),
+		HaveKey(liqojanitor.MarkTargetsAnnotation), HaveKey(liqojanitor.AllowDeleteAnnotation)))
+
+	// the marking request's own stamps, naming its requester, pass; then the record is frozen
+	g.Expect(annotate(ctx, alice, id, mark(id, liqojanitor.MarkedByAnnotation, s("alice"), liqojanitor.MarkedAtAnnotation, now,
+		liqojanitor.MarkTargetsAnnotation, targets))).To(Succeed())
+	g.Expect(annotationsOf(ctx, g, env.Client, id)).To(And(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, "alice"),
+		HaveKeyWithValue(liqojanitor.MarkTargetsAnnotation, *targets)))
+	expectPolicyDenied(g, annotate(ctx, alice, id, map[string]*string{liqojanitor.MarkTargetsAnnotation: s("{}")}),
+		"liqo-janitor.io/mark-targets cannot be added, removed or changed")
+	// on the marked ForeignCluster the override is the verb's to set (rule 17)
+	g.Expect(annotate(ctx, alice, id, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(id)})).To(Succeed())
+	// a marked-at removed first, the mark passes on the other one too
+	g.Expect(annotate(ctx, alice, pre, map[string]*string{liqojanitor.MarkedAtAnnotation: nil})).To(Succeed())
+	g.Expect(annotate(ctx, alice, pre, mark(pre, liqojanitor.MarkedByAnnotation, s("alice"), liqojanitor.MarkedAtAnnotation, now))).To(Succeed())
+	// cleanup: the marks go first, so that the ForeignClusters may be deleted
+	for _, name := range []string{id, pre} {
 		g.Expect(annotate(ctx, env.Client, name, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
 	}
 }

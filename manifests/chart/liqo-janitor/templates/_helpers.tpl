@@ -53,7 +53,8 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "liqo-janitor.serviceA
 {{- end }}
 
 {{- /* The identities whose bare marks the gate accepts as Liqo's uninstaller's (gate rule 18), comma-separated:
-liqo.uninstaller.users, or Liqo's pre-delete Job's ServiceAccount in liqo.namespace; none when disabled. */}}
+liqo.uninstaller.users, or Liqo's pre-delete Job's ServiceAccount in liqo.namespace; none when disabled (the
+default). */}}
 {{- define "liqo-janitor.liqoUninstallerUsers" -}}
 {{- if .Values.liqo.uninstaller.enabled }}
 {{- if .Values.liqo.uninstaller.users }}{{ join "," .Values.liqo.uninstaller.users }}
