@@ -112,8 +112,10 @@
 //     seen during an earlier mark never holds it.
 //  16. A return is seen whatever Liqo forgot (return_targets.go): at its first sight of a confirmed mark the
 //     janitor keeps where the provider's API server is and how Liqo reaches it — the status' URLs and the
-//     control-plane Identity's authParams (apiServer, proxyURL, ca) — in the ConfigMap liqo-janitor-records
-//     of its own namespace, one key per ForeignCluster, for that mark; its probe then uses those targets
+//     control-plane Identity's authParams (apiServer, proxyURL, ca), or, where Liqo cleared them before
+//     that sight (or knows no CA the gate saw), the targets the gate recorded when it admitted the mark
+//     (liqo-janitor.io/mark-targets, gate rule 23) — in the ConfigMap liqo-janitor-records of its own
+//     namespace, one key per ForeignCluster, for that mark; its probe then uses those targets
 //     after Liqo has cleared the status (force unpeer), through Liqo's proxy when there is one, and counts
 //     an answer only when the server's certificate verifies against the provider's CA (without a CA any
 //     answer counts, and the return says it was not verified). The plugin's plan and status name these

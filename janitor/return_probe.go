@@ -73,7 +73,7 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	case err != nil:
 		return err
 	case !stored || !rec.HasTargets():
-		t, from := liqojanitor.ProviderTargets(ctx, live, fc)
+		t, from := targetsAtFirstSight(ctx, live, fc)
 		if t.APIServer == "" && t.Proxy == "" {
 			return nil // nothing to keep yet: the plan and the status say the mark has no target
 		}
@@ -90,6 +90,19 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	p.stored[fc.UID] = true
 	p.mu.Unlock()
 	return nil
+}
+
+// targetsAtFirstSight is where fc's provider is as Liqo knows it now (liqojanitor.ProviderTargets), or, when
+// Liqo has already forgotten it (force unpeer cleared the status before the janitor first saw the mark) or
+// knows it without the CA the gate saw, as the gate recorded it when it admitted the mark (gate rule 23,
+// liqojanitor.MarkTargetsAnnotation; janitor rule 16): no blind window between the mark and the first sight.
+func targetsAtFirstSight(ctx context.Context, live client.Reader, fc *liqov1beta1.ForeignCluster) (liqojanitor.Targets, string) {
+	t, from := liqojanitor.ProviderTargets(ctx, live, fc)
+	gate, ok := liqojanitor.ParseMarkTargets(fc.Annotations[liqojanitor.MarkTargetsAnnotation])
+	if ok && ((t.APIServer == "" && t.Proxy == "") || (len(t.CA) == 0 && len(gate.Targets.CA) > 0)) {
+		return gate.Targets, "the gate's record when it admitted the mark at " + gate.At.UTC().Format(time.RFC3339) + ": " + gate.From
+	}
+	return t, from
 }
 
 // loadReturns reads, once per process and before its first verdict, the returns the janitor kept in its

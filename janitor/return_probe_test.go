@@ -190,3 +190,29 @@ func TestTheJanitorProbesAtFirstSightAndBeforeItsFirstRelease(t *testing.T) {
 	g.Expect(podsLeft(t, later)).To(Equal(2), "nothing is released")
 	g.Expect(podsLeft(t, atMark)).To(Equal(2))
 }
+
+// TestAMarkFirstSeenAfterLiqoForgotTheProviderIsProbedWhereTheGateRecordedIt (janitor rule 16, gate rule
+// 23): the gate recorded where the provider was when it admitted the mark; Liqo then cleared the status
+// (force unpeer) before the janitor first saw the mark. The janitor keeps the gate's record as its targets,
+// and hears the provider when it answers again.
+func TestAMarkFirstSeenAfterLiqoForgotTheProviderIsProbedWhereTheGateRecordedIt(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
+	kill(t, p)
+	link := partitionedProvider(t, p)
+	url := get(t, p.ForeignCluster).Status.APIServerURL
+	recorded := liqojanitor.MarkTargets{Targets: liqojanitor.Targets{APIServer: url}, From: "the ForeignCluster's status", At: time.Now()}
+	g.Expect(fixture.Mark(ctx, env.Client, p, liqojanitor.MarkTargetsAnnotation, recorded.String())).To(Succeed())
+	fc := get(t, p.ForeignCluster)
+	fc.Status.APIServerURL = "" // Liqo forgets it
+	g.Expect(env.Client.Status().Update(ctx, fc)).To(Succeed())
+
+	startJanitor(t, janitor.Options{ReturnProbeInterval: 200 * time.Millisecond, GracePeriod: time.Hour})
+	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30 * time.Second).Should(HavePrefix(liqojanitor.GracePlanPrefix))
+	g.Expect(link.Up()).To(Succeed())
+	g.Eventually(cleanupAnnotation(t, p)).WithTimeout(30*time.Second).Should(HavePrefix(liqojanitor.ReturnedPrefix),
+		"the janitor probes where the gate recorded the provider")
+	g.Expect(cleanupAnnotation(t, p)()).To(ContainSubstring(url))
+}
