@@ -315,8 +315,8 @@ func (p *returnProbe) probeNow(ctx context.Context, fc *liqov1beta1.ForeignClust
 	mark := fc.Annotations[liqojanitor.MarkedAtAnnotation]
 	key := moment + "/" + string(fc.UID)
 	p.mu.Lock()
-	probed, ok := p.probedAt[key]
-	done := (ok && probed == mark) || !p.answers[fc.UID].at.IsZero()
+	probed, done := p.probedAt[key]
+	done = done && probed == mark
 	p.mu.Unlock()
 	if p.interval == 0 || done || !liqojanitor.Confirmed(fc) {
 		return false, nil

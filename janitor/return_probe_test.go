@@ -156,33 +156,34 @@ func TestAnAnswerDuringTheGraceWindowIsAReturnButAStatusFromBeforeTheMarkIsNot(t
 }
 
 // TestTheJanitorProbesAtFirstSightAndBeforeItsFirstRelease (janitor rule 16): its rounds come every
-// --return-probe-interval (here an hour, after the one at start), but it probes a confirmed mark's provider
-// once when it first sees the mark and once right before it first releases anything for it, so neither a
-// provider that answers at the mark nor one that comes back after the first sight slips through the
-// interval. The brake holds the second cluster's release until its provider is back.
+// --return-probe-interval (here an hour, after the one at start, before either mark), but it probes a
+// confirmed mark's provider once when it first sees the mark and once right before it first releases
+// anything for it, so neither a provider that answers at the mark nor one that comes back after the first
+// sight slips through the interval. The brake holds the first cluster's release until its provider is back.
 func TestTheJanitorProbesAtFirstSightAndBeforeItsFirstRelease(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := env.OwnNamespace(t)
 	cons := build(t, fixture.Spec{Providers: 2, PodsPerProvider: 2})
-	atMark, later := cons.Providers[0], cons.Providers[1]
-	kill(t, atMark)
+	later, atMark := cons.Providers[0], cons.Providers[1]
 	kill(t, later)
-	providerBehind(t, atMark)
+	kill(t, atMark)
+	providerBehind(t, atMark) // it answers all along (started first: no API server starts after a partition)
 	partitioned := partitionedProvider(t, later)
 	brake := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: liqojanitor.BrakeConfigMap}}
 	g.Expect(env.Client.Create(ctx, brake)).To(Succeed())
 	startJanitor(t, janitor.Options{Namespace: ns, ReturnProbeInterval: time.Hour, GracePeriod: time.Second})
 
-	g.Expect(fixture.Mark(ctx, env.Client, atMark)).To(Succeed())
+	g.Expect(fixture.Mark(ctx, env.Client, later, markedAtNow()...)).To(Succeed())
+	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", later.ForeignCluster.Name, "Waiting") }).
+		WithTimeout(30*time.Second).Should(ContainElement(ContainSubstring("brake is set")), "past its grace period, held by the brake alone")
+
+	g.Expect(fixture.Mark(ctx, env.Client, atMark, markedAtNow()...)).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, atMark)).WithTimeout(30*time.Second).Should(HavePrefix(liqojanitor.ReturnedPrefix),
 		"the probe at the first sight hears it")
 	g.Expect(cleanupAnnotation(t, atMark)()).To(ContainSubstring("answered the janitor's probe"))
 
-	g.Expect(fixture.Mark(ctx, env.Client, later)).To(Succeed())
-	g.Eventually(func() []string { return eventMessages(t, "ForeignCluster", later.ForeignCluster.Name, "Waiting") }).
-		WithTimeout(30*time.Second).Should(ContainElement(ContainSubstring("brake is set")), "past its grace period, held by the brake alone")
 	g.Expect(partitioned.Up()).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, brake)).To(Succeed())
 	g.Eventually(cleanupAnnotation(t, later)).WithTimeout(30*time.Second).Should(HavePrefix(liqojanitor.ReturnedPrefix),
