@@ -235,6 +235,7 @@ const (
 	reasonOverrideSet     = "DeleteOverrideSet"
 	reasonUninstallerMark = "MarkedByLiqoUninstaller"
 	reasonUnpeering       = "UnpeeringRuns"
+	reasonUnfencedReturn  = "UnfencedReturn"
 	reasonDeleted         = "Deleted"
 	reasonOther           = "Other"
 )
