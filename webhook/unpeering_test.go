@@ -155,8 +155,8 @@ func TestAMarkedForeignClusterStaysWhileWhatLiqoReCreatesItFromIsLeft(t *testing
 	g.Expect(exists(t, fc)).To(BeFalse())
 }
 
-// TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns (rule 16): with no tenant
-// namespace left, the janitor's record still names what is left (a VirtualNode, a virtual Node…) until
+// TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns (rule 16): with nothing left
+// that the gate lists, the janitor's record still names what is left (a VirtualNode, a finalizer…) until
 // it says complete.
 func TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns(t *testing.T) {
 	g := NewWithT(t)
