@@ -110,6 +110,13 @@ func deleteFC(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignClust
 	return c.Delete(ctx, &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: fc.Name}})
 }
 
+// expectDeleted deletes fc as c and asserts it is gone (why says why it may go).
+func expectDeleted(t *testing.T, c client.Client, fc *liqov1beta1.ForeignCluster, why ...any) {
+	t.Helper()
+	NewWithT(t).Expect(deleteFC(t.Context(), c, fc)).To(Succeed(), why...)
+	NewWithT(t).Expect(exists(t, fc)).To(BeFalse())
+}
+
 func exists(t *testing.T, fc *liqov1beta1.ForeignCluster) bool {
 	t.Helper()
 	err := harness.Require(t).Client.Get(t.Context(), client.ObjectKeyFromObject(fc), &liqov1beta1.ForeignCluster{})
@@ -151,8 +158,7 @@ func TestAMarkedForeignClusterStaysWhileWhatLiqoReCreatesItFromIsLeft(t *testing
 	g.Expect(exists(t, fc)).To(BeTrue())
 
 	release(t, node)
-	g.Expect(deleteFC(ctx, alice, fc)).To(Succeed(), "nothing Liqo re-creates it from is left, the decoy namespace notwithstanding")
-	g.Expect(exists(t, fc)).To(BeFalse())
+	expectDeleted(t, alice, fc, "nothing Liqo re-creates it from is left, the decoy namespace notwithstanding")
 }
 
 // TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns (rule 16): with nothing left
@@ -175,8 +181,7 @@ func TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns(t 
 
 	record = liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringComplete}
 	g.Expect(fixture.Annotate(ctx, asJanitor, fc, map[string]*string{liqojanitor.UnpeeringAnnotation: s(record.String())})).To(Succeed())
-	g.Expect(deleteFC(ctx, alice, fc)).To(Succeed())
-	g.Expect(exists(t, fc)).To(BeFalse())
+	expectDeleted(t, alice, fc)
 }
 
 // TestTheDeletionOverrideIsBreakGlass (rule 17): the override, set only by a holder of the break-glass
@@ -203,8 +208,7 @@ func TestTheDeletionOverrideIsBreakGlass(t *testing.T) {
 		"kubectl create clusterrolebinding mark-unreachable-bob")
 	g.Expect(exists(t, fc)).To(BeTrue())
 
-	g.Expect(deleteFC(ctx, alice, fc)).To(Succeed(), "alice holds the verb")
-	g.Expect(exists(t, fc)).To(BeFalse())
+	expectDeleted(t, alice, fc, "alice holds the verb")
 	g.Expect(aliceW.Warnings()).To(ContainElement(And(ContainSubstring(fc.Name),
 		ContainSubstring("deleted while its unpeering runs"), ContainSubstring("by the break-glass override"), ContainSubstring(`user "alice"`),
 		ContainSubstring("Tenant "+tenant.Namespace+"/"+tenant.Name), ContainSubstring("may re-create it without the mark"))))
