@@ -12,8 +12,9 @@ import (
 // their Nodes, the identity and networking objects — and keeps one record of it on the ForeignCluster,
 // UnpeeringAnnotation, which only its identity writes (gate rule 14). CleanupDone is the janitor's own
 // part (what it may release is released); UnpeeringComplete is the operator's outcome (the consumer's
-// side of the peering is gone). The gate refuses to delete a marked ForeignCluster whose record is not
-// complete while its tenant namespace still exists (Liqo would re-create it unmarked).
+// side of the peering is gone: nothing is left that Liqo re-creates the ForeignCluster from, PeeringKinds).
+// The gate refuses to delete a marked ForeignCluster whose record is not complete, or while such an object
+// is left (Liqo would re-create it unmarked).
 const (
 	// UnpeeringAnnotation is the janitor's record of the unpeering of a dead cluster: an Unpeering as JSON.
 	UnpeeringAnnotation = AnnotationPrefix + "unpeering"
@@ -30,9 +31,11 @@ type UnpeeringPhase string
 const (
 	// UnpeeringInProgress means something of the consumer's side of the peering is still there.
 	UnpeeringInProgress UnpeeringPhase = "InProgress"
-	// UnpeeringComplete means the consumer's side of the peering is gone: no tenant namespace and no
-	// VirtualNode of the cluster is left (Liqo deletes a VirtualNode's Node before it lets the VirtualNode
-	// go, and a tenant namespace goes with everything in it).
+	// UnpeeringComplete means the consumer's side of the peering is gone: no object of PeeringKinds
+	// carries the cluster ID (its VirtualNodes, virtual Nodes, Tenant, Identities, networking
+	// Configuration, Connection and gateways: what Liqo re-creates the ForeignCluster from) and no
+	// VirtualNode names it in spec.clusterID. A tenant namespace left with none of them in it does not hold
+	// it (a note says it is there).
 	UnpeeringComplete UnpeeringPhase = "Complete"
 )
 
@@ -56,6 +59,10 @@ type Unpeering struct {
 	// Notes say what the operator must know beyond the objects (e.g. a reflector Liqo leaks).
 	Notes []string `json:"notes,omitempty"`
 }
+
+// UnpeeringCompleteWhat says, for a person, what a complete unpeering has none of.
+const UnpeeringCompleteWhat = "nothing of the cluster left that Liqo re-creates the ForeignCluster from " +
+	"(no VirtualNode, virtual Node, Tenant, Identity, networking Configuration, Connection or gateway labelled with its cluster ID)"
 
 // MaxUnpeeringLeft caps how many objects the record names (an annotation is small).
 const MaxUnpeeringLeft = 20
@@ -104,11 +111,11 @@ func UnpeeringOf(annotations map[string]string) (Unpeering, bool) {
 	return ParseUnpeering(annotations[UnpeeringAnnotation])
 }
 
-// Summary is the record in one line for events and `status`: "unpeering complete: tenant namespace gone"
+// Summary is the record in one line for events and `status`: "unpeering complete: nothing left that …"
 // or "unpeering in progress: 3 objects left: tenant namespace liqo-tenant-x (Terminating: …), …".
 func (u Unpeering) Summary() string {
 	if u.Complete() {
-		return "unpeering complete: no tenant namespace and no VirtualNode of the cluster left"
+		return "unpeering complete: " + UnpeeringCompleteWhat
 	}
 	n := len(u.Left) + u.More
 	parts := make([]string, 0, len(u.Left))

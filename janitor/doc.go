@@ -91,12 +91,21 @@
 //  13. Done means the unpeering: for a dead cluster each pass follows the consumer's side of the peering
 //     to its end (report_unpeering.go) — its tenant namespaces (by Liqo's labels, and the one the
 //     ForeignCluster's status names), what holds a terminating one (every object with a Liqo finalizer, and
-//     what the namespace controller reports), its VirtualNodes — and records each object left, what holds it,
-//     whether liqo-janitor releases it and the next step in liqo-janitor.io/unpeering, written with the
-//     cleanup record. UnpeeringComplete is sent once, on the record's transition to complete (no tenant
-//     namespace and no VirtualNode of the cluster left); CleanupDone means only that liqo-janitor's own part
-//     is done. After it released an identity Secret the record says that Liqo's crd-replicator leaks that
-//     cluster's reflector until it restarts.
+//     what the namespace controller reports), its VirtualNodes, and every object Liqo re-creates the
+//     ForeignCluster from (liqojanitor.PeeringKinds labelled with the cluster ID, in any namespace: its
+//     networking Configuration, Connection and gateways, Tenant, Identities, VirtualNodes and virtual Nodes,
+//     what Liqo's foreigncluster controller watches with its enqueuer, foreigncluster_controller.go, v1.0.3 to
+//     v1.2.0) — and records each object left, what holds it, whether liqo-janitor releases it and the next
+//     step in liqo-janitor.io/unpeering, written with the cleanup record. The record is complete when none of
+//     those objects and no VirtualNode of the cluster is left: the ForeignCluster, deleted then, stays
+//     deleted (gate rule 16 holds it until then). A namespace that carries Liqo's tenant labels counts only
+//     through those objects in it: one with nothing of them holds nothing, and one still there once they
+//     are gone is a note. While only kinds the janitor does not watch hold it (a Tenant, an Identity, the
+//     networking objects), a pass looks again every 30 s. UnpeeringComplete is sent once, on the record's
+//     transition to complete; CleanupDone means only that liqo-janitor's own part is done. After it
+//     released an identity Secret the record says that Liqo's crd-replicator leaks that cluster's reflector
+//     until it restarts. (A provider can label its virtual Node with another cluster ID through its
+//     ResourceSlice's node labels: that holds the other cluster's record in progress, the safe side.)
 //  14. A brake that needs no ForeignCluster write: while the ConfigMap liqo-janitor-brake exists in the
 //     janitor's own namespace (Options.Namespace), nothing is released for any cluster — read live before a
 //     pass releases and before every batch (verdict_brake.go), watched so that setting or removing it starts

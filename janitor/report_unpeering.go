@@ -30,14 +30,21 @@ import (
 // The unpeering (janitor rule 13): for a dead cluster, each pass follows the consumer's side of the
 // peering to its end and records what is still there (liqojanitor.Unpeering, the unpeering annotation):
 // the tenant namespace, the objects that hold it while it terminates (by their finalizers), the
-// VirtualNodes of the cluster and their Nodes. Each object says what holds it, whether liqo-janitor
-// releases it, and the next step. The record is complete when no tenant namespace and no VirtualNode of
-// the cluster is left: Liqo deletes a VirtualNode's Node before it lets the VirtualNode go
-// (virtualnode-controller/deletion-routine.go handle, v1.0.3 to v1.2.0), and a tenant namespace goes only
-// once everything in it went. Reading only: the survey writes nothing.
+// VirtualNodes of the cluster, and every object Liqo re-creates the ForeignCluster from
+// (liqojanitor.PeeringKinds: its Configuration, Connection, gateways, Tenant, Identities, VirtualNodes and
+// virtual Nodes labelled with the cluster ID, in any namespace). Each object says what holds it, whether
+// liqo-janitor releases it, and the next step. The record is complete when none of those objects and no
+// VirtualNode of the cluster (spec.clusterID) is left: deleted then, the ForeignCluster stays deleted
+// (Liqo's foreigncluster controller creates one only on an event of such an object:
+// foreigncluster_controller.go foreignclusterEnqueuer, v1.0.3 to v1.2.0). A namespace is not such an
+// object: one that only carries Liqo's tenant labels holds nothing, and a tenant namespace still there
+// when the rest is gone is a note, not a hold. Reading only: the survey writes nothing.
 
 // +kubebuilder:rbac:groups=networking.liqo.io,resources=routeconfigurations;firewallconfigurations;wggatewayservers;wggatewayclients,verbs=list
 // +kubebuilder:rbac:groups=authentication.liqo.io,resources=identities;tenants,verbs=list
+// +kubebuilder:rbac:groups=networking.liqo.io,resources=configurations;connections;gatewayservers;gatewayclients,verbs=list
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=virtualnodes,verbs=list
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 // +kubebuilder:rbac:groups=ipam.liqo.io,resources=ips;networks,verbs=list
 
 // Liqo's labels on a tenant namespace (pkg/tenantNamespace/namespaceManager.go ForgeNamespace, v1.0.3 to
@@ -179,16 +186,85 @@ func (u *surveyor) survey(ctx context.Context, s *scope, left podwatch.Left) (li
 		return rec, err
 	}
 	objs = append(objs, vns...)
-	if len(namespaces) == 0 && len(vns) == 0 {
+	peering, err := liqojanitor.PeeringLeft(ctx, u.apiReader, s.clusterID, 0)
+	if err != nil {
+		return rec, fmt.Errorf("listing what Liqo re-creates the ForeignCluster from: %w", err)
+	}
+	if len(vns) == 0 && len(peering) == 0 {
 		rec.Phase = liqojanitor.UnpeeringComplete
+		rec.Notes = namespacesLeft(namespaces)
 		return rec, nil
 	}
+	if slices.ContainsFunc(peering, unwatched) {
+		// No watch of the janitor's sees these kinds go (only their namespace's): look again in a while.
+		s.wakeIn(peeringRecheck)
+	}
+	objs = append(objs, notNamed(peering, objs, s)...)
 	if len(objs) > liqojanitor.MaxUnpeeringLeft {
 		rec.More = len(objs) - liqojanitor.MaxUnpeeringLeft
 		objs = objs[:liqojanitor.MaxUnpeeringLeft]
 	}
 	rec.Left = objs
 	return rec, nil
+}
+
+// peeringRecheck is how soon a pass looks again while objects the janitor does not watch hold the
+// unpeering (a Tenant, an Identity, Liqo's networking objects).
+const peeringRecheck = 30 * time.Second
+
+// unwatched reports whether no watch of the janitor's sees o change (it watches VirtualNodes and virtual
+// Nodes, controller_setup.go).
+func unwatched(o liqojanitor.PeeringObject) bool {
+	return o.Kind != virtualNodeKind && o.Kind != nodeGVK.Kind
+}
+
+// notNamed are the objects Liqo re-creates the ForeignCluster from that the survey has not named yet (a
+// VirtualNode of the cluster, a Tenant holding its terminating namespace), as left objects.
+func notNamed(peering []liqojanitor.PeeringObject, named []liqojanitor.LeftObject, s *scope) []liqojanitor.LeftObject {
+	var out []liqojanitor.LeftObject
+	for _, o := range peering {
+		if !slices.ContainsFunc(named, func(n liqojanitor.LeftObject) bool {
+			return n.Kind == o.Kind && n.Namespace == o.Namespace && n.Name == o.Name
+		}) {
+			out = append(out, peeringLeft(o, s))
+		}
+	}
+	return out
+}
+
+// peeringLeft is an object Liqo re-creates the ForeignCluster from, still there: what holds it, and the next
+// step.
+func peeringLeft(o liqojanitor.PeeringObject, s *scope) liqojanitor.LeftObject {
+	l := liqojanitor.LeftObject{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+	switch {
+	case len(o.Finalizers) > 0:
+		l.HeldBy = "finalizer " + o.Finalizers[0]
+	case o.Terminating:
+		l.HeldBy = "Terminating"
+	default:
+		l.HeldBy = "not being deleted"
+	}
+	const why = "Liqo re-creates the ForeignCluster, unmarked, from it"
+	switch {
+	case o.Terminating:
+		l.Next = why + "; Liqo's own controller releases it (kubectl -n liqo get pods)"
+	case o.Namespace == "":
+		l.Next = fmt.Sprintf("%s; Liqo deletes a virtual Node with its VirtualNode; one left without it: kubectl delete node %s", why, o.Name)
+	default:
+		l.Next = fmt.Sprintf("%s; liqoctl force unpeer %s deletes it with the tenant namespace, or: kubectl -n %s delete %s %s",
+			why, s.clusterID, o.Namespace, strings.ToLower(o.Kind), o.Name)
+	}
+	return l
+}
+
+// namespacesLeft notes the tenant namespaces still there when nothing holds the unpeering any more.
+func namespacesLeft(namespaces []corev1.Namespace) []string {
+	var notes []string
+	for _, ns := range namespaces {
+		notes = append(notes, fmt.Sprintf("tenant namespace %s is still there, with nothing in it that Liqo re-creates the "+
+			"ForeignCluster from; delete it when you like: kubectl delete namespace %s", ns.Name, ns.Name))
+	}
+	return notes
 }
 
 // tenantNamespaces returns the cluster's tenant namespaces as Liqo finds them (by label), and the one
@@ -444,18 +520,10 @@ func (p *reporter) unpeered(ctx context.Context, s *scope) {
 		ctrl.LoggerFrom(ctx).Info("Unpeering complete", "tenantNamespace", prev.TenantNamespace)
 		p.recorder.Eventf(s.fc, nil, "Normal", "UnpeeringComplete", "Unpeer",
 			"Unpeering complete: the consumer's side of the peering with cluster %s is gone (%s); the ForeignCluster may now be deleted%s",
-			s.clusterID, goneWhat(prev), reasonGiven(s.fc))
+			s.clusterID, liqojanitor.UnpeeringCompleteWhat, reasonGiven(s.fc))
 	case !next.Complete() && leftChanged(prev, next):
 		p.recorder.Eventf(s.fc, nil, "Normal", "UnpeeringInProgress", "Unpeer", "%s", truncate(next.Summary(), maxEventMessage))
 	}
-}
-
-// goneWhat names what went in an unpeering that completed.
-func goneWhat(prev liqojanitor.Unpeering) string {
-	if prev.TenantNamespace != "" {
-		return "tenant namespace " + prev.TenantNamespace + " gone, no VirtualNode left"
-	}
-	return "no tenant namespace or VirtualNode left"
 }
 
 // leftChanged reports whether the objects left, and what holds them, differ between two records.

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +26,8 @@ import (
 // namespace controller: after the mark and the tenant namespace's deletion (what `liqoctl force unpeer`
 // does), the janitor names what holds the namespace — the route and firewall finalizers Liqo's fabric
 // owns, which it never touches — releases the legacy InternalFabric finalizer only where Liqo is older
-// than v1.2.0 and only for the dead cluster, and says "unpeering complete" exactly once when the
-// namespace controller has deleted the namespace. The test plays Liqo's own parts (the VirtualNode
+// than v1.2.0 and only for the dead cluster, and says "unpeering complete" exactly once when nothing is
+// left that Liqo re-creates the ForeignCluster from. The test plays Liqo's own parts (the VirtualNode
 // deletion routine, the fabric's route and firewall clean-up, v1.2's internalfabric controller).
 
 const (
@@ -111,7 +113,7 @@ func unpeerOnLiqo(t *testing.T, version string) {
 
 	g.Expect(fixture.Kill(ctx, c, dead)).To(Succeed())
 	const settle = 20 * time.Second // Liqo's fabric's turn first
-	stop, err := env.StartJanitor(janitor.Options{FabricSettle: settle, ReleaseIdentitySecrets: true})
+	stop, err := env.StartJanitor(janitor.Options{Namespace: env.OwnNamespace(t), FabricSettle: settle, ReleaseIdentitySecrets: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(stop()).To(Succeed()) })
 	g.Expect(fixture.Mark(ctx, c, dead)).To(Succeed())
@@ -167,8 +169,11 @@ func unpeerOnLiqo(t *testing.T, version string) {
 	dropFinalizer(ctx, t, c, deadFirewall, firewallFinalizer)
 
 	g.Eventually(unpeeringOf(ctx, c, dead)).WithTimeout(2*time.Minute).Should(HaveField("Phase", liqojanitor.UnpeeringComplete),
-		"once the namespace controller has deleted the tenant namespace, the unpeering is complete")
-	g.Expect(gonein(ctx, c, &corev1.Namespace{ObjectMeta: objectMeta(dead.TenantNS)})()).To(BeTrue())
+		"with the VirtualNode and its Node gone, nothing is left that Liqo re-creates the ForeignCluster from: complete")
+	g.Eventually(gonein(ctx, c, &corev1.Namespace{ObjectMeta: objectMeta(dead.TenantNS)})).WithTimeout(time.Minute).Should(BeTrue(),
+		"the namespace controller deletes the tenant namespace")
+	g.Eventually(unpeeringOf(ctx, c, dead)).Should(And(HaveField("Phase", liqojanitor.UnpeeringComplete), HaveField("Notes", Not(ContainElement(ContainSubstring("tenant namespace "+dead.TenantNS))))),
+		"the note of a tenant namespace still there goes with it")
 	completeEvents := func() int { return reasonCount(ctx, t, c, dead, "UnpeeringComplete") }
 	// The event follows the write of the phase (the events library sends it in the background): await it,
 	// then see that it stays one.
@@ -230,4 +235,52 @@ func reasonCount(ctx context.Context, t *testing.T, c client.Client, p *fixture.
 		}
 	}
 	return n
+}
+
+// TestTheUnpeeringCountsWhatLiqoReCreatesTheForeignClusterFrom (janitor rule 13): the unpeering is in
+// progress while anything Liqo's foreigncluster controller re-creates the ForeignCluster from is left —
+// a virtual Node, a Tenant labelled with the cluster ID, in any namespace — and complete once they are
+// gone, however many namespaces still carry Liqo's tenant labels with nothing of Liqo in them (a decoy
+// counts for nothing, and is named in a note).
+func TestTheUnpeeringCountsWhatLiqoReCreatesTheForeignClusterFrom(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	c := env.Client
+	ns := env.OwnNamespace(t)
+	p := build(t, fixture.Spec{Providers: 1}).Providers[0]
+	decoy := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.TenantNS + "-decoy", Labels: map[string]string{
+		"liqo.io/tenant-namespace": "true", liqojanitor.RemoteClusterIDLabel: p.ID}}}
+	g.Expect(c.Create(ctx, decoy)).To(Succeed())
+	elsewhere := env.Namespace(t) // Liqo's watch sees a labelled Tenant in any namespace
+	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: p.ID, Namespace: elsewhere,
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: p.ID}}}
+	g.Expect(c.Create(ctx, tenant)).To(Succeed())
+	kill(t, p)
+	startJanitor(t, janitor.Options{Namespace: ns})
+	g.Expect(fixture.Mark(ctx, c, p)).To(Succeed())
+
+	unpeering := unpeeringOf(ctx, c, p)
+	left := func(kind, namespace, name string) types.GomegaMatcher {
+		return HaveField("Left", ContainElement(And(HaveField("Kind", kind), HaveField("Namespace", namespace), HaveField("Name", name))))
+	}
+	g.Eventually(unpeering).WithTimeout(time.Minute).Should(SatisfyAll(HaveField("Phase", liqojanitor.UnpeeringInProgress),
+		left("Node", "", p.Node.Name), left("Tenant", elsewhere, tenant.Name)), "the virtual Node and the Tenant hold it")
+
+	// Liqo's VirtualNode deletion routine ends: the VirtualNode and its Node go; the Tenant is left.
+	dropFinalizer(ctx, t, c, p.VirtualNode, fixture.VirtualNodeFinalizer)
+	g.Expect(c.Delete(ctx, p.Node)).To(Succeed())
+	g.Eventually(unpeering).WithTimeout(time.Minute).Should(SatisfyAll(HaveField("Phase", liqojanitor.UnpeeringInProgress),
+		HaveField("Left", ConsistOf(
+			HaveField("Kind", "Namespace"), // the fixture's tenant namespace, which nobody deleted: named, not holding
+			HaveField("Kind", "Namespace"), // the decoy
+			And(HaveField("Kind", "Tenant"), HaveField("HeldBy", "not being deleted"),
+				HaveField("Next", ContainSubstring("Liqo re-creates the ForeignCluster, unmarked, from it"))))),
+	), "a Tenant labelled with the cluster ID alone keeps the unpeering in progress")
+
+	g.Expect(c.Delete(ctx, tenant)).To(Succeed())
+	g.Eventually(unpeering).WithTimeout(2*time.Minute).Should(SatisfyAll(HaveField("Phase", liqojanitor.UnpeeringComplete),
+		HaveField("Notes", ContainElement(ContainSubstring("tenant namespace "+decoy.Name+" is still there")))),
+		"with nothing left that Liqo re-creates the ForeignCluster from, the unpeering is complete: the decoy holds nothing")
+	g.Eventually(func() int { return reasonCount(ctx, t, c, p, "UnpeeringComplete") }).WithTimeout(30 * time.Second).Should(Equal(1))
 }

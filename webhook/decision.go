@@ -229,6 +229,7 @@ const (
 	reasonOverrideEarly   = "DeleteOverrideWithoutMark"
 	reasonUninstallerMark = "MarkedByLiqoUninstaller"
 	reasonUnpeering       = "UnpeeringRuns"
+	reasonUnfencedReturn  = "UnfencedReturn"
 	reasonDeleted         = "Deleted"
 	reasonOther           = "Other"
 )

@@ -3,8 +3,8 @@
 //
 // The decision is a pure function (decide, decideDelete, stamp) of the old and new objects, the requesting
 // user, the local cluster ID, the other ForeignClusters of the same cluster ID, the count of this
-// consumer's providers unreachable at once (the storm count), the tenant namespaces of
-// the cluster ID, the result of the break-glass SubjectAccessReview, the gate's own probe of the provider,
+// consumer's providers unreachable at once (the storm count), what is left that Liqo re-creates a
+// ForeignCluster of the cluster ID from, the provider's return the janitor recorded, the result of the break-glass SubjectAccessReview, the gate's own probe of the provider,
 // the janitor's identity, Liqo's uninstaller identities and the time; the handlers in gate.go only gather
 // those inputs.
 //
@@ -12,10 +12,11 @@
 //
 // options.go is what the binary configures. gate.go serves the webhooks: Setup, the handlers, and the
 // reads that gather a decision's inputs (Liqo's cluster-ID ConfigMap, every ForeignCluster — the others
-// of the cluster ID and the storm count — its tenant namespaces, the break-glass SubjectAccessReview, the probe). decision.go is the
+// of the cluster ID and the storm count — the peering objects left (liqojanitor.PeeringLeft), the janitor's kept
+// records in its namespace, the break-glass SubjectAccessReview, the probe). decision.go is the
 // decision on CREATE and UPDATE: its inputs, what the request does to the mark (transition), the verdict
 // and its reasons, and decide, which runs the checks of rules.go (one or more per rule below). stamp.go is
-// the mutating webhook's decision, deletion.go the decision on DELETE (rules 16 and 17). messages.go words
+// the mutating webhook's decision, deletion.go the decision on DELETE (rules 16, 17 and 30). messages.go words
 // every refusal and warning with its next step; metrics.go counts the verdicts by reason. The tables of
 // decision_test.go, storm_decision_test.go, stamp_test.go and deletion_test.go try the pure decisions;
 // gate_test.go and the other tests of package webhook_test try them through a real API server with the
@@ -23,10 +24,10 @@
 //
 // # The gate's rules
 //
-// Rules 1 to 15 and 18 to 23 apply to CREATE and UPDATE of ForeignClusters, 16 and 17 to DELETE; "setting the
-// mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable and the old one did
-// not. The code cites them by number; rules 20 and 21 (issue 28) and 22 on (issue 35) came last, numbered
-// after the others so that no citation changes.
+// Rules 1 to 15 and 18 to 23 apply to CREATE and UPDATE of ForeignClusters, 16, 17 and 30 to DELETE;
+// "setting the mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable and the
+// old one did not. The code cites them by number; rules 20 and 21 (issue 28) and 22 on (issue 35) came
+// last, numbered after the others so that no citation changes (30 is the DELETE rule of issue 35).
 //
 //  1. Setting the mark needs liqo-janitor.io/confirm-cluster-id equal to spec.clusterID (it may come
 //     earlier, from a holder of rule 5's verb: rule 19). A wrong confirmation is refused wherever it is
@@ -88,18 +89,24 @@
 //     carried into liqojanitor.FenceRecord — now, the requester and that recorded return, the request's
 //     counts kept — and the validating webhook accepts only that form: the requester, a few seconds old,
 //     naming the recorded return.
-//  16. A marked ForeignCluster is not deleted while its unpeering runs: while a tenant namespace of its
-//     cluster ID exists, found live as Liqo finds it (labelled liqo.io/tenant-namespace and
-//     liqo.io/remote-cluster-id=<spec.clusterID>: pkg/tenantNamespace GetNamespace, Liqo v1.0.3 to v1.2.0;
-//     or named in its status.tenantNamespace.local), Terminating or not, or while the janitor's record
-//     (liqo-janitor.io/unpeering) is there and not Complete. Liqo's foreigncluster controller would
-//     re-create it within seconds without the mark from the peering objects left, re-arming Liqo's
-//     replicator and drain as if the provider were alive, and the janitor's records would go with the old
-//     object. Fail closed when the namespaces cannot be read. Deleting an unmarked ForeignCluster is
-//     nobody's business.
-//  17. Break-glass override of rule 16: liqo-janitor.io/allow-delete-while-unpeering equal to spec.clusterID
-//     on the ForeignCluster, and the requester deleting it holds rule 5's verb: the deletion passes with a
-//     warning saying what it overrode, and a log line with the user (the API server's audit log has the
+//  16. A marked ForeignCluster is not deleted while its unpeering runs: while anything is left that Liqo
+//     re-creates it from — an object of liqojanitor.PeeringKinds labelled liqo.io/remote-cluster-id=<its
+//     spec.clusterID>, in any namespace, Terminating or not: its networking Configuration, Connection,
+//     GatewayServer and GatewayClient, its Tenant and Identities, its VirtualNodes, and its virtual Nodes
+//     (liqo.io/type=virtual-node), exactly what Liqo's foreigncluster controller watches with its enqueuer,
+//     which creates a missing ForeignCluster named <id> with only that label on any event of such an object
+//     (foreigncluster_controller.go SetupWithManager and foreignclusterEnqueuer, Liqo v1.0.3 to v1.2.0) —
+//     read live, metadata only, one of each kind at most; or while the janitor's record
+//     (liqo-janitor.io/unpeering) is there and not Complete. Deleted then, it would come back without the
+//     mark, re-arming Liqo's replicator and drain as if the provider were alive, and the janitor's records
+//     would go with the old object. A namespace is not such an object: one that carries Liqo's tenant
+//     labels and holds nothing of the kinds re-creates nothing, and holds nothing (a tenant namespace that
+//     still holds them counts through them). Fail closed when they cannot be listed (the reads are bounded
+//     within the webhook's 5 s timeout). Deleting an unmarked ForeignCluster is nobody's
+//     business.
+//  17. Break-glass override of rules 16 and 30: liqo-janitor.io/allow-delete-while-unpeering equal to
+//     spec.clusterID on the ForeignCluster, and the requester deleting it holds rule 5's verb: the deletion
+//     passes with a warning saying what it overrode (and, for rule 30, to fence the provider), and a log line with the user (the API server's audit log has the
 //     request). Setting or changing the override on a marked ForeignCluster needs rule 5's permission and
 //     the exact cluster ID; removing it needs nothing.
 //  18. Liqo's uninstaller may bare-mark, when the operator turns it on, and only from a live pod of its
@@ -182,6 +189,21 @@
 //     back to this record. Setting
 //     or changing it on a ForeignCluster unmarked after the request is refused, for everyone (as the stamps
 //     are, rule 6); it is immutable while marked; removing the mark removes it (rule 7).
+//  30. A recorded, unfenced return holds the ForeignCluster: a marked ForeignCluster whose provider's return
+//     the janitor recorded for the current mark — on it (liqo-janitor.io/cleanup starting "provider
+//     returned at <RFC 3339>", not older than marked-at: liqojanitor.ReturnRecordedAt), or, when that write
+//     was refused (another webhook: Liqo's fc.mutate.liqo.io while its pod is down), kept in the janitor's
+//     records (ConfigMap liqojanitor.RecordsConfigMap, read live in the janitor's own namespace,
+//     Options.Namespace, and nowhere else: a look-alike in another namespace is nobody's record;
+//     liqojanitor.KeptRecordOf of that mark) — is not deleted until a fence record stamped by the gate for
+//     that very return is there (rule 15: liqojanitor.FenceRecord Stamped, naming that return's time,
+//     stamped no earlier), or rule 17's override is used. The provider may still run this consumer's
+//     workloads, the copies of the pods released here; deleting the ForeignCluster would take the janitor's
+//     record of the return, the reason to fence, with it. The refusal names the return (when, how) and
+//     gives `kubectl liqo-janitor fence <cluster ID>` and the override. Fail closed when the records cannot
+//     be read (or the gate was given no namespace). The gate reads that one ConfigMap with get, granted in
+//     the release namespace by name (the chart's templates/brake-rbac.yaml, shared with the janitor: one
+//     ServiceAccount).
 //
 // The ValidatingAdmissionPolicy in manifests/policy enforces, with the gate absent, what CEL can: rules 1,
 // 2, 5, 10, 15 and 19 through the authorizer, 6's immutability, 11, 13, 14; of 20, the mark refused while
@@ -196,8 +218,12 @@
 // record refused on an unmarked ForeignCluster and in a request that sets the mark (with the gate absent
 // nothing drops it: remove it first), and on a marked one the requester's name and a recorded return (no
 // time: CEL has no clock; not the return's time); 16 by the janitor's record alone (read as text: it must
-// contain "phase":"Complete"), and 17; 22 (the override refused on an unmarked ForeignCluster and in a
-// request that sets the mark: with the gate absent nothing drops it, remove it first); 18 only where the mutating webhook ran (a bare mark has no
+// contain "phase":"Complete"; CEL cannot list the objects Liqo re-creates the ForeignCluster from, so one
+// that comes back after the janitor recorded the unpeering complete is the gate's to see), and 17; 22 (the
+// override refused on an unmarked ForeignCluster and in a request that sets the mark: with the gate absent
+// nothing drops it, remove it first); 30 by the return record on the ForeignCluster and the fence record
+// (its time, its user, the return it names: CEL's timestamp()), not a return kept only in the janitor's
+// namespace (CEL reads no other object); 18 only where the mutating webhook ran (a bare mark has no
 // confirmation: with the gate absent it is refused) and from a pod-bound token (the extras only: CEL
 // cannot read the pod).
 package webhook

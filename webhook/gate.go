@@ -10,13 +10,13 @@ import (
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	"github.com/liqotech/liqo/pkg/consts"
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -63,7 +63,10 @@ const (
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=core.liqo.io,resources=foreignclusters,verbs=list
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
+// +kubebuilder:rbac:groups=networking.liqo.io,resources=configurations;connections;gatewayservers;gatewayclients,verbs=list
+// +kubebuilder:rbac:groups=authentication.liqo.io,resources=tenants;identities,verbs=list
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=virtualnodes,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=liqo
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=liqo
@@ -137,10 +140,20 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 			return probeResult{Answered: prober.Probe(ctx, fc)}
 		}
 	}
+	warmPeeringMappings(mgr.GetRESTMapper())
 	mutating, validating := g.webhooks(mgr.GetScheme())
 	mgr.GetWebhookServer().Register(MutatePath, mutating)
 	mgr.GetWebhookServer().Register(ValidatePath, validating)
 	return nil
+}
+
+// warmPeeringMappings resolves, at start, the REST mapping of every kind a deletion lists (rule 16), so
+// that the first deletion does not pay the API discovery of four groups inside the webhook's 5 s. A kind
+// it cannot resolve now is resolved by that deletion (one Liqo does not install has no objects).
+func warmPeeringMappings(mapper meta.RESTMapper) {
+	for _, k := range liqojanitor.PeeringKinds {
+		_, _ = mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
+	}
 }
 
 // webhooks builds the mutating and the validating webhook.
@@ -220,8 +233,9 @@ func (g *gate) ValidateUpdate(ctx context.Context, old, fc *liqov1beta1.ForeignC
 	return g.validate(ctx, old, fc)
 }
 
-// ValidateDelete applies rules 16 and 17: a marked ForeignCluster stays while its unpeering runs (the
-// webhook configuration sends only deletions of marked ForeignClusters).
+// ValidateDelete applies rules 16, 17 and 30: a marked ForeignCluster stays while its unpeering runs or
+// its provider's recorded return is not fenced (the webhook configuration sends only deletions of marked
+// ForeignClusters).
 func (g *gate) ValidateDelete(ctx context.Context, old *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
@@ -229,58 +243,58 @@ func (g *gate) ValidateDelete(ctx context.Context, old *liqov1beta1.ForeignClust
 	}
 	d := &deletion{Old: old, User: req.UserInfo}
 	if liqojanitor.IsMarked(old.Annotations) {
-		d.TenantNamespaces, d.TenantNamespacesErr = g.tenantNamespaces(ctx, old)
-		if d.running() && overrides(old) {
-			d.permission = g.checkPermission(ctx, old, req.UserInfo)
-		}
+		g.gatherDeletion(ctx, d)
 	}
 	v := decideDelete(d)
 	if v.Reason == reasonOverride {
 		// The API server's audit log has the request; the gate's log says what the override let through.
-		logf.FromContext(ctx).Info("Deleting a ForeignCluster while its unpeering runs, by the break-glass override",
+		logf.FromContext(ctx).Info("Deleting a marked ForeignCluster by the break-glass override",
 			"foreignCluster", klog.KObj(old), "clusterID", old.Spec.ClusterID, "user", req.UserInfo.Username,
-			"left", leftToUnpeer(d), "dryRun", ptr.Deref(req.DryRun, false))
+			"left", leftToUnpeer(d), "unfencedReturn", d.unfenced(), "dryRun", ptr.Deref(req.DryRun, false))
 	}
 	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(old)
 }
 
-// tenantNamespaces finds, live, the tenant namespaces of fc's cluster ID as Liqo finds them (labelled
-// liqo.io/tenant-namespace and liqo.io/remote-cluster-id=<spec.clusterID>: pkg/tenantNamespace
-// GetNamespace, Liqo v1.0.3 to v1.2.0), and the one fc's status.tenantNamespace.local names.
-func (g *gate) tenantNamespaces(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]tenantNamespace, error) {
-	found := map[string]tenantNamespace{}
-	if fc.Spec.ClusterID != "" {
-		var nss corev1.NamespaceList
-		if err := g.apiReader.List(ctx, &nss, client.HasLabels{consts.TenantNamespaceLabel},
-			client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: string(fc.Spec.ClusterID)}); err != nil {
-			return nil, fmt.Errorf("listing namespaces labelled %s and %s=%s: %w", consts.TenantNamespaceLabel,
-				liqojanitor.RemoteClusterIDLabel, fc.Spec.ClusterID, err)
-		}
-		for i := range nss.Items {
-			found[nss.Items[i].Name] = tenantNamespaceOf(&nss.Items[i])
-		}
+// gatherDeletion reads, live, what the decision on deleting the marked d.Old depends on: the peering
+// objects left (rule 16), the provider's recorded return (rule 30) and, only when the override is there
+// and something holds the ForeignCluster, the break-glass review (rule 17).
+func (g *gate) gatherDeletion(ctx context.Context, d *deletion) {
+	// Bounded inside the webhook's timeout, so that a slow API server is refused with the gate's own words
+	// (fail closed, retry) rather than the API server's "context deadline exceeded".
+	reads, cancel := context.WithTimeout(ctx, deletionReadTimeout)
+	defer cancel()
+	// One of each kind is enough to hold the deletion and to name it.
+	d.Peering, d.PeeringErr = liqojanitor.PeeringLeft(reads, g.apiReader, string(d.Old.Spec.ClusterID), 1)
+	d.Return, d.ReturnErr = g.recordedReturn(reads, d.Old)
+	if (d.running() || d.unfenced()) && overrides(d.Old) {
+		d.permission = g.checkPermission(ctx, d.Old, d.User)
 	}
-	if name := fc.Status.TenantNamespace.Local; name != "" {
-		if _, ok := found[name]; !ok {
-			ns := &corev1.Namespace{}
-			switch err := g.apiReader.Get(ctx, client.ObjectKey{Name: name}, ns); {
-			case err == nil:
-				found[name] = tenantNamespaceOf(ns)
-			case !apierrors.IsNotFound(err):
-				return nil, fmt.Errorf("reading namespace %s (status.tenantNamespace.local): %w", name, err)
-			}
-		}
-	}
-	out := make([]tenantNamespace, 0, len(found))
-	for _, name := range sortedKeys(found) {
-		out = append(out, found[name])
-	}
-	return out, nil
 }
 
-func tenantNamespaceOf(ns *corev1.Namespace) tenantNamespace {
-	return tenantNamespace{Name: ns.Name, Terminating: !ns.DeletionTimestamp.IsZero()}
+// deletionReadTimeout bounds the reads of a deletion's decision (the webhook's timeout is 5 s).
+const deletionReadTimeout = 4 * time.Second
+
+// recordedReturn is the return of fc's provider recorded for its current mark: on the ForeignCluster (the
+// janitor's cleanup annotation), else the one the janitor kept in its records ConfigMap
+// (liqojanitor.RecordsConfigMap), read live in the janitor's own namespace (Options.Namespace) and nowhere
+// else: a look-alike in another namespace is nobody's record.
+func (g *gate) recordedReturn(ctx context.Context, fc *liqov1beta1.ForeignCluster) (*recordedReturn, error) {
+	if r := returnOnForeignCluster(fc); r != nil {
+		return r, nil
+	}
+	if g.options.Namespace == "" {
+		return nil, fmt.Errorf("the gate was started without the janitor's namespace (--namespace), where the janitor keeps "+
+			"the returns it saw (ConfigMap %s)", liqojanitor.RecordsConfigMap)
+	}
+	cm := &corev1.ConfigMap{}
+	switch err := g.apiReader.Get(ctx, client.ObjectKey{Namespace: g.options.Namespace, Name: liqojanitor.RecordsConfigMap}, cm); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the janitor's records (ConfigMap %s/%s): %w", g.options.Namespace, liqojanitor.RecordsConfigMap, err)
+	}
+	return keptReturn(cm, fc), nil
 }
 
 func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {

@@ -306,19 +306,19 @@ func overrideKV(fc *liqov1beta1.ForeignCluster) string {
 	return fmt.Sprintf("%s=%s", liqojanitor.AllowDeleteAnnotation, fc.Spec.ClusterID)
 }
 
-// leftToUnpeer says what of the unpeering is left, for a person: the tenant namespaces (and whether they
-// are Terminating), the janitor's record.
+// leftToUnpeer says what of the unpeering is left, for a person: the objects Liqo re-creates the
+// ForeignCluster from (one of each kind at most: "at least"), the janitor's record.
 func leftToUnpeer(d *deletion) string {
 	var parts []string
-	for _, ns := range d.TenantNamespaces {
-		state := "still exists"
-		if ns.Terminating {
-			state = "still Terminating"
+	if len(d.Peering) > 0 {
+		names := make([]string, 0, len(d.Peering))
+		for _, o := range d.Peering {
+			names = append(names, o.String())
 		}
-		parts = append(parts, fmt.Sprintf("tenant namespace %s %s", ns.Name, state))
+		parts = append(parts, "left that Liqo re-creates it from: "+strings.Join(names, ", "))
 	}
-	if d.TenantNamespacesErr != nil {
-		parts = append(parts, fmt.Sprintf("its tenant namespaces cannot be listed (%v), so they cannot be ruled out", d.TenantNamespacesErr))
+	if d.PeeringErr != nil {
+		parts = append(parts, fmt.Sprintf("Liqo's peering objects of its cluster ID cannot be listed (%v), so they cannot be ruled out", d.PeeringErr))
 	}
 	if u, runs := unpeeringRuns(d.Old); runs {
 		summary := u.Summary()
@@ -330,42 +330,115 @@ func leftToUnpeer(d *deletion) string {
 	return strings.Join(parts, "; ")
 }
 
-func msgUnpeeringRuns(d *deletion) string {
+// unpeeringNext is the next step while the unpeering runs: delete what nobody is deleting yet (the tenant
+// namespace holding it, or a virtual Node left without its VirtualNode), then wait for the janitor's word.
+func unpeeringNext(d *deletion) string {
 	fc := d.Old
 	next := fmt.Sprintf("wait until kubectl liqo-janitor status %s says unpeering complete, then delete it", fc.Name)
-	for _, ns := range d.TenantNamespaces {
-		if !ns.Terminating {
-			next = fmt.Sprintf("delete the tenant namespace first (kubectl delete namespace %s, or liqoctl force unpeer %s), "+
-				"then %s", ns.Name, fc.Spec.ClusterID, next)
-			break
+	for _, o := range d.Peering {
+		switch {
+		case o.Terminating:
+			continue
+		case o.Namespace != "":
+			return fmt.Sprintf("delete the tenant namespace holding them (liqoctl force unpeer %s, or kubectl delete namespace %s), then %s",
+				fc.Spec.ClusterID, o.Namespace, next)
+		default:
+			return fmt.Sprintf("Liqo deletes a virtual Node with its VirtualNode (liqoctl force unpeer %s); one left without it: "+
+				"kubectl delete node %s; then %s", fc.Spec.ClusterID, o.Name, next)
 		}
 	}
+	return next
+}
+
+// breakGlassDelete is the break-glass way to delete fc anyway (rule 17).
+func breakGlassDelete(fc *liqov1beta1.ForeignCluster) string {
 	override := ""
 	if v, ok := fc.Annotations[liqojanitor.AllowDeleteAnnotation]; ok {
 		override = fmt.Sprintf(" (its %s is %q, not the cluster ID)", liqojanitor.AllowDeleteAnnotation, v)
 	}
+	return fmt.Sprintf("to delete it anyway, break-glass (needs verb %s, audited)%s: %s, then kubectl delete foreigncluster %s",
+		liqojanitor.MarkVerb, override, annotateCmd(fc, overrideKV(fc)), fc.Name)
+}
+
+func msgUnpeeringRuns(d *deletion) string {
+	fc := d.Old
 	return fmt.Sprintf("%s is marked permanently unreachable and its unpeering still runs: %s. Deleted now, it would come "+
 		"back: Liqo's foreigncluster controller re-creates it within seconds from the peering objects left, WITHOUT the mark, "+
 		"so Liqo would wait for the provider as if it were alive again and liqo-janitor's record of the mark would be lost. "+
-		"Next: %s; to delete it anyway, break-glass (needs verb %s, audited)%s: %s, then kubectl delete foreigncluster %s",
-		describe(fc), leftToUnpeer(d), next, liqojanitor.MarkVerb, override, annotateCmd(fc, overrideKV(fc)), fc.Name)
+		"See them all: %s. Next: %s; %s",
+		describe(fc), leftToUnpeer(d), liqojanitor.PeeringCommands(string(fc.Spec.ClusterID)), unpeeringNext(d), breakGlassDelete(fc))
+}
+
+// returnHeld names the recorded return that holds the ForeignCluster (rule 30), for a person.
+func returnHeld(d *deletion) string {
+	switch r := d.Return; {
+	case d.ReturnErr != nil:
+		return fmt.Sprintf("liqo-janitor's records of returned providers cannot be read (%v), so a return of its provider cannot "+
+			"be ruled out", d.ReturnErr)
+	case r.Kept:
+		return fmt.Sprintf("its provider answered again after the mark: liqo-janitor kept its return at %s (%s) in its records "+
+			"(ConfigMap %s), and no fence of it is recorded", liqojanitor.RecordTime(r.At), r.How, liqojanitor.RecordsConfigMap)
+	default:
+		return fmt.Sprintf("its provider answered again after the mark: liqo-janitor recorded its return at %s (%s), and no "+
+			"fence of it is recorded", liqojanitor.RecordTime(r.At), r.How)
+	}
+}
+
+func msgUnfencedReturn(d *deletion) string {
+	fc := d.Old
+	next := fmt.Sprintf("stop this consumer's workloads on the provider and record it: kubectl liqo-janitor fence %s "+
+		"--provider-kubeconfig <provider kubeconfig>, then delete it", fc.Spec.ClusterID)
+	switch {
+	case d.ReturnErr != nil:
+		next = fmt.Sprintf("nothing was changed: retry; if it persists, check that liqo-janitor's gate runs with the janitor's "+
+			"namespace (--namespace) and may get ConfigMap %s there", liqojanitor.RecordsConfigMap)
+	case d.Return.Kept:
+		next = fmt.Sprintf("the janitor writes the return onto the ForeignCluster as soon as another admission webhook stops "+
+			"refusing it (Liqo's: kubectl -n liqo get pods; kubectl liqo-janitor status %s); then %s", fc.Name, next)
+	}
+	if _, ok := fc.Annotations[liqojanitor.FencedAnnotation]; ok && d.ReturnErr == nil {
+		next = fmt.Sprintf("its %s does not fence this return (another return's, or not stamped by the gate); %s",
+			liqojanitor.FencedAnnotation, next)
+	}
+	return fmt.Sprintf("%s is marked permanently unreachable and %s: the provider may still run this consumer's workloads, "+
+		"the copies of the pods released here, each now running twice; deleted now, the ForeignCluster would take the janitor's "+
+		"record of the return with it. Next: %s; %s", describe(fc), returnHeld(d), next, breakGlassDelete(fc))
+}
+
+// heldBy says what holds d.Old, for a person: its unpeering, its unfenced return.
+func heldBy(d *deletion) string {
+	var parts []string
+	if d.running() {
+		parts = append(parts, "while its unpeering runs ("+leftToUnpeer(d)+")")
+	}
+	if d.unfenced() {
+		parts = append(parts, "while "+returnHeld(d))
+	}
+	return strings.Join(parts, " and ")
 }
 
 func msgOverrideDenied(d *deletion) string {
-	return fmt.Sprintf("%s: user %q may not use the break-glass override %s to delete it while its unpeering runs (%s): "+
+	return fmt.Sprintf("%s: user %q may not use the break-glass override %s to delete it %s: "+
 		"that needs verb %s on foreignclusters.core.liqo.io; a cluster admin can grant it with: "+
 		"kubectl create clusterrolebinding %s --clusterrole=%s --user=%s; or wait until kubectl liqo-janitor status %s "+
-		"says unpeering complete",
-		describe(d.Old), d.User.Username, liqojanitor.AllowDeleteAnnotation, leftToUnpeer(d), liqojanitor.MarkVerb,
+		"says unpeering complete and no unfenced return",
+		describe(d.Old), d.User.Username, liqojanitor.AllowDeleteAnnotation, heldBy(d), liqojanitor.MarkVerb,
 		bindingName(d.User.Username), liqojanitor.MarkRoleName, d.User.Username, d.Old.Name)
 }
 
 // warnOverridden is the warning answered to a deletion the override let through (rule 17).
 func warnOverridden(d *deletion) string {
-	return fmt.Sprintf("%s deleted while its unpeering runs, by the break-glass override %s (user %q): %s; Liqo's "+
-		"foreigncluster controller may re-create it without the mark: if it comes back, mark it again "+
-		"(kubectl liqo-janitor mark %s)", describe(d.Old), liqojanitor.AllowDeleteAnnotation, d.User.Username,
-		leftToUnpeer(d), d.Old.Name)
+	w := fmt.Sprintf("%s deleted %s, by the break-glass override %s (user %q)", describe(d.Old), heldBy(d),
+		liqojanitor.AllowDeleteAnnotation, d.User.Username)
+	if d.running() {
+		w += fmt.Sprintf("; Liqo's foreigncluster controller may re-create it without the mark: if it comes back, mark it "+
+			"again (kubectl liqo-janitor mark %s)", d.Old.Name)
+	}
+	if d.unfenced() {
+		w += fmt.Sprintf("; the returned provider may still run this consumer's workloads: stop them there (kubectl "+
+			"liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>)", d.Old.Spec.ClusterID)
+	}
+	return w
 }
 
 func msgUninstallerMark(fc *liqov1beta1.ForeignCluster, user string) string {

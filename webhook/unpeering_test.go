@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/liqotech/liqo/pkg/consts"
 	. "github.com/onsi/gomega"
@@ -16,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -33,6 +35,9 @@ const uninstallerUser = "system:serviceaccount:" + liqoNamespace + ":" + liqojan
 // deleterRole lets the suite's users delete ForeignClusters (InstallOperators' roles do not).
 const deleterRole = "foreigncluster-deleter"
 
+// deleterUser may delete ForeignClusters and nothing more: a plain `delete` holder.
+const deleterUser = "carol"
+
 // installDeleters lets alice and bob delete ForeignClusters, and Liqo's uninstaller update them as Liqo's
 // chart lets its pre-delete Job.
 func installDeleters(ctx context.Context, e *harness.Env) error {
@@ -40,7 +45,7 @@ func installDeleters(ctx context.Context, e *harness.Env) error {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: deleterRole}, Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"core.liqo.io"}, Resources: []string{"foreignclusters"}, Verbs: []string{"delete"},
 		}}},
-		harness.ClusterRoleBinding(deleterRole, deleterRole, markerUser, plainUser, uninstallerUser),
+		harness.ClusterRoleBinding(deleterRole, deleterRole, markerUser, plainUser, uninstallerUser, deleterUser),
 		harness.ClusterRoleBinding(harness.EditorRole+"-uninstaller", harness.EditorRole, uninstallerUser),
 	} {
 		if err := e.Client.Create(ctx, o); err != nil {
@@ -50,41 +55,46 @@ func installDeleters(ctx context.Context, e *harness.Env) error {
 	return nil
 }
 
-// newTenantNamespace creates the consumer's tenant namespace of fc's cluster ID as Liqo labels it
-// (pkg/tenantNamespace CreateOrGetNamespace), or, with labelled false, an unlabelled namespace that fc's
-// status.tenantNamespace.local names.
-func newTenantNamespace(t *testing.T, fc *liqov1beta1.ForeignCluster, labelled bool) *corev1.Namespace {
+// newTenantNamespace creates a namespace of fc's cluster ID labelled as Liqo labels its tenant namespaces
+// (pkg/tenantNamespace CreateOrGetNamespace), and nothing in it: alone, a decoy.
+func newTenantNamespace(t *testing.T, fc *liqov1beta1.ForeignCluster) *corev1.Namespace {
 	t.Helper()
-	env := harness.Require(t)
-	g := NewWithT(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-" + fc.Name}}
-	if labelled {
-		ns.Labels = map[string]string{consts.TenantNamespaceLabel: "true", liqojanitor.RemoteClusterIDLabel: string(fc.Spec.ClusterID)}
-	}
-	g.Expect(env.Client.Create(t.Context(), ns)).To(Succeed())
-	if !labelled {
-		latest := get(t, fc)
-		latest.Status.TenantNamespace.Local = ns.Name
-		g.Expect(env.Client.Status().Update(t.Context(), latest)).To(Succeed())
-	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-" + fc.Name,
+		Labels: map[string]string{consts.TenantNamespaceLabel: "true", liqojanitor.RemoteClusterIDLabel: string(fc.Spec.ClusterID)}}}
+	NewWithT(t).Expect(harness.Require(t).Client.Create(t.Context(), ns)).To(Succeed())
 	return ns
 }
 
-// removeNamespace deletes ns and, with no namespace controller in this suite, finalizes it by hand (its
-// spec.finalizers emptied through the finalize subresource): then it is gone.
-func removeNamespace(t *testing.T, ns *corev1.Namespace) {
+// newTenant creates in ns the Tenant of fc's cluster ID as Liqo labels it, held by Liqo's finalizer: one of
+// the peering objects Liqo re-creates a ForeignCluster from.
+func newTenant(t *testing.T, fc *liqov1beta1.ForeignCluster, ns string) *authv1beta1.Tenant {
+	t.Helper()
+	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: fc.Name, Namespace: ns, Finalizers: []string{"tenant.liqo.io/finalizer"},
+		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: string(fc.Spec.ClusterID)}}}
+	NewWithT(t).Expect(harness.Require(t).Client.Create(t.Context(), tenant)).To(Succeed())
+	return tenant
+}
+
+// newVirtualNode creates the virtual Node of fc's cluster ID as Liqo labels it.
+func newVirtualNode(t *testing.T, fc *liqov1beta1.ForeignCluster) *corev1.Node {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "liqo-" + fc.Name, Labels: map[string]string{
+		liqojanitor.NodeTypeLabel: liqojanitor.VirtualNodeType, liqojanitor.RemoteClusterIDLabel: string(fc.Spec.ClusterID)}}}
+	NewWithT(t).Expect(harness.Require(t).Client.Create(t.Context(), node)).To(Succeed())
+	return node
+}
+
+// release removes obj's finalizers (Liqo's controller done with it) and awaits it gone once deleted.
+func release(t *testing.T, obj client.Object) {
 	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, ns))).To(Succeed())
-	latest := &corev1.Namespace{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ns), latest)).To(Succeed())
-	latest.Spec.Finalizers = nil
-	g.Expect(env.Client.SubResource("finalize").Update(ctx, latest)).To(Succeed())
+	g.Expect(client.IgnoreNotFound(env.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))).To(Succeed())
+	g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, obj))).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}))
-	}).Should(BeTrue(), "namespace %s is gone", ns.Name)
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object)))
+	}).Should(BeTrue(), "%s is gone", obj.GetName())
 }
 
 // markedProvider is a long-unreachable provider marked by alice.
@@ -99,6 +109,13 @@ func deleteFC(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignClust
 	return c.Delete(ctx, &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: fc.Name}})
 }
 
+// expectDeleted deletes fc as c and asserts it is gone (why says why it may go).
+func expectDeleted(t *testing.T, c client.Client, fc *liqov1beta1.ForeignCluster, why ...any) {
+	t.Helper()
+	NewWithT(t).Expect(deleteFC(t.Context(), c, fc)).To(Succeed(), why...)
+	NewWithT(t).Expect(exists(t, fc)).To(BeFalse())
+}
+
 func exists(t *testing.T, fc *liqov1beta1.ForeignCluster) bool {
 	t.Helper()
 	err := harness.Require(t).Client.Get(t.Context(), client.ObjectKeyFromObject(fc), &liqov1beta1.ForeignCluster{})
@@ -106,42 +123,45 @@ func exists(t *testing.T, fc *liqov1beta1.ForeignCluster) bool {
 	return err == nil
 }
 
-// TestAMarkedForeignClusterStaysWhileItsTenantNamespaceExists (rule 16): Liqo would re-create a deleted
-// ForeignCluster unmarked from its tenant namespace, so the deletion waits for the namespace to be gone —
-// a Terminating namespace counts — whether Liqo's labels or the ForeignCluster's status name it.
-func TestAMarkedForeignClusterStaysWhileItsTenantNamespaceExists(t *testing.T) {
-	harness.Require(t)
-	for name, labelled := range map[string]bool{"labelled as Liqo labels it": true, "named in status.tenantNamespace.local": false} {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			ctx := t.Context()
-			fc := markedProvider(t)
-			ns := newTenantNamespace(t, fc, labelled)
+// TestAMarkedForeignClusterStaysWhileWhatLiqoReCreatesItFromIsLeft (rule 16): Liqo re-creates a deleted
+// ForeignCluster unmarked from the peering objects that carry its cluster ID, so the deletion waits until
+// they are gone — a Terminating one counts, and so does a virtual Node — while a namespace that only
+// carries Liqo's tenant labels, with nothing of Liqo in it, holds nothing.
+func TestAMarkedForeignClusterStaysWhileWhatLiqoReCreatesItFromIsLeft(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	fc := markedProvider(t)
+	ns := newTenantNamespace(t, fc)
+	g.Expect(alice.Delete(ctx, get(t, fc), client.DryRunAll)).To(Succeed(), "a decoy namespace with nothing of Liqo in it holds nothing")
 
-			err := deleteFC(ctx, alice, fc)
-			expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/unpeering]", fc,
-				"tenant namespace "+ns.Name+" still exists", "re-creates it within seconds from the peering objects left, WITHOUT the mark",
-				"kubectl delete namespace "+ns.Name, "liqoctl force unpeer "+fc.Name,
-				"kubectl liqo-janitor status "+fc.Name+" says unpeering complete",
-				"kubectl annotate foreigncluster "+fc.Name+" liqo-janitor.io/allow-delete-while-unpeering="+fc.Name+" --overwrite")
+	tenant := newTenant(t, fc, ns.Name)
+	err := deleteFC(ctx, alice, fc)
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/unpeering]", fc,
+		"left that Liqo re-creates it from: Tenant "+ns.Name+"/"+tenant.Name, "re-creates it within seconds from the peering objects left, WITHOUT the mark",
+		"kubectl delete namespace "+ns.Name, "liqoctl force unpeer "+fc.Name, "-A -l liqo.io/remote-cluster-id="+fc.Name,
+		"kubectl liqo-janitor status "+fc.Name+" says unpeering complete",
+		"kubectl annotate foreigncluster "+fc.Name+" liqo-janitor.io/allow-delete-while-unpeering="+fc.Name+" --overwrite")
 
-			// liqoctl force unpeer's second step: the namespace is deleted, and stays Terminating (here for
-			// want of a namespace controller; in a cluster, on Liqo's finalizers inside it)
-			g.Expect(harness.Require(t).Client.Delete(ctx, ns)).To(Succeed())
-			err = deleteFC(ctx, alice, fc)
-			expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/unpeering]", fc,
-				"tenant namespace "+ns.Name+" still Terminating", "wait until kubectl liqo-janitor status "+fc.Name)
-			g.Expect(exists(t, fc)).To(BeTrue())
+	// liqoctl force unpeer's second step: the tenant namespace is deleted; the Tenant waits on Liqo's finalizer
+	g.Expect(env.Client.Delete(ctx, tenant)).To(Succeed())
+	err = deleteFC(ctx, alice, fc)
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/unpeering]", fc,
+		"Tenant "+ns.Name+"/"+tenant.Name+" (Terminating)", "Next: wait until kubectl liqo-janitor status "+fc.Name)
+	release(t, tenant)
 
-			removeNamespace(t, ns)
-			g.Expect(deleteFC(ctx, alice, fc)).To(Succeed(), "the unpeering is over: the ForeignCluster goes")
-			g.Expect(exists(t, fc)).To(BeFalse())
-		})
-	}
+	node := newVirtualNode(t, fc)
+	err = deleteFC(ctx, alice, fc)
+	expectDenied(t, err, http.StatusUnprocessableEntity, "metadata.annotations[liqo-janitor.io/unpeering]", fc,
+		"left that Liqo re-creates it from: Node "+node.Name, "kubectl delete node "+node.Name)
+	g.Expect(exists(t, fc)).To(BeTrue())
+
+	release(t, node)
+	expectDeleted(t, alice, fc, "nothing Liqo re-creates it from is left, the decoy namespace notwithstanding")
 }
 
-// TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns (rule 16): with no tenant
-// namespace left, the janitor's record still names what is left (a VirtualNode, a virtual Node…) until
+// TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns (rule 16): with nothing left
+// that the gate lists, the janitor's record still names what is left (a VirtualNode, a finalizer…) until
 // it says complete.
 func TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns(t *testing.T) {
 	g := NewWithT(t)
@@ -160,8 +180,7 @@ func TestAMarkedForeignClusterStaysWhileTheJanitorsRecordSaysTheUnpeeringRuns(t 
 
 	record = liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringComplete}
 	g.Expect(fixture.Annotate(ctx, asJanitor, fc, map[string]*string{liqojanitor.UnpeeringAnnotation: s(record.String())})).To(Succeed())
-	g.Expect(deleteFC(ctx, alice, fc)).To(Succeed())
-	g.Expect(exists(t, fc)).To(BeFalse())
+	expectDeleted(t, alice, fc)
 }
 
 // TestTheDeletionOverrideIsBreakGlass (rule 17): the override, set only by a holder of the break-glass
@@ -171,7 +190,7 @@ func TestTheDeletionOverrideIsBreakGlass(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	fc := markedProvider(t)
-	ns := newTenantNamespace(t, fc, true)
+	tenant := newTenant(t, fc, newTenantNamespace(t, fc).Name)
 	override := map[string]*string{liqojanitor.AllowDeleteAnnotation: s(fc.Name)}
 
 	err := fixture.Annotate(ctx, bob, fc, override)
@@ -184,15 +203,14 @@ func TestTheDeletionOverrideIsBreakGlass(t *testing.T) {
 
 	err = deleteFC(ctx, bob, fc)
 	expectDenied(t, err, http.StatusForbidden, "metadata.annotations[liqo-janitor.io/allow-delete-while-unpeering]", fc,
-		`user "bob" may not use the break-glass override`, "tenant namespace "+ns.Name+" still exists",
+		`user "bob" may not use the break-glass override`, "Tenant "+tenant.Namespace+"/"+tenant.Name,
 		"kubectl create clusterrolebinding mark-unreachable-bob")
 	g.Expect(exists(t, fc)).To(BeTrue())
 
-	g.Expect(deleteFC(ctx, alice, fc)).To(Succeed(), "alice holds the verb")
-	g.Expect(exists(t, fc)).To(BeFalse())
+	expectDeleted(t, alice, fc, "alice holds the verb")
 	g.Expect(aliceW.Warnings()).To(ContainElement(And(ContainSubstring(fc.Name),
-		ContainSubstring("deleted while its unpeering runs, by the break-glass override"), ContainSubstring(`user "alice"`),
-		ContainSubstring("tenant namespace "+ns.Name+" still exists"), ContainSubstring("may re-create it without the mark"))))
+		ContainSubstring("deleted while its unpeering runs"), ContainSubstring("by the break-glass override"), ContainSubstring(`user "alice"`),
+		ContainSubstring("Tenant "+tenant.Namespace+"/"+tenant.Name), ContainSubstring("may re-create it without the mark"))))
 }
 
 // TestUnmarkingRemovesTheUnpeeringRecordAndTheOverride (rule 7): they belong to the mark.
@@ -214,7 +232,7 @@ func TestDeletionsOnlyReachTheGateForMarkedForeignClusters(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	unmarked := newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
-	newTenantNamespace(t, unmarked, true)
+	newTenant(t, unmarked, "default")
 	g.Expect(deleteFC(ctx, bob, unmarked)).To(Succeed(), "with the gate up, an unmarked ForeignCluster deletes untouched")
 	unmarked = newProvider(t, liqov1beta1.ConditionStatusError, time.Hour)
 	marked := markedProvider(t)

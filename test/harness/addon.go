@@ -141,13 +141,20 @@ func (e *Env) JanitorClient() (client.Client, error) {
 }
 
 // StartGate serves the gate in a manager wired as cmd/liqo-janitor wires it (webhook.Setup, with its cache
-// options), as the install's ServiceAccount with the install's RBAC (InstallConfig), for the webhook
+// options and the binary's default client rate limits), as the install's ServiceAccount with the install's RBAC (InstallConfig), for the webhook
 // configurations registered through Options.WebhookPaths, until Stop; it returns once the webhook server
-// accepts connections.
+// accepts connections. An empty opts.Namespace is the release namespace, as the binary passes its own.
 func (e *Env) StartGate(opts webhook.Options) error {
 	cfg, err := e.InstallConfig()
 	if err != nil {
 		return err
+	}
+	// The binary's client rate limits cover the gate's reads too (a deletion lists every kind Liqo
+	// re-creates a ForeignCluster from).
+	cfg.QPS, cfg.Burst = janitor.DefaultClientQPS, janitor.DefaultClientBurst
+	if opts.Namespace == "" {
+		inst, _ := e.DefaultInstall() // InstallConfig applied it
+		opts.Namespace = inst.Namespace
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,

@@ -686,6 +686,65 @@ func TestPolicyKeepsAMarkedForeignClusterWhileItsUnpeeringRunsWithoutTheGate(t *
 	g.Expect(gone(other)).To(BeTrue())
 }
 
+// TestPolicyKeepsAMarkedForeignClusterWithAnUnfencedReturnWithoutTheGate: gate rule 30. With the webhook
+// absent, a marked ForeignCluster whose unpeering the janitor recorded complete but whose provider's return
+// it recorded (its cleanup record) is not deleted until a fence record stamped for that very return is
+// there — one of another return, or unstamped, fences nothing — unless a holder of the verb uses the
+// override (rule 17).
+func TestPolicyKeepsAMarkedForeignClusterWithAnUnfencedReturnWithoutTheGate(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	applyPolicyFallback(t)
+	grantRole(t, "policy-return-deleter", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch", "delete"}}}, "carol", janitorUser)
+	grantRole(t, "policy-fencer", []rbacv1.PolicyRule{{APIGroups: []string{"core.liqo.io"},
+		Resources: []string{"foreignclusters"}, Verbs: []string{"get", "patch", liqojanitor.MarkVerb}}}, "dave")
+	carol, dave, janitor := impersonate(t, "carol"), impersonate(t, "dave"), impersonate(t, janitorUser)
+	deleteFC := func(c client.Client, id string) error {
+		return c.Delete(ctx, &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id}})
+	}
+	returned := func(id string) (*liqov1beta1.ForeignCluster, time.Time) {
+		fc := createForeignCluster(t, id, nil)
+		g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
+		at := time.Now().UTC().Truncate(time.Millisecond)
+		g.Expect(fixture.Annotate(ctx, janitor, fc, map[string]*string{
+			liqojanitor.UnpeeringAnnotation: s(liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringComplete}.String()),
+			liqojanitor.CleanupAnnotation: s(liqojanitor.ReturnRecord{At: at, How: "Liqo's APIServerStatus turned Established",
+				Marked: "alice", Next: "fence"}.String()),
+		})).To(Succeed())
+		return fc, at
+	}
+	unfenced := func(g Gomega, err error, id string, at time.Time) {
+		expectPolicyDenied(g, err, "ForeignCluster "+id+" is marked permanently unreachable and its provider answered again",
+			"liqo-janitor recorded its return at "+liqojanitor.RecordTime(at), "may still run this consumer's workloads",
+			"kubectl liqo-janitor fence "+id+" --provider-kubeconfig <provider kubeconfig>",
+			"kubectl annotate foreigncluster "+id+" liqo-janitor.io/allow-delete-while-unpeering="+id+" --overwrite")
+	}
+	fence := func(id string, rec liqojanitor.FenceRecord) {
+		g.Expect(annotate(ctx, dave, id, map[string]*string{liqojanitor.FencedAnnotation: s(rec.String())})).To(Succeed())
+	}
+
+	const id = "provider-returned"
+	_, at := returned(id)
+	unfenced(g, deleteFC(carol, id), id, at)
+	unfenced(g, deleteFC(env.Client, id), id, at) // a cluster admin too: the override is the way
+	fence(id, liqojanitor.FenceRecord{At: time.Now(), By: "dave", Counts: "pods 2"})
+	unfenced(g, deleteFC(carol, id), id, at) // not stamped for a return
+	fence(id, liqojanitor.FenceRecord{At: time.Now(), By: "dave", Return: at.Add(-time.Second), Counts: "pods 2"})
+	unfenced(g, deleteFC(carol, id), id, at) // another return's
+	fence(id, liqojanitor.FenceRecord{At: time.Now(), By: "dave", Return: at, Counts: "pods 2"})
+	g.Expect(deleteFC(carol, id)).To(Succeed(), "a fence of that very return lets it go")
+
+	// the override: for a holder of the verb only
+	const other = "provider-returned-override"
+	_, at = returned(other)
+	g.Expect(annotate(ctx, env.Client, other, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(other)})).To(Succeed())
+	expectPolicyForbidden(g, deleteFC(carol, other), `user "carol" may not use the break-glass override`,
+		"while its provider's return is not fenced")
+	g.Expect(deleteFC(env.Client, other)).To(Succeed())
+}
+
 // TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate: gate rule 18. With the webhook absent nobody
 // writes the confirmation for Liqo's uninstaller, so its bare mark is refused (fail closed); and with rule
 // 18 off (the chart's default, rendered into manifests/policy) even a mark stamped and confirmed in its
