@@ -47,26 +47,7 @@ var unmarkRemoves = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedBy
 func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, now time.Time) (set map[string]string, remove []string) {
 	switch transitionOf(old, fc) {
 	case marking:
-		set = liqojanitor.MarkStamp{By: user, At: now}.Annotations()
-		if uninstaller {
-			if _, ok := fc.Annotations[liqojanitor.ConfirmAnnotation]; !ok {
-				set[liqojanitor.ConfirmAnnotation] = string(fc.Spec.ClusterID)
-			}
-			if _, ok := fc.Annotations[liqojanitor.ReasonAnnotation]; !ok {
-				set[liqojanitor.ReasonAnnotation] = uninstallerReason(user)
-			}
-		}
-		for _, key := range []string{liqojanitor.FencedAnnotation, liqojanitor.AllowDeleteAnnotation} {
-			if _, ok := fc.Annotations[key]; ok { // rules 15 and 22: neither is placed ahead of the mark
-				remove = append(remove, key)
-			}
-		}
-		if key, value := ackStamp(fc, user, now); key != "" {
-			set[key] = value
-		} else if _, ok := fc.Annotations[liqojanitor.AcknowledgedByAnnotation]; ok {
-			remove = append(remove, liqojanitor.AcknowledgedByAnnotation)
-		}
-		return set, remove
+		return markingStamps(fc, user, uninstaller, now)
 	case staysMarked:
 		returned, recorded := liqojanitor.ReturnRecordedAt(old.Annotations)
 		if !fences(old, fc) || !recorded {
@@ -86,6 +67,30 @@ func stamp(old, fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, n
 	default:
 		return nil, nil
 	}
+}
+
+// markingStamps are stamp's decision on the request that sets the mark.
+func markingStamps(fc *liqov1beta1.ForeignCluster, user string, uninstaller bool, now time.Time) (set map[string]string, remove []string) {
+	set = liqojanitor.MarkStamp{By: user, At: now}.Annotations()
+	if uninstaller {
+		if _, ok := fc.Annotations[liqojanitor.ConfirmAnnotation]; !ok {
+			set[liqojanitor.ConfirmAnnotation] = string(fc.Spec.ClusterID)
+		}
+		if _, ok := fc.Annotations[liqojanitor.ReasonAnnotation]; !ok {
+			set[liqojanitor.ReasonAnnotation] = uninstallerReason(user)
+		}
+	}
+	for _, key := range []string{liqojanitor.FencedAnnotation, liqojanitor.AllowDeleteAnnotation} {
+		if _, ok := fc.Annotations[key]; ok { // rules 15 and 22: neither is placed ahead of the mark
+			remove = append(remove, key)
+		}
+	}
+	if key, value := ackStamp(fc, user, now); key != "" {
+		set[key] = value
+	} else if _, ok := fc.Annotations[liqojanitor.AcknowledgedByAnnotation]; ok {
+		remove = append(remove, liqojanitor.AcknowledgedByAnnotation)
+	}
+	return set, remove
 }
 
 // ackStamp is the stamp of a storm's acknowledgement given with the mark (rule 21): who typed the count,

@@ -23,6 +23,7 @@ import (
 // token is bound to the pod (a TokenRequest with boundObjectRef, as the kubelet's projected tokens are: no
 // kubelet needed), the credentials gate rule 18 takes for Liqo's uninstaller.
 func (e *Env) LiqoUninstallerPod(tb testing.TB, namespace string) (*corev1.Pod, *rest.Config, error) {
+	tb.Helper()
 	ctx := context.Background()
 	name := liqojanitor.LiqoPreDeleteServiceAccount
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}

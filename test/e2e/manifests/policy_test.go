@@ -738,7 +738,7 @@ func TestPolicyKeepsAMarkedForeignClusterWithAnUnfencedReturnWithoutTheGate(t *t
 
 	// the override: for a holder of the verb only
 	const other = "provider-returned-override"
-	_, at = returned(other)
+	returned(other)
 	g.Expect(annotate(ctx, env.Client, other, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(other)})).To(Succeed())
 	expectPolicyForbidden(g, deleteFC(carol, other), `user "carol" may not use the break-glass override`,
 		"while its provider's return is not fenced")
