@@ -49,16 +49,23 @@ func keep(t *testing.T, ns string, fc *liqov1beta1.ForeignCluster, rec liqojanit
 	NewWithT(t).Expect(env.Client.Create(t.Context(), cm)).To(Succeed())
 }
 
-// TestAReturnKeptButNotToldIsToldByTheNextLeader: an earlier leader kept the return and stopped before it
-// sent ProviderReturned; the next one sends it, once, and records that it did.
-func TestAReturnKeptButNotToldIsToldByTheNextLeader(t *testing.T) {
+// markedInOwnNamespace lays out one dead provider with two pods, marked (stamped now), for a janitor whose
+// own namespace it returns (granted as the release namespace is).
+func markedInOwnNamespace(t *testing.T) (string, *fixture.Provider) {
+	t.Helper()
 	env := harness.Require(t)
-	g := NewWithT(t)
-	ctx := t.Context()
 	ns := env.OwnNamespace(t)
 	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
 	kill(t, p)
-	g.Expect(fixture.Mark(ctx, env.Client, p, markedAtNow()...)).To(Succeed())
+	NewWithT(t).Expect(fixture.Mark(t.Context(), env.Client, p, markedAtNow()...)).To(Succeed())
+	return ns, p
+}
+
+// TestAReturnKeptButNotToldIsToldByTheNextLeader: an earlier leader kept the return and stopped before it
+// sent ProviderReturned; the next one sends it, once, and records that it did.
+func TestAReturnKeptButNotToldIsToldByTheNextLeader(t *testing.T) {
+	g := NewWithT(t)
+	ns, p := markedInOwnNamespace(t)
 	fc := get(t, p.ForeignCluster)
 	keep(t, ns, fc, liqojanitor.KeptRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation],
 		Return: &liqojanitor.KeptReturn{At: liqojanitor.RecordTime(time.Now()), How: "the janitor's probe of https://provider.example:6443"}})
@@ -95,10 +102,7 @@ func TestProviderReturnedIsSentOnceWhenTheRecordsWriteConflicts(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := env.OwnNamespace(t)
-	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
-	kill(t, p)
-	g.Expect(fixture.Mark(ctx, env.Client, p, markedAtNow()...)).To(Succeed())
+	ns, p := markedInOwnNamespace(t)
 	c := &conflictOnce{}
 	stop, err := env.StartJanitorWith(janitor.Options{Namespace: ns, GracePeriod: time.Hour}, func(inner client.Client) client.Client {
 		c.Client = inner
@@ -128,10 +132,7 @@ func TestDeletingAReturnedForeignClusterNeverSilencesTheAlarm(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := env.OwnNamespace(t)
-	p := build(t, fixture.Spec{Providers: 1, PodsPerProvider: 2}).Providers[0]
-	kill(t, p)
-	g.Expect(fixture.Mark(ctx, env.Client, p, markedAtNow()...)).To(Succeed())
+	ns, p := markedInOwnNamespace(t)
 	stop := startJanitor(t, janitor.Options{Namespace: ns, GracePeriod: time.Hour})
 	g.Expect(fixture.Revive(ctx, env.Client, p)).To(Succeed())
 	g.Eventually(returned).WithTimeout(30 * time.Second).Should(Equal(1.0))

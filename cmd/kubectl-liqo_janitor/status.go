@@ -305,7 +305,8 @@ func printUnpeering(out io.Writer, u *liqojanitor.Unpeering) {
 	}
 	fmt.Fprintln(out)
 	if u.Complete() {
-		fmt.Fprintf(out, "  unpeering: complete since %s: no tenant namespace and no VirtualNode of the cluster left; the ForeignCluster may be deleted\n", u.Since)
+		fmt.Fprintf(out, "  unpeering: complete since %s: %s; the ForeignCluster may be deleted (once a return of its provider, if any, is fenced)\n",
+			u.Since, liqojanitor.UnpeeringCompleteWhat)
 	} else {
 		fmt.Fprintf(out, "  unpeering: in progress, %d object(s) left", len(u.Left)+u.More)
 		if u.TenantNamespace != "" {

@@ -63,7 +63,7 @@ type clusterStatus struct {
 	Cleanup string `json:"cleanup,omitempty"`
 	// Unpeering is the janitor's record of the consumer side of the unpeering of a dead cluster
 	// (liqo-janitor.io/unpeering): the Liqo version it found, what is left, what holds it, whether
-	// liqo-janitor releases it, the next step; complete once no tenant namespace and no VirtualNode is left.
+	// liqo-janitor releases it, the next step; complete once nothing Liqo re-creates the ForeignCluster from is left.
 	Unpeering *liqojanitor.Unpeering `json:"unpeering,omitempty"`
 	// Returned is the janitor's record that the provider answered again after the mark (janitor.RecordedReturn).
 	Returned *returnedStatus `json:"returned,omitempty"`
