@@ -43,13 +43,20 @@ var needed = map[grant][]string{
 	{"", "networking.liqo.io", "firewallconfigurations"}:      {"list"},
 	{"", "networking.liqo.io", "wggatewayservers"}:            {"list"},
 	{"", "networking.liqo.io", "wggatewayclients"}:            {"list"},
-	{"", "authentication.liqo.io", "identities"}:              {"list"},
-	{"", "authentication.liqo.io", "tenants"}:                 {"list"},
-	{"", "ipam.liqo.io", "ips"}:                               {"list"},
-	{"", "ipam.liqo.io", "networks"}:                          {"list"},
-	{installNS, "coordination.k8s.io", "leases"}:              {"create", "get", "list", "patch", "update", "watch"},
-	{installNS, "", "configmaps"}:                             {"create", "get", "list", "patch", "watch"}, // the brake (janitor rule 14) and the records (rule 16), by name
-	{installNS, "", "events"}:                                 {"create", "patch"},
+	// gate rule 16 and janitor rule 13: what Liqo re-creates a ForeignCluster from (liqojanitor.PeeringKinds)
+	{"", "networking.liqo.io", "configurations"}: {"list"},
+	{"", "networking.liqo.io", "connections"}:    {"list"},
+	{"", "networking.liqo.io", "gatewayservers"}: {"list"},
+	{"", "networking.liqo.io", "gatewayclients"}: {"list"},
+	// gate rule 18: the pod a token of Liqo's uninstaller is bound to, read live in Liqo's namespace
+	{liqoNS, "", "pods"}:                         {"get"},
+	{"", "authentication.liqo.io", "identities"}: {"list"},
+	{"", "authentication.liqo.io", "tenants"}:    {"list"},
+	{"", "ipam.liqo.io", "ips"}:                  {"list"},
+	{"", "ipam.liqo.io", "networks"}:             {"list"},
+	{installNS, "coordination.k8s.io", "leases"}: {"create", "get", "list", "patch", "update", "watch"},
+	{installNS, "", "configmaps"}:                {"create", "get", "list", "patch", "watch"}, // the brake (janitor rule 14) and the records (rule 16), by name
+	{installNS, "", "events"}:                    {"create", "patch"},
 }
 
 // withSelfManagedCerts is what the default install grants (certManager.enabled=false, templates/certs-rbac.yaml):
