@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,15 +21,12 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// janitorNamespaceReader may get the gate's ValidatingWebhookConfiguration, which names liqo-janitor's
-// namespace: what the plugin's users need for its default --janitor-namespace.
-const janitorNamespaceReader = "liqo-janitor-namespace-reader"
-
 // installGateWebhookConfiguration creates the gate's ValidatingWebhookConfiguration as the install renders
 // it (its name, and its webhooks calling the Service in the release namespace) but with no rules: the
 // API server never calls it (the package's gate serves the generated configurations the harness
-// registers); the plugin reads the janitor's namespace from it. users may get it.
-func installGateWebhookConfiguration(ctx context.Context, e *harness.Env, users ...string) error {
+// registers); the plugin reads the janitor's namespace from it (the plan readers may get it: the install's
+// harness.PluginRole).
+func installGateWebhookConfiguration(ctx context.Context, e *harness.Env) error {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := e.Installed("ValidatingWebhookConfiguration", cli.GateWebhookConfiguration, cfg); err != nil {
 		return err
@@ -38,13 +34,8 @@ func installGateWebhookConfiguration(ctx context.Context, e *harness.Env, users 
 	for i := range cfg.Webhooks {
 		cfg.Webhooks[i].Rules = nil
 	}
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: janitorNamespaceReader}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{admissionregistrationv1.GroupName}, Resources: []string{"validatingwebhookconfigurations"},
-		ResourceNames: []string{cli.GateWebhookConfiguration}, Verbs: []string{"get"}}}}
-	for _, o := range []client.Object{cfg, role, harness.ClusterRoleBinding(role.Name, role.Name, users...)} {
-		if err := e.Client.Create(ctx, o); err != nil {
-			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
-		}
+	if err := e.Client.Create(ctx, cfg); err != nil {
+		return fmt.Errorf("creating ValidatingWebhookConfiguration %s: %w", cfg.Name, err)
 	}
 	return nil
 }

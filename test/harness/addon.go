@@ -75,16 +75,27 @@ func (e *Env) InstallOperators(ctx context.Context, markers, editors []string) e
 	return nil
 }
 
+// PluginRole is the install's ClusterRole that lets the kubectl plugin find the janitor's namespace
+// (aggregated into the cluster's view role).
+const PluginRole = liqojanitor.Name + ":plugin"
+
 // InstallPlanReaders lets users read what `kubectl liqo-janitor plan` reads, as a cluster's view role and
 // Liqo's read roles give it: Liqo's objects, nodes, pods, namespaces, ConfigMaps (the janitor-wide brake
-// `status` shows) and events.
+// `status` shows) and events, and the install's PluginRole, which view aggregates.
 func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
+	pluginRole := &rbacv1.ClusterRole{} // the janitor's namespace, from the gate's webhook configuration
+	if err := e.Installed("ClusterRole", PluginRole, pluginRole); err != nil {
+		return err
+	}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "plan-reader"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces", "configmaps"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"core.liqo.io", "offloading.liqo.io", "authentication.liqo.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
 	}}
-	for _, o := range []client.Object{role, ClusterRoleBinding(role.Name, role.Name, users...)} {
+	if err := e.Client.Create(ctx, pluginRole); client.IgnoreAlreadyExists(err) != nil { // applied with the install, or not yet
+		return fmt.Errorf("creating ClusterRole %s: %w", PluginRole, err)
+	}
+	for _, o := range []client.Object{role, ClusterRoleBinding(role.Name, role.Name, users...), ClusterRoleBinding(PluginRole, PluginRole, users...)} {
 		if err := e.Client.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}

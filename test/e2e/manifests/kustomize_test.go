@@ -141,6 +141,8 @@ var defaultInstall = []string{
 	"RoleBinding " + installNS + "/" + appName + "-brake",
 	"ClusterRole " + liqojanitor.MarkRoleName,
 	"ClusterRole " + appName + ":metrics-reader",
+	// the kubectl plugin's way to the janitor's namespace, aggregated into view
+	"ClusterRole " + appName + ":plugin",
 	"Deployment " + installNS + "/" + appName,
 	"PodDisruptionBudget " + installNS + "/" + appName,
 	"Service " + installNS + "/" + webhookService,
