@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,29 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
-	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
-
-// installGateWebhookConfiguration creates the gate's ValidatingWebhookConfiguration as the install renders
-// it (its name, and its webhooks calling the Service in the release namespace) but with no rules: the
-// API server never calls it (the package's gate serves the generated configurations the harness
-// registers); the plugin reads the janitor's namespace from it (the plan readers may get it: the install's
-// harness.PluginRole).
-func installGateWebhookConfiguration(ctx context.Context, e *harness.Env) error {
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := e.Installed("ValidatingWebhookConfiguration", cli.GateWebhookConfiguration, cfg); err != nil {
-		return err
-	}
-	for i := range cfg.Webhooks {
-		cfg.Webhooks[i].Rules = nil
-	}
-	if err := e.Client.Create(ctx, cfg); err != nil {
-		return fmt.Errorf("creating ValidatingWebhookConfiguration %s: %w", cfg.Name, err)
-	}
-	return nil
-}
 
 // janitorNamespace is liqo-janitor's namespace in this package's API server: the release namespace, where
 // the gate's webhook configuration calls its Service.

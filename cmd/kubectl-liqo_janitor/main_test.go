@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		if err := e.InstallPlanReaders(ctx, alice, bob); err != nil {
 			return err
 		}
-		if err := installGateWebhookConfiguration(ctx, e); err != nil {
+		if err := e.InstallGateWebhookConfiguration(ctx); err != nil {
 			return err
 		}
 		// The gate guards storms as installed (the tests retire their layouts, so each storm count is a test's own).

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,6 +100,24 @@ func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
 		if err := e.Client.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
+	}
+	return nil
+}
+
+// InstallGateWebhookConfiguration creates the gate's ValidatingWebhookConfiguration as the install renders
+// it (its name, and its webhooks calling the Service in the release namespace) but with no rules: the API
+// server never calls it (a test's gate serves the generated configurations the harness registers); the
+// kubectl plugin reads the janitor's namespace from it (the plan readers may get it: PluginRole).
+func (e *Env) InstallGateWebhookConfiguration(ctx context.Context) error {
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := e.Installed("ValidatingWebhookConfiguration", liqojanitor.Name, cfg); err != nil {
+		return err
+	}
+	for i := range cfg.Webhooks {
+		cfg.Webhooks[i].Rules = nil
+	}
+	if err := e.Client.Create(ctx, cfg); err != nil {
+		return fmt.Errorf("creating ValidatingWebhookConfiguration %s: %w", cfg.Name, err)
 	}
 	return nil
 }

@@ -54,7 +54,12 @@ func (d *demo) layoutProvider(ctx context.Context) error {
 	if r.partition, err = r.env.NewOutage("partition"); err != nil {
 		return err
 	}
-	// the proxy's address is what Liqo's status names as the provider's API server
+	// the proxy's address is what Liqo's status names as the provider's API server, and its control-plane
+	// Identity too, with the provider's CA (what the janitor keeps at its first sight of the mark, and fence
+	// verifies the provider against)
+	if err := fixture.SetControlPlaneIdentity(ctx, d.env.Client, p, d.remote.url(), r.env.Config.CAData); err != nil {
+		return err
+	}
 	return fixture.SetAPIServerURL(ctx, d.env.Client, d.dead().ForeignCluster, d.remote.url())
 }
 

@@ -44,6 +44,9 @@ func installLiqoBasics(ctx context.Context, env *harness.Env) error {
 	if err := env.InstallPlanReaders(ctx, operator); err != nil {
 		return err
 	}
+	if err := env.InstallGateWebhookConfiguration(ctx); err != nil { // where the plugin finds the janitor's namespace
+		return err
+	}
 	return installClusterIDReader(ctx, env)
 }
 
