@@ -108,13 +108,18 @@ type provider struct {
 // partitionedProvider starts p's own control plane (with kube-controller-manager, whose garbage collector
 // deletes the pods of deleted ShadowPods), lays out what runs there (Liqo's cluster-ID ConfigMap, this
 // consumer's ShadowPods and pods, another consumer's), puts it behind a proxy on this machine's address
-// and names that proxy in the status of p's ForeignCluster, as Liqo's foreigncluster controller writes it;
+// and names that proxy in the status of p's ForeignCluster, as Liqo's foreigncluster controller writes it,
+// and in p's control-plane Identity with the provider's CA, as Liqo's authentication module does;
 // the proxy is down (a partition) until the test brings it Up.
 func partitionedProvider(t *testing.T, p *fixture.Provider) (*harness.Outage, *provider) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
-	env, err := harness.Start(harness.Options{ControllerManager: true})
+	host, err := harness.HostAddress()
+	g.Expect(err).NotTo(HaveOccurred())
+	// on this machine's address, with a certificate for it: the janitor's pods probe it, and fence verifies
+	// it, against the CA Liqo's Identity names
+	env, err := harness.Start(harness.Options{ControllerManager: true, AdvertiseAddress: host.String()})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -125,12 +130,12 @@ func partitionedProvider(t *testing.T, p *fixture.Provider) (*harness.Outage, *p
 	g.Expect(env.InstallLocalClusterID(ctx, "liqo", p.ID)).To(Succeed())
 	laid, err := fixture.LayOutRemote(ctx, env.Client, p, localClusterID, "another-consumer")
 	g.Expect(err).NotTo(HaveOccurred())
-	host, err := harness.HostAddress()
-	g.Expect(err).NotTo(HaveOccurred())
 	link, err := env.NewOutageOn("partition", host)
 	g.Expect(err).NotTo(HaveOccurred())
 	link.Down()
-	g.Expect(fixture.SetAPIServerURL(ctx, harness.Require(t).Client, p.ForeignCluster, "https://"+link.Addr)).To(Succeed())
+	consumer := harness.Require(t).Client
+	g.Expect(fixture.SetControlPlaneIdentity(ctx, consumer, p, "https://"+link.Addr, env.Config.CAData)).To(Succeed())
+	g.Expect(fixture.SetAPIServerURL(ctx, consumer, p.ForeignCluster, "https://"+link.Addr)).To(Succeed())
 	return link, &provider{env: env, laid: laid}
 }
 
