@@ -58,6 +58,13 @@ func (r FenceRecord) String() string {
 // fences. Any other record fences no return.
 func (r FenceRecord) Stamped() bool { return r.By != "" && !r.Return.IsZero() }
 
+// Fences reports whether the record fences the return recorded at returnAt: stamped, naming exactly that
+// return, and stamped no earlier than it (a record older than the return cannot stop its copies). The gate
+// (rule 30) and the janitor (rule 10) read a fence so.
+func (r FenceRecord) Fences(returnAt time.Time) bool {
+	return r.Stamped() && !returnAt.IsZero() && r.Return.Equal(returnAt) && !r.At.Before(returnAt.Truncate(time.Second))
+}
+
 // ParseFenceRecord reads a FencedAnnotation value in either form: ok when it carries a readable time and
 // "by <user>: " (the user ends at the first ": "; it may be empty, which no stamped record is), Counts
 // after it. Return is the return it fences when the last part names a readable time, zero otherwise (an

@@ -106,7 +106,7 @@ func recordedReturn(fc *liqov1beta1.ForeignCluster) (providerReturn, bool) {
 // return or in the future does not count: the return stays unfenced, and its alert on.
 func fenced(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Time) (string, bool) {
 	rec, ok := liqojanitor.ParseFenceRecord(fc.Annotations[liqojanitor.FencedAnnotation])
-	if !ok || !rec.Stamped() || !rec.Return.Equal(r.at) || rec.At.Before(r.at.Truncate(time.Second)) || rec.At.After(now.Add(maxClockSkew)) {
+	if !ok || !rec.Fences(r.at) || rec.At.After(now.Add(maxClockSkew)) {
 		return "", false
 	}
 	return "by " + rec.By + ": " + rec.Counts, true

@@ -96,8 +96,8 @@ func (c *conflictOnce) Patch(ctx context.Context, obj client.Object, patch clien
 }
 
 // TestProviderReturnedIsSentOnceWhenTheRecordsWriteConflicts: the janitor keeps the return, and its first
-// write onto the ForeignCluster conflicts: the event is sent all the same, once; the record follows on the
-// next pass, without a second event.
+// write onto the ForeignCluster conflicts: the event is sent all the same, once; the record follows on a
+// later pass, without a second event.
 func TestProviderReturnedIsSentOnceWhenTheRecordsWriteConflicts(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
@@ -118,9 +118,9 @@ func TestProviderReturnedIsSentOnceWhenTheRecordsWriteConflicts(t *testing.T) {
 	g.Eventually(told).WithTimeout(30*time.Second).Should(Equal(1), "told though the record's write conflicted")
 	g.Expect(c.armed.Load()).To(BeFalse(), "the write conflicted")
 	g.Eventually(func() bool { return keptRecord(t, ns, get(t, p.ForeignCluster))().Return.Told }).Should(BeTrue())
-	g.Expect(cleanupAnnotation(t, p)()).NotTo(HavePrefix(liqojanitor.ReturnedPrefix), "the conflicting write wrote nothing")
 
-	poke(t, p, janitor.WaitReturned, "1") // the next pass writes the record
+	// A later pass (whatever brings it: the revival's own events, or this poke) writes the record.
+	poke(t, p, janitor.WaitReturned, "1")
 	g.Eventually(cleanupAnnotation(t, p)).Should(HavePrefix(liqojanitor.ReturnedPrefix))
 	g.Expect(told()).To(Equal(1), "and tells nothing again")
 }

@@ -75,12 +75,11 @@ func keptReturn(cm *corev1.ConfigMap, fc *liqov1beta1.ForeignCluster) *recordedR
 	return &recordedReturn{At: at, How: rec.Return.How, Kept: true}
 }
 
-// fencedReturn reports whether fc's fence record is the gate's stamp (rule 15) of a fence of the return r: it
-// names its user and exactly r's time, and was stamped no earlier than r (as the janitor reads it:
-// janitor/return_seen.go fenced).
+// fencedReturn reports whether fc's fence record is the gate's stamp (rule 15) of a fence of the return r
+// (liqojanitor.FenceRecord.Fences, as the janitor reads it).
 func fencedReturn(fc *liqov1beta1.ForeignCluster, r *recordedReturn) bool {
 	rec, ok := liqojanitor.ParseFenceRecord(fc.Annotations[liqojanitor.FencedAnnotation])
-	return ok && rec.Stamped() && !r.At.IsZero() && rec.Return.Equal(r.At) && !rec.At.Before(r.At.Truncate(time.Second))
+	return ok && rec.Fences(r.At)
 }
 
 // overrides reports whether fc carries the break-glass override of rules 16 and 30, naming its cluster ID.

@@ -201,7 +201,7 @@
 //     workloads, the copies of the pods released here; deleting the ForeignCluster would take the janitor's
 //     record of the return, the reason to fence, with it. The refusal names the return (when, how) and
 //     gives `kubectl liqo-janitor fence <cluster ID>` and the override. Fail closed when the records cannot
-//     be read (or the gate was given no namespace). The gate reads that one ConfigMap with get, granted in
+//     be read (the gate refuses to start without the janitor's namespace). The gate reads that one ConfigMap with get, granted in
 //     the release namespace by name (the chart's templates/brake-rbac.yaml, shared with the janitor: one
 //     ServiceAccount).
 //

@@ -70,7 +70,6 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=liqo
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=liqo
-// +kubebuilder:rbac:groups=authentication.liqo.io,resources=identities,verbs=list
 
 // gate serves the mutating and validating admission webhooks on ForeignClusters.
 type gate struct {
@@ -180,13 +179,13 @@ func (g *gate) Mutate(ctx context.Context, req admission.Request) admission.Resp
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	var uninstaller bool
-	if transitionOf(old, fc) == marking {
+	marks, uninstaller := transitionOf(old, fc) == marking, false
+	if marks {
 		uninstaller, _ = g.liqoUninstaller(ctx, req.UserInfo)
 	}
 	now := g.clock.Now()
 	set, remove := stamp(old, fc, req.UserInfo.Username, uninstaller, now)
-	if transitionOf(old, fc) == marking {
+	if marks {
 		set[liqojanitor.MarkTargetsAnnotation] = g.markTargets(ctx, fc, now)
 	}
 	if len(set) == 0 && len(remove) == 0 {
@@ -282,10 +281,6 @@ const deletionReadTimeout = 4 * time.Second
 func (g *gate) recordedReturn(ctx context.Context, fc *liqov1beta1.ForeignCluster) (*recordedReturn, error) {
 	if r := returnOnForeignCluster(fc); r != nil {
 		return r, nil
-	}
-	if g.options.Namespace == "" {
-		return nil, fmt.Errorf("the gate was started without the janitor's namespace (--namespace), where the janitor keeps "+
-			"the returns it saw (ConfigMap %s)", liqojanitor.RecordsConfigMap)
 	}
 	cm := &corev1.ConfigMap{}
 	switch err := g.apiReader.Get(ctx, client.ObjectKey{Namespace: g.options.Namespace, Name: liqojanitor.RecordsConfigMap}, cm); {

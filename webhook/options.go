@@ -39,7 +39,8 @@ type Options struct {
 	// liqojanitor.DefaultStormGuard.
 	Storm liqojanitor.StormGuard
 	// Namespace is the janitor's own namespace, where it keeps its records (liqojanitor.RecordsConfigMap):
-	// the gate reads a kept return there, and nowhere else. The binary passes its --namespace.
+	// the gate reads a kept return there, and nowhere else. Required (Setup refuses without it); the binary
+	// passes its --namespace.
 	Namespace string
 }
 
@@ -70,6 +71,10 @@ func (o Options) Default() Options {
 // Validate refuses LiqoUninstallerUsers that rule 18 could never accept: only a ServiceAccount of Liqo's
 // namespace runs Liqo's uninstaller Job, and the exemption holds only for a token bound to a pod of it.
 func (o Options) Validate() error {
+	if o.Namespace == "" {
+		return fmt.Errorf("the gate needs the janitor's namespace (Options.Namespace; the binary's --namespace): it reads "+
+			"the returns the janitor keeps there (ConfigMap %s) before it lets a marked ForeignCluster go (rule 30)", liqojanitor.RecordsConfigMap)
+	}
 	for _, user := range o.LiqoUninstallerUsers {
 		if ns, _ := splitServiceAccount(user); ns != o.LiqoNamespace {
 			return fmt.Errorf("--liqo-uninstaller-users: %q is not a ServiceAccount of Liqo's namespace %q (rule 18 accepts "+

@@ -67,3 +67,15 @@ func TestUninstallerBinding(t *testing.T) {
 		})
 	}
 }
+
+// TestTheGateNeedsTheJanitorsNamespace: rule 30 reads the returns the janitor keeps in its namespace, so
+// options without it are refused (Setup validates them) rather than failing every marked deletion later.
+func TestTheGateNeedsTheJanitorsNamespace(t *testing.T) {
+	t.Parallel()
+	if err := (Options{}).Default().Validate(); err == nil || !strings.Contains(err.Error(), "the gate needs the janitor's namespace") {
+		t.Fatalf("Validate() without a namespace = %v, want the namespace asked for", err)
+	}
+	if err := (Options{Namespace: "liqo-janitor-system"}).Default().Validate(); err != nil {
+		t.Fatalf("Validate() with a namespace = %v", err)
+	}
+}

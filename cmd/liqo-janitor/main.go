@@ -174,8 +174,10 @@ func (o *options) validate() error {
 	if !o.enableWebhook && !o.enableJanitor {
 		errs = append(errs, errors.New("nothing to run: --enable-webhook and --enable-janitor are both false"))
 	}
-	if err := gateOptions(o).Default().Validate(); err != nil {
-		errs = append(errs, err)
+	if o.namespace != "" { // without it, resolveNamespace has said so, naming the flag
+		if err := gateOptions(o).Default().Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
