@@ -75,6 +75,24 @@ const (
 	ClusterIDConfigMapNameValue = consts.ClusterIDConfigMapNameLabelValue
 )
 
+// Liqo keys of a provider's side of a consumer (liqo-facts.md §12; the same strings in Liqo v1.0.3, v1.1.0
+// and v1.2.0): what the provider fence (janitor/providerfence) selects by.
+const (
+	// TenantNamespaceLabel marks a tenant namespace (pkg/consts/core.go); with RemoteClusterIDLabel it is
+	// how Liqo finds the one of a cluster (pkg/tenantNamespace, namespaceManager.go GetNamespace).
+	TenantNamespaceLabel = consts.TenantNamespaceLabel
+	// ManagedByNamespaceMapAnnotation names, on a remote namespace, the NamespaceMap that made it
+	// ("<tenant namespace>/<name>"; consts.RemoteNamespaceManagedByAnnotationKey).
+	ManagedByNamespaceMapAnnotation = consts.RemoteNamespaceManagedByAnnotationKey
+	// ShadowPodOriginLabel is the consumer's cluster ID on a ShadowPod (pkg/virtualKubelet/forge/meta.go
+	// LiqoOriginClusterIDKey; forge is not imported: it pulls in the virtual kubelet).
+	ShadowPodOriginLabel = "offloading.liqo.io/origin"
+	// ManagedByLabel with ManagedByShadowPod marks the pods Liqo's shadowpod controller makes of ShadowPods.
+	ManagedByLabel = consts.ManagedByLabelKey
+	// ManagedByShadowPod is ManagedByLabel's value on them.
+	ManagedByShadowPod = consts.ManagedByShadowPodValue
+)
+
 // Liqo labels and finalizers the janitor matches on (liqo-facts.md; the same strings in Liqo v1.0 to v1.2).
 const (
 	// ReplicationLabel marks our own replicated copies (ResourceSlice, NamespaceMap, Renew): "true" on the

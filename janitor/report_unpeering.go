@@ -13,7 +13,6 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
-	"github.com/liqotech/liqo/pkg/consts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,7 +49,7 @@ import (
 // Liqo's labels on a tenant namespace (pkg/tenantNamespace/namespaceManager.go ForgeNamespace, v1.0.3 to
 // v1.2.0): liqo.io/tenant-namespace and liqo.io/remote-cluster-id=<cluster ID>; Liqo finds it by both
 // (GetNamespace).
-const tenantNamespaceLabel = consts.TenantNamespaceLabel
+const tenantNamespaceLabel = liqojanitor.TenantNamespaceLabel
 
 // tenantNamespacesOf selects the tenant namespaces of clusterID as Liqo finds them.
 func tenantNamespacesOf(clusterID string) client.MatchingLabelsSelector {

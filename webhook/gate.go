@@ -332,29 +332,9 @@ func (g *gate) auditUninstallerMark(ctx context.Context, fc *liqov1beta1.Foreign
 	}
 }
 
-// localClusterID reads CLUSTER_ID from Liqo's cluster-ID ConfigMap, selected by label as Liqo does.
+// localClusterID reads this cluster's Liqo cluster ID from Liqo's cluster-ID ConfigMap.
 func (g *gate) localClusterID(ctx context.Context) (string, error) {
-	var cms corev1.ConfigMapList
-	if err := g.reader.List(ctx, &cms, client.InNamespace(g.options.LiqoNamespace),
-		client.MatchingLabels{liqojanitor.ClusterIDConfigMapNameLabel: liqojanitor.ClusterIDConfigMapNameValue}); err != nil {
-		return "", fmt.Errorf("listing ConfigMaps in namespace %q: %w", g.options.LiqoNamespace, err)
-	}
-	ids := map[string]bool{}
-	for i := range cms.Items {
-		if id := cms.Items[i].Data[liqojanitor.ClusterIDConfigMapKey]; id != "" {
-			ids[id] = true
-		}
-	}
-	switch len(ids) {
-	case 0:
-		return "", fmt.Errorf("no ConfigMap labelled %s=%s with a %s key in namespace %q",
-			liqojanitor.ClusterIDConfigMapNameLabel, liqojanitor.ClusterIDConfigMapNameValue, liqojanitor.ClusterIDConfigMapKey, g.options.LiqoNamespace)
-	case 1:
-		for id := range ids {
-			return id, nil
-		}
-	}
-	return "", fmt.Errorf("several cluster-ID ConfigMaps in namespace %q disagree: %s", g.options.LiqoNamespace, strings.Join(sortedKeys(ids), ", "))
+	return liqojanitor.LocalClusterID(ctx, g.reader, g.options.LiqoNamespace)
 }
 
 // foreignClusters lists every ForeignCluster, live from the API server: a duplicate created a moment ago

@@ -1,0 +1,342 @@
+package providerfence
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+)
+
+// ReportingController is the reportingController of the agent's events.
+const ReportingController = liqojanitor.Name + "-provider-fence"
+
+// Agent is the provider fence: every Poll it reads each opted-in consumer's Lease and its own record live,
+// and fences a consumer whose renewals stopped (the package's rules).
+type Agent struct {
+	c        client.Client
+	recorder events.EventRecorder
+	opts     Options
+	now      func() time.Time
+
+	mu sync.Mutex
+	// memory is, per Tenant UID, what one leader's polls carry from one to the next.
+	memory map[types.UID]*memo
+}
+
+// memo is what the leader remembers of one consumer between polls.
+type memo struct {
+	// polled: a poll of this consumer succeeded since this leader began and none failed since.
+	polled    bool
+	holdUntil time.Time
+	// refused is the last refusal announced (an Event once per distinct refusal).
+	refused string
+	// logged is the last deadline logged.
+	logged time.Time
+}
+
+// New returns the agent, which reads and writes through c (uncached: every read is live, fence rule 3)
+// and reports through recorder. opts must be valid (Options.Validate).
+func New(c client.Client, recorder events.EventRecorder, opts Options) *Agent {
+	return &Agent{c: c, recorder: recorder, opts: opts.Default(), now: time.Now, memory: map[types.UID]*memo{}}
+}
+
+// Setup adds the agent to mgr, to run on the elected leader, reading and writing live through the
+// manager's API reader and an uncached client.
+func Setup(mgr manager.Manager, opts Options) error {
+	opts = opts.Default()
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("the provider fence's client: %w", err)
+	}
+	return mgr.Add(New(c, mgr.GetEventRecorder(ReportingController), opts))
+}
+
+// NeedLeaderElection: only the leader fences.
+func (a *Agent) NeedLeaderElection() bool { return true }
+
+// Start polls until ctx ends.
+func (a *Agent) Start(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("provider-fence")
+	ctx = logf.IntoContext(ctx, log)
+	log.Info("Starting the provider fence", "poll", a.opts.Poll, "graceCap", a.opts.GraceCap)
+	ticker := time.NewTicker(a.opts.Poll)
+	defer ticker.Stop()
+	for {
+		a.round(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// round polls every opted-in consumer once, within one Poll: a read that does not answer by then has
+// failed (fence rule 7).
+func (a *Agent) round(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, a.opts.Poll)
+	defer cancel()
+	var tenants authv1beta1.TenantList
+	if err := a.c.List(rctx, &tenants); err != nil {
+		logf.FromContext(ctx).Info("The API server does not answer: no fence while it does not", "error", err.Error())
+		a.forgetPolls()
+		return
+	}
+	providerID, idErr := liqojanitor.LocalClusterID(rctx, a.c, a.opts.LiqoNamespace)
+	seen := map[types.UID]bool{}
+	for i := range tenants.Items {
+		t := &tenants.Items[i]
+		if _, ok := t.Annotations[liqojanitor.FenceAfterAnnotation]; !ok {
+			continue // fence rule 1
+		}
+		seen[t.UID] = true
+		m := a.memo(t.UID)
+		err := idErr
+		if err == nil {
+			err = a.poll(ctx, rctx, t, providerID, m)
+		}
+		if err != nil {
+			m.polled = false
+			logf.FromContext(ctx).Error(err, "Polling a consumer", "tenant", klog.KObj(t), "consumer", t.Spec.ClusterID)
+		}
+	}
+	a.forgetAllBut(seen)
+}
+
+func (a *Agent) memo(uid types.UID) *memo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := a.memory[uid]
+	if m == nil {
+		m = &memo{}
+		a.memory[uid] = m
+	}
+	return m
+}
+
+// forgetPolls marks every consumer as not polled since a failure (fence rule 7).
+func (a *Agent) forgetPolls() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range a.memory {
+		m.polled = false
+	}
+}
+
+func (a *Agent) forgetAllBut(seen map[types.UID]bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for uid := range a.memory {
+		if !seen[uid] {
+			delete(a.memory, uid)
+			forgetMetrics(string(uid))
+		}
+	}
+}
+
+// poll is one poll of one consumer: read, decide, record, publish, fence.
+func (a *Agent) poll(ctx, rctx context.Context, t *authv1beta1.Tenant, providerID string, m *memo) error {
+	cons, err := a.consumerOf(rctx, t)
+	if err != nil || cons == nil {
+		return err
+	}
+	fenceAfter, err := time.ParseDuration(t.Annotations[liqojanitor.FenceAfterAnnotation])
+	if err != nil || fenceAfter <= 0 {
+		a.announce(t, m, corev1.EventTypeWarning, "FenceRefused", fmt.Sprintf("%s %q is not a positive duration such as \"120s\": "+
+			"this consumer is not fenced until it is", liqojanitor.FenceAfterAnnotation, t.Annotations[liqojanitor.FenceAfterAnnotation]))
+		return nil
+	}
+	contract := a.opts.contract(fenceAfter, providerID)
+	lease, stateLease, state, err := a.read(rctx, cons, contract)
+	if err != nil {
+		return err
+	}
+	v := decide(a.now(), contract, lease, state, !m.polled, m.holdUntil)
+	if v.fence && v.state.Fence == nil {
+		at := a.now()
+		v.state.Fence = &liqojanitor.ProviderFence{StartedAt: at, LastObservedAt: v.state.ObservedAt}
+	}
+	stateLease, err = a.record(rctx, cons, stateLease, state, v.state)
+	if err != nil {
+		return err // nothing counts before it is recorded (fence rules 3 and 6)
+	}
+	m.polled, m.holdUntil = true, v.holdUntil
+	a.report(ctx, t, m, v)
+	if err := a.publish(rctx, lease, contract, v); err != nil {
+		logf.FromContext(ctx).Info("Publishing on the consumer's Lease (next poll retries)", "lease", klog.KObj(lease), "error", err.Error())
+	}
+	if v.state.Fence == nil {
+		return nil
+	}
+	return a.enforce(ctx, t, cons, stateLease, v.state)
+}
+
+// consumer is one opted-in consumer: its cluster ID and its tenant namespace.
+type consumer struct {
+	id, namespace string
+}
+
+// consumerOf checks fence rule 1: the Tenant is in the tenant namespace Liqo made for its cluster ID.
+// nil, with an Event, when it is not.
+func (a *Agent) consumerOf(ctx context.Context, t *authv1beta1.Tenant) (*consumer, error) {
+	id := string(t.Spec.ClusterID)
+	var ns corev1.Namespace
+	if err := a.c.Get(ctx, client.ObjectKey{Name: t.Namespace}, &ns); err != nil {
+		return nil, fmt.Errorf("reading the Tenant's namespace: %w", err)
+	}
+	if _, ok := ns.Labels[liqojanitor.TenantNamespaceLabel]; id == "" || !ok || ns.Labels[liqojanitor.RemoteClusterIDLabel] != id {
+		a.announce(t, a.memo(t.UID), corev1.EventTypeWarning, "FenceRefused", fmt.Sprintf("the Tenant of cluster %q is not in the tenant namespace "+
+			"Liqo made for it (labels %s=%s and %s): this consumer is not fenced", id, liqojanitor.RemoteClusterIDLabel, id, liqojanitor.TenantNamespaceLabel))
+		return nil, nil
+	}
+	return &consumer{id: id, namespace: t.Namespace}, nil
+}
+
+// read reads the consumer's Lease (creating it, with the contract, if it does not exist) and the agent's
+// record, both live.
+func (a *Agent) read(ctx context.Context, cons *consumer, contract liqojanitor.FenceContract) (
+	lease, stateLease *coordinationv1.Lease, state liqojanitor.FenceState, err error) {
+	lease = &coordinationv1.Lease{}
+	err = a.c.Get(ctx, client.ObjectKey{Namespace: cons.namespace, Name: liqojanitor.FenceLeaseName}, lease)
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{}
+		lease.Namespace, lease.Name = cons.namespace, liqojanitor.FenceLeaseName
+		lease.Annotations = map[string]string{liqojanitor.FenceContractAnnotation: contract.String(),
+			liqojanitor.FenceStatusAnnotation: "waiting for the consumer's first renewal"}
+		err = a.c.Create(ctx, lease)
+	}
+	if err != nil {
+		return nil, nil, state, fmt.Errorf("reading the consumer's Lease: %w", err)
+	}
+	stateLease = &coordinationv1.Lease{}
+	err = a.c.Get(ctx, client.ObjectKey{Namespace: cons.namespace, Name: liqojanitor.FenceStateLeaseName}, stateLease)
+	if apierrors.IsNotFound(err) {
+		return lease, nil, state, nil
+	}
+	if err != nil {
+		return nil, nil, state, fmt.Errorf("reading the agent's record: %w", err)
+	}
+	state, err = liqojanitor.ParseFenceState(stateLease.Annotations[liqojanitor.FenceStateAnnotation])
+	if err != nil {
+		// Only the agent and the provider's admin write it: a broken record is an admin's to mend, and the
+		// agent does not fence on what it cannot read.
+		return nil, nil, state, fmt.Errorf("the agent's record %s/%s: %w (fix or delete it)", cons.namespace, liqojanitor.FenceStateLeaseName, err)
+	}
+	return lease, stateLease, state, nil
+}
+
+// record writes the agent's record when it changed: created, or patched with the resourceVersion it was
+// read at, so that two leaders never both write what they decided on different readings.
+func (a *Agent) record(ctx context.Context, cons *consumer, stateLease *coordinationv1.Lease, before, after liqojanitor.FenceState) (
+	*coordinationv1.Lease, error) {
+	if stateLease != nil && before.String() == after.String() {
+		return stateLease, nil
+	}
+	if stateLease == nil {
+		l := &coordinationv1.Lease{}
+		l.Namespace, l.Name = cons.namespace, liqojanitor.FenceStateLeaseName
+		l.Annotations = map[string]string{liqojanitor.FenceStateAnnotation: after.String()}
+		if err := a.c.Create(ctx, l); err != nil {
+			return nil, fmt.Errorf("recording the observation: %w", err)
+		}
+		return l, nil
+	}
+	patch := client.MergeFromWithOptions(stateLease.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	stateLease.Annotations = withAnnotation(stateLease.Annotations, liqojanitor.FenceStateAnnotation, after.String())
+	if err := a.c.Patch(ctx, stateLease, patch); err != nil {
+		return nil, fmt.Errorf("recording the observation: %w", err)
+	}
+	return stateLease, nil
+}
+
+// publish writes on the consumer's Lease what the agent shows the consumer (fence rule 2): its contract,
+// armed-at, seen-rv, its status and a copy of its fence record, patched at the resourceVersion it read
+// (a renewal since wins; the next poll publishes again).
+func (a *Agent) publish(ctx context.Context, lease *coordinationv1.Lease, contract liqojanitor.FenceContract, v verdict) error {
+	want := map[string]string{liqojanitor.FenceContractAnnotation: contract.String(), liqojanitor.SeenRVAnnotation: v.state.SeenRV}
+	want[liqojanitor.ArmedAtAnnotation] = ""
+	if v.state.ArmedAt != nil {
+		want[liqojanitor.ArmedAtAnnotation] = v.state.ArmedAt.UTC().Format(time.RFC3339Nano)
+	}
+	switch {
+	case v.state.Fence != nil:
+		want[liqojanitor.FenceStatusAnnotation] = "fenced: renewals change nothing until the provider's admin runs kubectl liqo-janitor unfence"
+		want[liqojanitor.ProviderFencedAnnotation] = v.state.Fence.String()
+	case v.refused != nil:
+		want[liqojanitor.FenceStatusAnnotation] = "not armed: " + v.refused.Error()
+	case v.state.ArmedAt == nil:
+		want[liqojanitor.FenceStatusAnnotation] = "waiting for the consumer's first renewal"
+	default:
+		want[liqojanitor.FenceStatusAnnotation] = ""
+	}
+	patch := client.MergeFromWithOptions(lease.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	changed := false
+	for k, val := range want {
+		if cur, ok := lease.Annotations[k]; (val == "" && ok) || (val != "" && cur != val) {
+			changed = true
+			lease.Annotations = withAnnotation(lease.Annotations, k, val)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return a.c.Patch(ctx, lease, patch)
+}
+
+// withAnnotation sets key to value in annotations ("" removes it), returning the map.
+func withAnnotation(annotations map[string]string, key, value string) map[string]string {
+	if value == "" {
+		delete(annotations, key)
+		return annotations
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = value
+	return annotations
+}
+
+// report shows the poll's outcome: metrics always, an Event and a log line on each change.
+func (a *Agent) report(ctx context.Context, t *authv1beta1.Tenant, m *memo, v verdict) {
+	setMetrics(string(t.UID), string(t.Spec.ClusterID), v)
+	log := logf.FromContext(ctx).WithValues("tenant", klog.KObj(t), "consumer", t.Spec.ClusterID)
+	switch {
+	case v.refused != nil:
+		a.announce(t, m, corev1.EventTypeWarning, "FenceRefused", "not armed: "+v.refused.Error())
+	case v.state.ArmedAt != nil && v.state.Fence == nil && m.refused != "armed":
+		a.announce(t, m, corev1.EventTypeNormal, "FenceArmed", fmt.Sprintf("armed at %s by an observed renewal: "+
+			"this consumer's pods are stopped %s after the last renewal observed", v.state.ArmedAt.UTC().Format(time.RFC3339), t.Annotations[liqojanitor.FenceAfterAnnotation]))
+		m.refused = "armed"
+	}
+	if !v.deadline.IsZero() && !v.deadline.Equal(m.logged) && v.observed {
+		m.logged = v.deadline
+		log.V(1).Info("Renewal observed", "seenRV", v.state.SeenRV, "fenceDue", v.deadline)
+	}
+}
+
+// announce writes an Event on the Tenant once per distinct message.
+func (a *Agent) announce(t *authv1beta1.Tenant, m *memo, kind, reason, msg string) {
+	if m.refused == msg {
+		return
+	}
+	m.refused = msg
+	if a.recorder != nil {
+		a.recorder.Eventf(t, nil, kind, reason, "Fence", "%s", msg)
+	}
+}
