@@ -21,12 +21,18 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/providerfence"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 	"github.com/liqo-janitor/liqo-janitor/webhook/certs"
 )
 
-// leaderElectionID names the Lease the janitor replicas compete for.
-const leaderElectionID = "liqo-janitor.liqo-janitor.io"
+// leaderElectionID names the Lease the janitor replicas compete for; providerFenceElectionID the one the
+// provider fence's replicas compete for (its own Deployment, possibly beside a janitor on a cluster that is
+// both a consumer and a provider).
+const (
+	leaderElectionID        = "liqo-janitor.liqo-janitor.io"
+	providerFenceElectionID = "liqo-janitor-provider-fence.liqo-janitor.io"
+)
 
 // inClusterNamespaceFile is where a pod finds its own namespace; controller-runtime puts the Lease there
 // when --leader-election-namespace is not set.
@@ -51,6 +57,10 @@ type options struct {
 	webhookCertDir      string
 	enableWebhook       bool
 	enableJanitor       bool
+	// enableProviderFence runs the provider fence (janitor/providerfence) instead of the gate and the
+	// janitor; fence holds its settings.
+	enableProviderFence bool
+	fence               providerfence.Options
 	enableHTTP2         bool
 	liqoNamespace       string
 	// liqoUninstallers are the identities whose bare marks the gate accepts as Liqo's uninstaller's.
@@ -105,6 +115,14 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Serve the admission webhook (the gate) on ForeignClusters.")
 	fs.BoolVar(&o.enableJanitor, "enable-janitor", true,
 		"Run the janitor controller that releases the objects of clusters marked dead.")
+	fs.BoolVar(&o.enableProviderFence, "enable-provider-fence", false,
+		"Run the provider fence instead (on a provider, in a Deployment of its own, with --enable-webhook=false --enable-janitor=false): "+
+			"it stops the pods of a consumer whose Tenant carries "+liqojanitor.FenceAfterAnnotation+" once that consumer's renewals of its "+
+			"Lease "+liqojanitor.FenceLeaseName+" stop (go doc ./janitor/providerfence).")
+	fs.DurationVar(&o.fence.Poll, "fence-poll", providerfence.DefaultPoll,
+		"Provider fence: how often it reads each opted-in consumer's Lease; a read that takes longer has failed (part of the contract it publishes).")
+	fs.DurationVar(&o.fence.GraceCap, "fence-grace-cap", providerfence.DefaultGraceCap,
+		"Provider fence: the longest grace period the fence gives a consumer's pod it deletes (part of the contract it publishes).")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the webhook and metrics servers (off by default: HTTP/2 rapid-reset mitigations).")
 	fs.StringVar(&o.liqoNamespace, "liqo-namespace", liqojanitor.DefaultLiqoNamespace,
@@ -171,15 +189,42 @@ func (o *options) validate() error {
 		errs = append(errs, fmt.Errorf("leader election needs --leader-election-lease-duration (%s) > --leader-election-renew-deadline (%s) "+
 			"> --leader-election-retry-period (%s) > 0", o.lease, o.renew, o.retry))
 	}
-	if !o.enableWebhook && !o.enableJanitor {
-		errs = append(errs, errors.New("nothing to run: --enable-webhook and --enable-janitor are both false"))
-	}
-	if o.namespace != "" { // without it, resolveNamespace has said so, naming the flag
+	errs = append(errs, o.validateMode()...)
+	if o.enableProviderFence {
+		if err := fenceOptions(o).Default().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	} else if o.namespace != "" { // without it, resolveNamespace has said so, naming the flag
 		if err := gateOptions(o).Default().Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateMode checks what the process runs: the gate and/or the janitor, or the provider fence alone.
+func (o *options) validateMode() []error {
+	switch {
+	case o.enableProviderFence && (o.enableWebhook || o.enableJanitor):
+		return []error{errors.New("--enable-provider-fence runs the provider fence alone, in a Deployment of its own: " +
+			"add --enable-webhook=false --enable-janitor=false (the chart's providerFence.enabled does)")}
+	case o.enableProviderFence:
+		return nil
+	case !o.enableWebhook && !o.enableJanitor:
+		return []error{errors.New("nothing to run: --enable-webhook and --enable-janitor are both false (and --enable-provider-fence is not set)")}
+	}
+	return nil
+}
+
+// fenceOptions are the provider fence's settings, with the leader election's timings for its failover bound.
+func fenceOptions(o *options) providerfence.Options {
+	f := o.fence
+	f.LiqoNamespace = o.liqoNamespace
+	f.Version, _, _ = buildVersions(version, revision)
+	if o.leaderElect {
+		f.LeaseDuration, f.RetryPeriod = o.lease, o.retry
+	}
+	return f
 }
 
 // resolveNamespace sets the janitor's own namespace: --namespace, else the pod's. The janitor's safety
@@ -288,6 +333,14 @@ func run(ctx context.Context, o *options) error {
 	if err := setupJanitor(ctx, mgr, o); err != nil {
 		return err
 	}
+	if o.enableProviderFence {
+		if err := providerfence.Setup(mgr, fenceOptions(o)); err != nil {
+			return fmt.Errorf("setting up the provider fence: %w", err)
+		}
+		ctrl.Log.Info("Starting liqo-janitor's provider fence", "namespace", o.namespace, "liqoNamespace", o.liqoNamespace,
+			"poll", o.fence.Poll, "graceCap", o.fence.GraceCap)
+		return mgr.Start(ctx)
+	}
 	ctrl.Log.Info("Starting liqo-janitor", "webhook", o.enableWebhook, "janitor", o.enableJanitor,
 		"certManagement", o.certs.mode, "namespace", o.namespace, "liqoNamespace", o.liqoNamespace,
 		"liqoUninstallers", gateOptions(o).Default().LiqoUninstallerUsers, "minUnreachable", o.minUnreachable, "gracePeriod", o.gracePeriod, "dryRun", o.dryRun)
@@ -307,8 +360,8 @@ func managerOptions(o *options, webhookTLS []func(*tls.Config)) ctrl.Options {
 		PprofBindAddress:       o.pprofAddr,
 		// Only the janitor needs the Lease: a replica that runs the gate alone (--enable-janitor=false,
 		// e.g. in a Deployment of its own) must not take the Lease a janitor replica waits for.
-		LeaderElection:          o.leaderElect && o.enableJanitor,
-		LeaderElectionID:        leaderElectionID,
+		LeaderElection:          o.leaderElect && (o.enableJanitor || o.enableProviderFence),
+		LeaderElectionID:        electionID(o),
 		LeaderElectionNamespace: o.leaderElectNS,
 		LeaseDuration:           &o.lease,
 		RenewDeadline:           &o.renew,
@@ -324,6 +377,14 @@ func managerOptions(o *options, webhookTLS []func(*tls.Config)) ctrl.Options {
 			ByObject: cacheByObject(o),
 		},
 	}
+}
+
+// electionID is the Lease the process's replicas compete for.
+func electionID(o *options) string {
+	if o.enableProviderFence {
+		return providerFenceElectionID
+	}
+	return leaderElectionID
 }
 
 // cacheByObject narrows every cache the gate and the janitor use (see their CacheByObject).

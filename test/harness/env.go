@@ -73,6 +73,8 @@ const dirPrefix = liqojanitor.Name + "-harness-"
 
 // Env is a running control plane.
 type Env struct {
+	// onStop runs first in Stop (a paused API server resumed).
+	onStop []func() error
 	// Config is an admin rest.Config for the API server.
 	Config *rest.Config
 	// Client is a client for Config that knows Kubernetes and Liqo types (uncached).
@@ -225,6 +227,9 @@ func (e *Env) Go(service func(ctx context.Context) error) {
 // Stop stops the services started with Go, then every process Start started, and removes its temporary
 // files.
 func (e *Env) Stop() error {
+	for _, f := range e.onStop {
+		e.errs = append(e.errs, f())
+	}
 	e.cancel()
 	e.services.Wait()
 	errs := e.errs

@@ -1,0 +1,52 @@
+package harness
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-janitor/liqo-janitor/janitor/providerfence"
+)
+
+// StartProviderFence runs the provider fence (janitor/providerfence) in this process against the Env's
+// API server through cfg (nil: the Env's admin; an Outage's or a paused API server's client for a fence
+// that loses its API server), until stop is called; stop may be called more than once. It runs as leader
+// from the start, as one replica without leader election does; opts.LiqoNamespace must hold the
+// cluster-ID ConfigMap (InstallLocalClusterID).
+func (e *Env) StartProviderFence(opts providerfence.Options, cfg *rest.Config) (stop func(), err error) {
+	if cfg == nil {
+		cfg = e.Config
+	}
+	if err := opts.Default().Validate(); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	agent := providerfence.New(c, broadcaster.NewRecorder(e.Scheme, providerfence.ReportingController), opts)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer broadcaster.Shutdown()
+		_ = agent.Start(ctx) // it returns nil when ctx ends
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}, nil
+}
