@@ -166,7 +166,7 @@ func TestAFenceIsLatched(t *testing.T) {
 		rvs, err := fixture.ResourceVersions(t.Context(), c, again...)
 		return fixture.Gone(rvs), err
 	}).WithTimeout(30*time.Second).Should(Equal(len(again)), "what appears again is stopped again")
-	g.Eventually(r.Count).WithTimeout(2*time.Minute).Should(BeNumerically(">=", int(5*fenceAfter/renewEvery)))
+	g.Eventually(r.Count).WithTimeout(2 * time.Minute).Should(BeNumerically(">=", int(5*fenceAfter/renewEvery)))
 	r.Stop()
 	s := state(t, c, w)
 	g.Expect(s.Fence).NotTo(BeNil())
@@ -193,7 +193,7 @@ func TestUnsafeSettingsAreRefusedWithTheMinimum(t *testing.T) {
 	}{{slow, "below the minimum 13s"}, {long, "exceeds Kubernetes' 5m0s taint eviction"}} {
 		g.Eventually(func() string {
 			return awaitLease(t, c, x.w).Annotations[liqojanitor.FenceStatusAnnotation]
-		}).WithTimeout(30*time.Second).Should(And(HavePrefix("not armed: "), ContainSubstring(x.says)))
+		}).WithTimeout(30 * time.Second).Should(And(HavePrefix("not armed: "), ContainSubstring(x.says)))
 		g.Expect(state(t, c, x.w).ArmedAt).To(BeNil())
 		g.Expect(awaitLease(t, c, x.w).Annotations).NotTo(HaveKey(liqojanitor.ArmedAtAnnotation))
 		g.Eventually(func() []string { return tenantEvents(t, c, x.w) }).Should(ContainElement(ContainSubstring(x.says)))
