@@ -88,6 +88,11 @@ var valueMatrix = map[string]map[string]any{
 			map[string]any{"targetLabel": "cluster", "replacement": "consumer-a"}}},
 		"prometheusRule": map[string]any{"enabled": true, "groupBy": []any{"cluster", "namespace"}},
 	},
+	"the provider fence beside the consumer, monitored": {"providerFence": map[string]any{"enabled": true, "poll": "2s", "graceCap": "10s",
+		"extraArgs": []any{"--zap-log-level=debug"}}, "serviceMonitor": map[string]any{"enabled": true},
+		"prometheusRule": map[string]any{"enabled": true}, "networkPolicy": map[string]any{"enabled": true}},
+	"a provider-only install": {"consumer": map[string]any{"enabled": false}, "providerFence": map[string]any{"enabled": true, "replicaCount": 1},
+		"leaderElection": map[string]any{"enabled": false}, "metrics": map[string]any{"secure": false}},
 	"the gate's own probe off":  {"gate": map[string]any{"probe": map[string]any{"enabled": false}}},
 	"the gate's probe, shorter": {"gate": map[string]any{"probe": map[string]any{"timeout": "500ms"}}},
 	"network policy": {"networkPolicy": map[string]any{"enabled": true, "metricsFrom": []any{

@@ -81,6 +81,12 @@ var withIdentitySecrets = func() map[grant][]string {
 // serviceAccountGrants resolves what the install's bindings give its ServiceAccount, verbs sorted.
 func serviceAccountGrants(t *testing.T, b built) map[grant][]string {
 	t.Helper()
+	return grantsOf(t, b, appName)
+}
+
+// grantsOf resolves what the install's bindings give its ServiceAccount named sa, verbs sorted.
+func grantsOf(t *testing.T, b built, sa string) map[grant][]string {
+	t.Helper()
 	out := map[grant][]string{}
 	add := func(namespace string, rules []rbacv1.PolicyRule) {
 		for _, r := range rules {
@@ -93,12 +99,12 @@ func serviceAccountGrants(t *testing.T, b built) map[grant][]string {
 		}
 	}
 	for _, crb := range all[*rbacv1.ClusterRoleBinding](b) {
-		if boundToServiceAccount(crb.Subjects) {
+		if boundTo(crb.Subjects, sa) {
 			add("", one[*rbacv1.ClusterRole](t, b, "", crb.RoleRef.Name).Rules)
 		}
 	}
 	for _, rb := range all[*rbacv1.RoleBinding](b) {
-		if !boundToServiceAccount(rb.Subjects) {
+		if !boundTo(rb.Subjects, sa) {
 			continue
 		}
 		if rb.RoleRef.Kind == "ClusterRole" {
@@ -110,9 +116,9 @@ func serviceAccountGrants(t *testing.T, b built) map[grant][]string {
 	return out
 }
 
-func boundToServiceAccount(subjects []rbacv1.Subject) bool {
+func boundTo(subjects []rbacv1.Subject, sa string) bool {
 	return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
-		return s.Kind == rbacv1.ServiceAccountKind && s.Name == appName && s.Namespace == installNS
+		return s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && s.Namespace == installNS
 	})
 }
 

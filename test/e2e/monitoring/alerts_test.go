@@ -54,7 +54,17 @@ func TestTheChartShipsTheseAlerts(t *testing.T) {
 	without := ruleFile(t, map[string]any{"replicaCount": 1, "leaderElection": map[string]any{"enabled": false}})
 	g.Expect(alertNames(without)).To(Equal(slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == "LiqoJanitorNoLeader" })),
 		"no leader alert without leader election: the series never exists")
+	g.Expect(alertNames(ruleFile(t, withProviderFence))).To(Equal(append(slices.Clone(all), "LiqoJanitorProviderFenced")),
+		"the provider fence's alert with its agent")
+	g.Expect(alertNames(ruleFile(t, providerOnly))).To(Equal([]string{"LiqoJanitorProviderFenced"}),
+		"a provider-only install: none of the consumer's alerts (LiqoJanitorDown's absent() would fire for ever)")
 }
+
+// withProviderFence installs the provider fence agent beside the consumer's side; providerOnly alone.
+var (
+	withProviderFence = map[string]any{"providerFence": map[string]any{"enabled": true}}
+	providerOnly      = map[string]any{"consumer": map[string]any{"enabled": false}, "providerFence": map[string]any{"enabled": true}}
+)
 
 // runbooksURL is the runbooks page, docs/runbooks.md, as GitHub shows it; an alert's runbook is its
 // section there (runbooksURL#<alert name in lower case>).
@@ -74,7 +84,7 @@ func TestAlertRunbooksAreSectionsOfTheRunbooksPage(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	anchors := markdown.Anchors(string(page))
 	runbooks := map[string]string{}
-	for _, group := range ruleFile(t, nil).Groups {
+	for _, group := range ruleFile(t, withProviderFence).Groups {
 		for _, r := range group.Rules {
 			if url, ok := r.Annotations["runbook_url"]; ok {
 				runbooks[r.Alert] = url
@@ -82,7 +92,8 @@ func TestAlertRunbooksAreSectionsOfTheRunbooksPage(t *testing.T) {
 		}
 	}
 	g.Expect(runbooks).To(HaveKeyWithValue("LiqoJanitorProviderReturned", runbooksURL+"#liqojanitorproviderreturned"))
-	g.Expect(slices.Sorted(maps.Keys(runbooks))).To(Equal(slices.Sorted(slices.Values(alertNames(ruleFile(t, nil))))), "every alert has a runbook")
+	g.Expect(runbooks).To(HaveKeyWithValue("LiqoJanitorProviderFenced", runbooksURL+"#liqojanitorproviderfenced"))
+	g.Expect(slices.Sorted(maps.Keys(runbooks))).To(Equal(slices.Sorted(slices.Values(alertNames(ruleFile(t, withProviderFence))))), "every alert has a runbook")
 	for alert, url := range runbooks {
 		g.Expect(url).To(Equal(runbooksURL+"#"+strings.ToLower(alert)), "%s: its runbook is its own section of %s", alert, runbooksPage)
 		g.Expect(anchors).To(HaveKey(strings.ToLower(alert)), "%s: %s has no section #%s", alert, runbooksPage, strings.ToLower(alert))
@@ -104,6 +115,9 @@ type alertCase struct {
 // job selects the series scraped through the install's metrics Service: the Prometheus Operator names the
 // job after the Service.
 const job = `job="` + liqojanitor.Name + `-metrics"`
+
+// fenceJob selects the provider fence agent's series, scraped through its own metrics Service.
+const fenceJob = `job="` + liqojanitor.Name + `-provider-fence-metrics"`
 
 var alertCases = map[string]alertCase{
 	"down: every replica's scrape fails": {alert: "LiqoJanitorDown", at: 10 * time.Minute, fires: true,
@@ -243,6 +257,27 @@ liqo_janitor_storm{` + job + `, pod="b"} 0x12`},
 		series: `liqo_janitor_storm{` + job + `, pod="a"} 0x8 1x2 0x2`},
 	"no dry run": {alert: "LiqoJanitorDryRun", at: 70 * time.Minute,
 		series: `liqo_janitor_dry_run{` + job + `, pod="a"} 0x80`},
+
+	// The agent's gauge, set by its leader only (the standby has no series), per consumer, latched until
+	// kubectl liqo-janitor unfence.
+	"the provider fence fenced a consumer": {alert: "LiqoJanitorProviderFenced", values: withProviderFence, at: 3 * time.Minute, fires: true,
+		labels:      map[string]string{"consumer": "consumer-a", "severity": "warning"},
+		annotations: map[string]string{"runbook_url": runbooksURL + "#liqojanitorproviderfenced"},
+		series: `liqo_janitor_provider_fenced{` + fenceJob + `, pod="a", consumer="consumer-a"} 0 0 1x10
+liqo_janitor_provider_fenced{` + fenceJob + `, pod="a", consumer="consumer-b"} 0x12`},
+	"a fence fires at once": {alert: "LiqoJanitorProviderFenced", values: providerOnly, at: 2 * time.Minute, fires: true,
+		series: `liqo_janitor_provider_fenced{` + fenceJob + `, pod="a", consumer="consumer-a"} 0 0 1x10`},
+	"armed, not fenced": {alert: "LiqoJanitorProviderFenced", values: withProviderFence, at: 10 * time.Minute,
+		series: `liqo_janitor_provider_fenced{` + fenceJob + `, pod="a", consumer="consumer-a"} 0x12
+liqo_janitor_provider_fence_armed{` + fenceJob + `, pod="a", consumer="consumer-a"} 1x12`},
+	"the provider's admin unfenced": {alert: "LiqoJanitorProviderFenced", values: withProviderFence, at: 10 * time.Minute,
+		series: `liqo_janitor_provider_fenced{` + fenceJob + `, pod="a", consumer="consumer-a"} 1x4 0x8`},
+	"another job's gauge is not the agent's": {alert: "LiqoJanitorProviderFenced", values: withProviderFence, at: 10 * time.Minute,
+		series: `liqo_janitor_provider_fenced{` + job + `, pod="a", consumer="consumer-a"} 1x12`},
+	"a consumer fenced, seen by the leader only": {alert: "LiqoJanitorProviderFenced", values: withProviderFence, at: 5 * time.Minute, fires: true,
+		labels: map[string]string{"consumer": "consumer-b"},
+		series: `liqo_janitor_provider_fenced{` + fenceJob + `, pod="a", consumer="consumer-b"} 1x10
+liqo_janitor_provider_fenced{` + fenceJob + `, pod="b", consumer="consumer-b"} 0x10`},
 }
 
 func TestAlerts(t *testing.T) {
@@ -261,6 +296,13 @@ func TestAlerts(t *testing.T) {
 			}
 			for k, v := range tc.annotations {
 				g.Expect(firing[0].Annotations.Get(k)).To(Equal(v), "annotation %s", k)
+			}
+			if tc.alert == "LiqoJanitorProviderFenced" {
+				// the consumer, and the provider's admin's next step once it is back
+				consumer := firing[0].Labels.Get("consumer")
+				g.Expect(firing[0].Annotations.Get("summary")).To(ContainSubstring(consumer))
+				g.Expect(firing[0].Annotations.Get("description")).To(ContainSubstring(
+					"kubectl liqo-janitor unfence " + consumer + " --confirm=" + consumer))
 			}
 			g.Expect(firing[0].Annotations.Get("summary")).NotTo(BeEmpty())
 			g.Expect(firing[0].Annotations.Get("summary")).NotTo(ContainSubstring("MINUTES"), "placeholders filled in")

@@ -21,7 +21,7 @@ func TestEveryAlertAggregatesByGroupBy(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			values := map[string]any{}
+			values := map[string]any{"providerFence": map[string]any{"enabled": true}} // its alert too
 			if name != "the default" {
 				var list []any
 				for _, l := range groupBy {

@@ -130,3 +130,49 @@ policy that leaves them to that one. */}}
 {{- end }}
 {{- $total }}
 {{- end }}
+
+{{/* The provider fence agent (providerFence.enabled, janitor/providerfence): its Deployment, ServiceAccount,
+roles and metrics Service are all named so. */}}
+{{- define "liqo-janitor.providerFence" -}}liqo-janitor-provider-fence{{- end }}
+
+{{/* The provider fence's objects' labels: the chart's, component provider-fence. */}}
+{{- define "liqo-janitor.providerFence.labels" -}}
+{{ include "liqo-janitor.commonLabels" . }}
+app.kubernetes.io/component: provider-fence
+{{- end }}
+
+{{/* What the provider fence's Deployment, metrics Service and disruption budget select its pods by: a name of
+their own, so that none of the consumer's selectors (liqo-janitor.selectorLabels: its webhook Service, its
+disruption budget, its spread) ever picks an agent's pod. */}}
+{{- define "liqo-janitor.providerFence.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "liqo-janitor.providerFence" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The provider fence's metrics Service (job="liqo-janitor-provider-fence-metrics" in Prometheus). */}}
+{{- define "liqo-janitor.providerFence.metricsService" -}}liqo-janitor-provider-fence-metrics{{- end }}
+
+{{/* The provider fence's generated RBAC (files/provider-fence/role.yaml, `make manifests`, from the markers
+of janitor/providerfence alone), as a list of objects. */}}
+{{- define "liqo-janitor.providerFence.generatedRBAC" -}}
+{{- $out := list }}
+{{- range $doc := regexSplit "(?m)^---\\s*$" (.Files.Get "files/provider-fence/role.yaml") -1 }}
+{{- $o := fromYaml $doc }}
+{{- if $o }}{{ $out = append $out $o }}{{ end }}
+{{- end }}
+{{- toYaml (dict "items" $out) }}
+{{- end }}
+
+{{/* The labels of the provider fence's pods: its selector labels, the chart's others (but its name), and
+commonLabels. */}}
+{{- define "liqo-janitor.providerFence.podLabels" -}}
+{{ include "liqo-janitor.providerFence.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: liqo
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: provider-fence
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
