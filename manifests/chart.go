@@ -167,6 +167,18 @@ func InstallValues() map[string]any {
 	return map[string]any{"namespace": map[string]any{"create": true}}
 }
 
+// ProviderFenceInstallFile is the rendered install of the provider fence alone, for a provider
+// (`kubectl apply -k manifests/provider-fence`): the chart with ProviderFenceInstallValues.
+const ProviderFenceInstallFile = "manifests/provider-fence/install.yaml"
+
+// ProviderFenceInstallValues are InstallValues with the consumer's side off and the provider fence on.
+func ProviderFenceInstallValues() map[string]any {
+	v := InstallValues()
+	v["consumer"] = map[string]any{"enabled": false}
+	v["providerFence"] = map[string]any{"enabled": true}
+	return v
+}
+
 // InstallCertManagerFile is the rendered install for clusters that run cert-manager: the chart with
 // InstallCertManagerValues, attached to every release as install-cert-manager.yaml.
 const InstallCertManagerFile = "manifests/default/install-cert-manager.yaml"

@@ -94,6 +94,9 @@ func (a *Agent) round(ctx context.Context) {
 	defer cancel()
 	var tenants authv1beta1.TenantList
 	if err := a.c.List(rctx, &tenants); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
 		logf.FromContext(ctx).Info("The API server does not answer: no fence while it does not", "error", err.Error())
 		a.forgetPolls()
 		return
@@ -111,7 +114,7 @@ func (a *Agent) round(ctx context.Context) {
 		if err == nil {
 			err = a.poll(ctx, rctx, t, providerID, m)
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // an agent that stops ends its polls: nothing to report
 			m.polled = false
 			logf.FromContext(ctx).Error(err, "Polling a consumer", "tenant", klog.KObj(t), "consumer", t.Spec.ClusterID)
 		}

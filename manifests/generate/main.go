@@ -1,6 +1,7 @@
 // Command generate writes the install files that are renderings of the chart (`make manifests`): the
 // whole install for `kubectl apply -f` and `kubectl apply -k manifests/default` (certificates managed by
-// the binary), the same with cert-manager (install-cert-manager.yaml), the policy fallback for
+// the binary), the same with cert-manager (install-cert-manager.yaml), the provider fence alone for
+// `kubectl apply -k manifests/provider-fence`, the policy fallback for
 // `kubectl apply -k manifests/policy`, and the RBAC and ValidatingAdmissionPolicy of the identity-secrets kustomize
 // component; and the values table of docs/chart-values.md, from the `# --` comments of the chart's
 // values.yaml.
@@ -31,6 +32,8 @@ var outputs = []output{
 		what: "the defaults, the namespace, and certManager.enabled=true"},
 	{path: "manifests/policy/policy.yaml", values: map[string]any{"policy": map[string]any{"enabled": true}},
 		template: "templates/policy.yaml", what: "policy.enabled=true, templates/policy.yaml"},
+	{path: manifests.ProviderFenceInstallFile, values: manifests.ProviderFenceInstallValues(),
+		what: "the namespace, consumer.enabled=false and providerFence.enabled=true: a provider-only install"},
 	{path: "manifests/components/identity-secrets/identity-secrets.yaml", values: map[string]any{"identitySecrets": map[string]any{"enabled": true}},
 		template: "templates/identity-secrets.yaml", what: "identitySecrets.enabled=true, templates/identity-secrets.yaml"},
 }

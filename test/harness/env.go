@@ -109,6 +109,10 @@ type Env struct {
 	installOnce sync.Once
 	install     *Install
 	installErr  error
+	// fenceInstallOnce does it for the provider fence's install (ProviderFenceInstall).
+	fenceInstallOnce sync.Once
+	fenceInstall     *Install
+	fenceInstallErr  error
 	// identitySecretsOnce applies the identity-Secrets component's RBAC once (InstallIdentitySecrets).
 	identitySecretsOnce sync.Once
 	identitySecretsErr  error

@@ -49,12 +49,16 @@ func serviceAccountUser(namespace, name string) string {
 }
 
 // InstallOf is the Install a Deployment of the chart runs its pods with (e.g. one a test installed with
-// Helm, with values of its own); its RBAC is the test's to apply.
+// Helm, with values of its own); its RBAC is the test's to apply. The binary's container is the one named
+// liqo-janitor (the consumer's Deployment), or else the only one (the provider fence's).
 func InstallOf(dep *appsv1.Deployment) (*Install, error) {
 	containers := dep.Spec.Template.Spec.Containers
 	i := 0
 	for i < len(containers) && containers[i].Name != liqojanitor.Name {
 		i++
+	}
+	if i == len(containers) && len(containers) == 1 {
+		i = 0
 	}
 	if i == len(containers) {
 		return nil, fmt.Errorf("the Deployment %s/%s has no container %s", dep.Namespace, dep.Name, liqojanitor.Name)
@@ -81,12 +85,26 @@ const harnessFieldOwner = "liqo-janitor-harness"
 // what StartReplica runs the binary as and with. A permission the code needs and the chart lacks then
 // fails the test that needs it, and the test package in any case (RBACDenials).
 func (e *Env) DefaultInstall() (*Install, error) {
-	e.installOnce.Do(func() { e.install, e.installErr = e.applyDefaultInstall(context.Background()) })
+	e.installOnce.Do(func() { e.install, e.installErr = e.applyInstall(context.Background(), InstallFile) })
 	return e.install, e.installErr
 }
 
-func (e *Env) applyDefaultInstall(ctx context.Context) (*Install, error) {
-	docs, err := e.documents(InstallFile)
+// ProviderFenceInstallFile is the rendered install of the provider fence alone
+// (manifests.ProviderFenceInstallFile).
+const ProviderFenceInstallFile = "manifests/provider-fence/install.yaml"
+
+// ProviderFenceInstall applies, once per Env, what the provider-only install (ProviderFenceInstallFile)
+// says the provider fence is and may do, as DefaultInstall does the janitor's, and returns its Install.
+func (e *Env) ProviderFenceInstall() (*Install, error) {
+	e.fenceInstallOnce.Do(func() {
+		e.fenceInstall, e.fenceInstallErr = e.applyInstall(context.Background(), ProviderFenceInstallFile)
+	})
+	return e.fenceInstall, e.fenceInstallErr
+}
+
+// applyInstall applies the RBAC of a rendered install file and returns the Install of its Deployment.
+func (e *Env) applyInstall(ctx context.Context, file string) (*Install, error) {
+	docs, err := e.documents(file)
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +122,9 @@ func (e *Env) applyDefaultInstall(ctx context.Context) (*Install, error) {
 		}
 	}
 	if inst == nil {
-		return nil, fmt.Errorf("%s has no Deployment: run make manifests", InstallFile)
+		return nil, fmt.Errorf("%s has no Deployment: run make manifests", file)
 	}
-	return inst, e.applyRBAC(ctx, InstallFile, docs)
+	return inst, e.applyRBAC(ctx, file, docs)
 }
 
 // IdentitySecretsFile is the opt-in kustomize component that grants the janitor the Secrets it releases

@@ -9,18 +9,24 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/providerfence"
 )
 
 // StartProviderFence runs the provider fence (janitor/providerfence) in this process against the Env's
-// API server through cfg (nil: the Env's admin; an Outage's or a paused API server's client for a fence
-// that loses its API server), until stop is called; stop may be called more than once. It runs as leader
-// from the start, as one replica without leader election does; opts.LiqoNamespace must hold the
-// cluster-ID ConfigMap (InstallLocalClusterID).
+// API server, as the provider-only install's ServiceAccount with that install's RBAC
+// (ProviderFenceInstall), through cfg when given (a client config of that ServiceAccount, e.g. through an
+// Outage), until stop is called; stop may be called more than once. It runs as leader from the start, as
+// one replica without leader election does; opts.LiqoNamespace must hold the cluster-ID ConfigMap
+// (InstallLocalClusterID).
 func (e *Env) StartProviderFence(opts providerfence.Options, cfg *rest.Config) (stop func(), err error) {
 	if cfg == nil {
-		cfg = e.Config
+		if cfg, err = e.ProviderFenceConfig(); err != nil {
+			return nil, err
+		}
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = janitor.DefaultClientQPS, janitor.DefaultClientBurst // the binary's defaults
 	if err := opts.Default().Validate(); err != nil {
 		return nil, err
 	}
@@ -49,4 +55,14 @@ func (e *Env) StartProviderFence(opts providerfence.Options, cfg *rest.Config) (
 			<-done
 		})
 	}, nil
+}
+
+// ProviderFenceConfig is a client config of the provider-only install's ServiceAccount, with its RBAC
+// applied (ProviderFenceInstall).
+func (e *Env) ProviderFenceConfig() (*rest.Config, error) {
+	inst, err := e.ProviderFenceInstall()
+	if err != nil {
+		return nil, err
+	}
+	return e.ServiceAccountConfig(inst.Namespace, inst.ServiceAccount)
 }
