@@ -73,7 +73,7 @@ kept), so that the agent fences again only once a renewal it observes re-arms it
 again only if it is Cordoned and the fence cordoned it (` + liqojanitor.CordonedByFenceAnnotation + `), and removes the fence's
 marks from it; and removes the copy of the record from the consumer's Lease. Every write is a patch at the
 resourceVersion read. Without a fence it changes nothing.`,
-		Example: `  kubectl liqo-janitor unfence 0f8a2d7c-consumer --confirm=0f8a2d7c-consumer`,
+		Example:           `  kubectl liqo-janitor unfence 0f8a2d7c-consumer --confirm=0f8a2d7c-consumer`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeConsumers,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -77,13 +77,13 @@ func tokenController(t *testing.T, ns string) {
 		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			s, err := cs.CoreV1().Secrets(ns).Get(ctx, provider.TokenSecretName, metav1.GetOptions{})
 			if err != nil || len(s.Data[corev1.ServiceAccountTokenKey]) > 0 {
-				return false, nil
+				return false, nil //nolint:nilerr // not made yet, or filled: look again, as the controller's watch would
 			}
 			tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, s.Annotations[corev1.ServiceAccountNameKey], &authenticationv1.TokenRequest{
 				Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
 					Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID}}}, metav1.CreateOptions{})
 			if err != nil {
-				return false, nil
+				return false, nil //nolint:nilerr // its ServiceAccount not made yet: look again
 			}
 			s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(tr.Status.Token), corev1.ServiceAccountRootCAKey: testEnv.Config.CAData}
 			_, _ = cs.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})

@@ -51,25 +51,16 @@ func (o *UnfenceOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stateLease, state, err := readState(ctx, c, cons.namespace)
+	m, err := readMarks(ctx, c, cons)
 	if err != nil {
 		return err
 	}
-	lease := &coordinationv1.Lease{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cons.namespace, Name: liqojanitor.FenceLeaseName}, lease); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading the consumer's Lease %s/%s: %w", cons.namespace, liqojanitor.FenceLeaseName, err)
-		}
-		lease = nil
-	}
-	tenantMarked := cons.tenant != nil && (cons.tenant.Annotations[liqojanitor.FencedAtAnnotation] != "" ||
-		cons.tenant.Annotations[liqojanitor.CordonedByFenceAnnotation] != "")
-	leaseMarked := lease != nil && lease.Annotations[liqojanitor.ProviderFencedAnnotation] != ""
-	if state.Fence == nil && !tenantMarked && !leaseMarked {
+	if !m.any() {
 		fmt.Fprintf(o.Factory.Out, "Consumer %s is not fenced on this provider (no fence in %s/%s, none on its Tenant or Lease): nothing changed.\n",
 			output.Printable(cons.id), cons.namespace, liqojanitor.FenceStateLeaseName)
 		return nil
 	}
+	stateLease, state, lease := m.stateLease, m.state, m.lease
 	w := o.Factory.Out
 	if state.Fence != nil {
 		fmt.Fprintf(w, "Consumer %s was %s.\n", output.Printable(cons.id), output.Printable(state.Fence.Describe()))
@@ -82,7 +73,7 @@ func (o *UnfenceOptions) Run(ctx context.Context) error {
 	if err := o.uncordon(ctx, c, w, cons); err != nil {
 		return err
 	}
-	if leaseMarked {
+	if m.leaseMarked {
 		patch := client.MergeFromWithOptions(lease.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		delete(lease.Annotations, liqojanitor.ProviderFencedAnnotation)
 		if err := c.Patch(ctx, lease, patch); err != nil {
@@ -92,6 +83,38 @@ func (o *UnfenceOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(w, "Removed %s from the consumer's Lease %s/%s.\n", liqojanitor.ProviderFencedAnnotation, cons.namespace, liqojanitor.FenceLeaseName)
 	}
 	return nil
+}
+
+// marks are the fence's marks on a consumer: the agent's record (and its Lease), whether its Tenant carries
+// fenced-at or cordoned-by-fence, and the consumer's Lease if it carries the record's copy.
+type marks struct {
+	stateLease   *coordinationv1.Lease
+	state        liqojanitor.FenceState
+	lease        *coordinationv1.Lease
+	tenantMarked bool
+	leaseMarked  bool
+}
+
+// any: some mark of a fence is left.
+func (m marks) any() bool { return m.state.Fence != nil || m.tenantMarked || m.leaseMarked }
+
+// readMarks reads the fence's marks on cons.
+func readMarks(ctx context.Context, c client.Reader, cons *consumer) (marks, error) {
+	var m marks
+	var err error
+	if m.stateLease, m.state, err = readState(ctx, c, cons.namespace); err != nil {
+		return m, err
+	}
+	lease := &coordinationv1.Lease{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: cons.namespace, Name: liqojanitor.FenceLeaseName}, lease); {
+	case err == nil:
+		m.lease, m.leaseMarked = lease, lease.Annotations[liqojanitor.ProviderFencedAnnotation] != ""
+	case !apierrors.IsNotFound(err):
+		return m, fmt.Errorf("reading the consumer's Lease %s/%s: %w", cons.namespace, liqojanitor.FenceLeaseName, err)
+	}
+	m.tenantMarked = cons.tenant != nil && (cons.tenant.Annotations[liqojanitor.FencedAtAnnotation] != "" ||
+		cons.tenant.Annotations[liqojanitor.CordonedByFenceAnnotation] != "")
+	return m, nil
 }
 
 // readState reads the agent's record (nil Lease and an empty state when there is none).
