@@ -40,7 +40,12 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
   kubectl liqo-janitor mark <cluster-id> --reason "…"
   kubectl liqo-janitor status [<cluster-id>] [--watch]
   kubectl liqo-janitor fence <cluster-id> --provider-kubeconfig <file>   stop, on a marked provider that answers
-                                                 again, what this consumer left running there`,
+                                                 again, what this consumer left running there
+
+On a provider, with its admin's kubeconfig (the provider fence, docs/provider-fence.md):
+
+  kubectl liqo-janitor fence-credential <consumer-id> [--revoke]   the consumer's credential for its fence Lease
+  kubectl liqo-janitor unfence <consumer-id> --confirm=<consumer-id>   clear a latched fence`,
 		Example: `  # what declaring the provider with cluster ID 0f8a… dead would release
   kubectl liqo-janitor plan 0f8a2d7c-provider
 
@@ -62,7 +67,7 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.AddCommand(e.planCommand(), e.markCommand(), e.statusCommand(), e.pauseCommand(), e.resumeCommand(),
-		e.unmarkCommand(), e.canICommand(), e.fenceCommand(), e.versionCommand())
+		e.unmarkCommand(), e.canICommand(), e.fenceCommand(), e.fenceCredentialCommand(), e.unfenceCommand(), e.versionCommand())
 	for _, cmd := range root.Commands() {
 		cmd.RunE = commandErrors(cmd.RunE)
 	}
