@@ -139,8 +139,19 @@ func (c FenceContract) SafeAfter() time.Duration {
 // (issue 36 item 4), naming the computed limit: fenceAfter below MinRenewalsPerFence renew intervals plus a
 // poll would fence a consumer whose renewals are merely late; a SafeAfter beyond TaintEvictionBound would
 // let the consumer's own eviction duplicate a workload before the provider's copies are stopped. nil: it
-// may arm.
+// may arm. The limit it names for fenceAfter takes the other bounds as fixed; CheckArmingFor names it for
+// an agent whose bounds change with fenceAfter.
 func (c FenceContract) CheckArming(renew time.Duration) error {
+	return c.CheckArmingFor(renew, nil)
+}
+
+// CheckArmingFor is CheckArming for an agent that would publish contractAt(f) for a fenceAfter f (its
+// failover bound may grow with f): the largest fenceAfter it names is the largest, in whole seconds, whose
+// contract's SafeAfter is within TaintEvictionBound. contractAt nil: the other bounds are fixed.
+func (c FenceContract) CheckArmingFor(renew time.Duration, contractAt func(fenceAfter time.Duration) FenceContract) error {
+	if contractAt == nil {
+		contractAt = func(f time.Duration) FenceContract { d := c; d.FenceAfter = Duration(f); return d }
+	}
 	var errs []error
 	if renew <= 0 {
 		errs = append(errs, errors.New("the consumer states no renew interval (spec.leaseDurationSeconds): it has not renewed as a liqo-janitor consumer does"))
@@ -150,11 +161,29 @@ func (c FenceContract) CheckArming(renew time.Duration) error {
 			time.Duration(c.FenceAfter), minimum, MinRenewalsPerFence, renew, time.Duration(c.Poll), FenceAfterAnnotation, minimum))
 	}
 	if safe := c.SafeAfter(); safe > TaintEvictionBound {
-		over := time.Duration(float64(safe-TaintEvictionBound)/(1+ClockRateBound)) + time.Second
+		limit := "no fenceAfter fits: shorten the agent's poll, grace cap or leader election"
+		if m := maxFenceAfter(time.Duration(c.FenceAfter), contractAt); m > 0 {
+			limit = fmt.Sprintf("lower %s to at most %s", FenceAfterAnnotation, m)
+		}
 		errs = append(errs, fmt.Errorf("the deadline the consumer computes, %s (poll + fenceAfter + failover + stop = %s, "+
 			"with the clock bounds and margin), exceeds Kubernetes' %s taint eviction: the consumer's own eviction could "+
-			"duplicate a workload before the fence stopped it; lower %s to at most %s",
-			safe.Round(time.Second), c.Bound(), TaintEvictionBound, FenceAfterAnnotation, (time.Duration(c.FenceAfter)-over).Truncate(time.Second)))
+			"duplicate a workload before the fence stopped it; %s",
+			safe.Round(time.Second), c.Bound(), TaintEvictionBound, limit))
 	}
 	return errors.Join(errs...)
+}
+
+// maxFenceAfter is the largest fenceAfter, in whole seconds below above, whose contract's SafeAfter is
+// within TaintEvictionBound (SafeAfter grows with fenceAfter); 0 if none is.
+func maxFenceAfter(above time.Duration, contractAt func(time.Duration) FenceContract) time.Duration {
+	fits := func(s int64) bool { return contractAt(time.Duration(s)*time.Second).SafeAfter() <= TaintEvictionBound }
+	lo, hi := int64(0), int64(above/time.Second) // fits(lo) unless lo is 0; !fits(hi)
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return time.Duration(lo) * time.Second
 }

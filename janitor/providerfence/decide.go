@@ -48,8 +48,9 @@ func renewIntervalOf(l *coordinationv1.Lease) time.Duration {
 // decide is one poll's judgement of one consumer: lease is the consumer's Lease as read now, state the
 // agent's record as read now, resumed whether this is the first poll since reads failed or since this
 // leader began, holdUntil the reconnect grace carried from the previous poll.
-func decide(now time.Time, c liqojanitor.FenceContract, lease *coordinationv1.Lease, state liqojanitor.FenceState,
-	resumed bool, holdUntil time.Time) verdict {
+// contractAt is the contract the agent would publish for another fenceAfter (for the limit a refusal names).
+func decide(now time.Time, c liqojanitor.FenceContract, contractAt func(time.Duration) liqojanitor.FenceContract,
+	lease *coordinationv1.Lease, state liqojanitor.FenceState, resumed bool, holdUntil time.Time) verdict {
 	v := verdict{state: state, holdUntil: holdUntil}
 	if r := renewalOf(lease); r != "" && r != state.SeenRenewal {
 		at := now
@@ -60,7 +61,7 @@ func decide(now time.Time, c liqojanitor.FenceContract, lease *coordinationv1.Le
 		return v
 	}
 	renew := renewIntervalOf(lease)
-	v.refused = c.CheckArming(renew)
+	v.refused = c.CheckArmingFor(renew, contractAt)
 	switch {
 	case v.refused != nil && v.state.ObservedAt == nil:
 		// nothing renewed yet: nothing to arm on, and nothing to refuse either

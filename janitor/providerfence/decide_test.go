@@ -71,7 +71,7 @@ func TestDecide(t *testing.T) {
 			lease: leaseRenewed("8", t0.Add(time.Second), 5), state: observed(t0, "5", t0), observed: true, refused: "below the minimum"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := decide(tc.now, c, tc.lease, tc.state, tc.resumed, tc.holdUntil)
+			v := decide(tc.now, c, nil, tc.lease, tc.state, tc.resumed, tc.holdUntil)
 			if got := v.state.ArmedAt != nil; got != tc.armed {
 				t.Errorf("armed = %v, want %v", got, tc.armed)
 			}
@@ -93,7 +93,7 @@ func TestDecideLatched(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	c := Options{LiqoNamespace: "liqo", Poll: time.Second}.Default().contract(8*time.Second, "provider")
 	st := liqojanitor.FenceState{ObservedAt: &t0, ArmedAt: &t0, Fence: &liqojanitor.ProviderFence{StartedAt: t0}}
-	v := decide(t0.Add(time.Minute), c, leaseRenewed("9", t0.Add(time.Minute), 1), st, false, time.Time{})
+	v := decide(t0.Add(time.Minute), c, nil, leaseRenewed("9", t0.Add(time.Minute), 1), st, false, time.Time{})
 	if !v.observed || v.fence || v.state.Fence == nil || v.state.ArmedAt == nil {
 		t.Fatalf("a renewal after the fence is observed and changes nothing else: %+v", v)
 	}
@@ -116,5 +116,28 @@ func TestContract(t *testing.T) {
 	}
 	if _, err := liqojanitor.ParseFenceContract(c.String()); err != nil {
 		t.Errorf("the published contract does not parse: %v", err)
+	}
+}
+
+// TestTheRefusalNamesTheLargestFenceAfterThatFits: the agent's failover bound grows with fenceAfter, so
+// the limit a refusal names is searched on the agent's own contracts: it fits, one second more does not.
+func TestTheRefusalNamesTheLargestFenceAfterThatFits(t *testing.T) {
+	o := Options{LiqoNamespace: "liqo", LeaseDuration: 15 * time.Second, RetryPeriod: 2 * time.Second}.Default()
+	at := func(f time.Duration) liqojanitor.FenceContract { return o.contract(f, "provider") }
+	err := at(180*time.Second).CheckArmingFor(10*time.Second, at)
+	if err == nil {
+		t.Fatal("fenceAfter 180s with the defaults must be refused")
+	}
+	var limit time.Duration
+	for f := time.Second; f < 180*time.Second; f += time.Second {
+		if at(f).SafeAfter() <= liqojanitor.TaintEvictionBound {
+			limit = f
+		}
+	}
+	if want := "at most " + limit.String(); !strings.Contains(err.Error(), want) {
+		t.Errorf("refusal %q does not say %q", err, want)
+	}
+	if at(limit).CheckArmingFor(10*time.Second, at) != nil || at(limit+time.Second).CheckArmingFor(10*time.Second, at) == nil {
+		t.Errorf("%s must arm and one second more must not", limit)
 	}
 }

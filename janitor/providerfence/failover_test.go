@@ -85,4 +85,3 @@ func renewalNow(t *testing.T, c client.Client, w *world) string {
 	}
 	return l.Spec.RenewTime.UTC().Format(time.RFC3339Nano) + " " + ptr.Deref(l.Spec.HolderIdentity, "")
 }
-

@@ -37,7 +37,7 @@ func (e *Env) PauseAPIServer() (resume func() error, err error) {
 // apiServerPID finds the Env's kube-apiserver among this machine's processes by the port it serves on:
 // envtest does not expose the process.
 func (e *Env) apiServerPID() (int, error) {
-	port := e.env.ControlPlane.APIServer.SecureServing.ListenAddr.Port
+	port := e.env.ControlPlane.APIServer.Port
 	want := []byte("--secure-port=" + port)
 	entries, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	if err != nil {
