@@ -59,7 +59,7 @@ func TestOnlyAnOptedInConsumerThatRenewedIsFenced(t *testing.T) {
 	notOptedIn := layOut(t, c, "")
 	neverRenewed := layOut(t, c, fenceAfter.String())
 	witness := layOut(t, c, fenceAfter.String())
-	before, err := fixture.ResourceVersions(t.Context(), c, append(append(notOptedIn.mine, notOptedIn.tenant), neverRenewed.mine...)...)
+	before, err := fixture.ResourceVersions(t.Context(), c, append(append(notOptedIn.Mine, notOptedIn.Tenant), neverRenewed.Mine...)...)
 	g.Expect(err).NotTo(HaveOccurred())
 	startFence(t, e, nil)
 
@@ -69,7 +69,7 @@ func TestOnlyAnOptedInConsumerThatRenewedIsFenced(t *testing.T) {
 	awaitFence(t, c, witness, time.Minute)
 
 	for _, name := range []string{liqojanitor.FenceLeaseName, liqojanitor.FenceStateLeaseName} {
-		err := c.Get(t.Context(), client.ObjectKey{Namespace: notOptedIn.tenantNS, Name: name}, &coordinationv1.Lease{})
+		err := c.Get(t.Context(), client.ObjectKey{Namespace: notOptedIn.Namespace, Name: name}, &coordinationv1.Lease{})
 		g.Expect(err).To(MatchError(ContainSubstring("not found")), "nothing is written for a consumer that did not opt in")
 	}
 	lease := awaitLease(t, c, neverRenewed)
@@ -80,7 +80,7 @@ func TestOnlyAnOptedInConsumerThatRenewedIsFenced(t *testing.T) {
 	g.Expect(lease.Annotations).NotTo(HaveKey(liqojanitor.ArmedAtAnnotation))
 	g.Expect(lease.Annotations).NotTo(HaveKey(liqojanitor.SeenRVAnnotation))
 	g.Expect(state(t, c, neverRenewed).ArmedAt).To(BeNil())
-	after, err := fixture.ResourceVersions(t.Context(), c, append(append(notOptedIn.mine, notOptedIn.tenant), neverRenewed.mine...)...)
+	after, err := fixture.ResourceVersions(t.Context(), c, append(append(notOptedIn.Mine, notOptedIn.Tenant), neverRenewed.Mine...)...)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(after).To(Equal(before), "neither consumer's ShadowPods, pods or Tenant are touched")
 	g.Expect(tenantCondition(t, c, neverRenewed)).To(Equal(authv1beta1.TenantConditionActive))
@@ -97,8 +97,8 @@ func TestTheFenceStopsExactlyTheLostConsumer(t *testing.T) {
 	c := e.Client
 	lost, other := layOut(t, c, fenceAfter.String()), layOut(t, c, fenceAfter.String())
 	alike := lookAlike(t, c, lost)
-	untouched := append(append(append([]client.Object{}, other.mine...), other.kept...), alike...)
-	untouched = append(untouched, other.tenant)
+	untouched := append(append(append([]client.Object{}, other.Mine...), other.Kept...), alike...)
+	untouched = append(untouched, other.Tenant)
 	before, err := fixture.ResourceVersions(t.Context(), c, untouched...)
 	g.Expect(err).NotTo(HaveOccurred())
 	startFence(t, e, nil)
@@ -121,12 +121,12 @@ func TestTheFenceStopsExactlyTheLostConsumer(t *testing.T) {
 	g.Expect(f.Tenant).To(Equal("cordoned"))
 
 	g.Expect(tenantCondition(t, c, lost)).To(Equal(authv1beta1.TenantConditionCordoned))
-	gone, err := fixture.ResourceVersions(t.Context(), c, lost.mine...)
+	gone, err := fixture.ResourceVersions(t.Context(), c, lost.Mine...)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(fixture.Gone(gone)).To(Equal(len(lost.mine)), "every ShadowPod and pod of the lost consumer")
-	kept, err := fixture.ResourceVersions(t.Context(), c, lost.kept...)
+	g.Expect(fixture.Gone(gone)).To(Equal(len(lost.Mine)), "every ShadowPod and pod of the lost consumer")
+	kept, err := fixture.ResourceVersions(t.Context(), c, lost.Kept...)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(kept).To(Equal(lost.keptBefore), "the fence stops execution and keeps the state")
+	g.Expect(kept).To(Equal(lost.KeptBefore), "the fence stops execution and keeps the state")
 	g.Expect(rOther.Count()).To(BeNumerically(">", 0))
 	after, err := fixture.ResourceVersions(t.Context(), c, untouched...)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -147,8 +147,8 @@ func TestAFenceIsLatched(t *testing.T) {
 	g := NewWithT(t)
 	c := e.Client
 	w, drained := layOut(t, c, fenceAfter.String()), layOut(t, c, fenceAfter.String())
-	drained.tenant.Spec.TenantCondition = authv1beta1.TenantConditionDrained
-	g.Expect(c.Update(t.Context(), drained.tenant)).To(Succeed())
+	drained.Tenant.Spec.TenantCondition = authv1beta1.TenantConditionDrained
+	g.Expect(c.Update(t.Context(), drained.Tenant)).To(Succeed())
 	startFence(t, e, nil)
 	for _, x := range []*world{w, drained} {
 		r := startRenewing(t, c, x, renewEvery, 0)
@@ -160,7 +160,7 @@ func TestAFenceIsLatched(t *testing.T) {
 	g.Expect(tenantCondition(t, c, drained)).To(Equal(authv1beta1.TenantConditionDrained))
 
 	r := startRenewing(t, c, w, renewEvery, 0)
-	again, err := fixture.ShadowPod(t.Context(), c, w.remoteNS[0], "again-0", w.id, providerID)
+	again, err := fixture.ShadowPod(t.Context(), c, w.RemoteNamespaces[0], "again-0", w.ID, providerID)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() (int, error) {
 		rvs, err := fixture.ResourceVersions(t.Context(), c, again...)
@@ -204,10 +204,10 @@ func TestUnsafeSettingsAreRefusedWithTheMinimum(t *testing.T) {
 func tenantEvents(t *testing.T, c client.Client, w *world) []string {
 	t.Helper()
 	var evs eventsv1.EventList
-	NewWithT(t).Expect(c.List(t.Context(), &evs, client.InNamespace(w.tenantNS))).To(Succeed())
+	NewWithT(t).Expect(c.List(t.Context(), &evs, client.InNamespace(w.Namespace))).To(Succeed())
 	var out []string
 	for _, ev := range evs.Items {
-		if ev.Regarding.Kind == "Tenant" && ev.Regarding.Name == w.tenant.Name && ev.ReportingController == providerfence.ReportingController {
+		if ev.Regarding.Kind == "Tenant" && ev.Regarding.Name == w.Tenant.Name && ev.ReportingController == providerfence.ReportingController {
 			out = append(out, ev.Reason+": "+strings.TrimSpace(ev.Note))
 		}
 	}
