@@ -98,10 +98,13 @@ func setUp(e *harness.Env, cfg Config) error {
 // on any RBAC refusal of the chart's ServiceAccount in them: a permission the code needs and the chart
 // lacks.
 func recordDenials(e *harness.Env, n *Node) {
-	user := "system:serviceaccount:" + manifests.ReleaseNamespace + ":" + manifests.ReleaseName
 	logs, _ := filepath.Glob(filepath.Join(n.PodLogs(), manifests.ReleaseNamespace+"_*", "*", "*.log"))
 	for _, l := range logs {
-		e.RecordLogDenials(user, l)
+		sa := manifests.ReleaseName
+		if strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(l))), manifests.ReleaseNamespace+"_"+fenceDeploymentKey.Name+"-") {
+			sa = fenceDeploymentKey.Name // the provider fence's pods run as its own ServiceAccount
+		}
+		e.RecordLogDenials("system:serviceaccount:"+manifests.ReleaseNamespace+":"+sa, l)
 	}
 }
 
@@ -158,7 +161,9 @@ func install(ctx context.Context, e *harness.Env, image string) error {
 	repo = image[:strings.LastIndex(image, "/")+1] + repo
 	in := action.NewInstall(cfg)
 	in.ReleaseName, in.Namespace, in.CreateNamespace, in.WaitStrategy = manifests.ReleaseName, ns, true, kube.HookOnlyStrategy
-	values := map[string]any{"image": map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"}}
+	values := map[string]any{"image": map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"},
+		// this cluster is a provider too: the provider fence, with the node lane's short settings
+		"providerFence": map[string]any{"enabled": true, "poll": fencePoll.String(), "graceCap": fenceGraceCap.String()}}
 	if _, err := in.RunWithContext(ctx, ch, values); err != nil {
 		return fmt.Errorf("helm install: %w", err)
 	}
@@ -166,8 +171,11 @@ func install(ctx context.Context, e *harness.Env, image string) error {
 	return waitAvailable(ctx, e.Client)
 }
 
-// deploymentKey is the chart's Deployment.
-var deploymentKey = client.ObjectKey{Namespace: manifests.ReleaseNamespace, Name: manifests.ReleaseName}
+// deploymentKey is the chart's Deployment; fenceDeploymentKey the provider fence's.
+var (
+	deploymentKey      = client.ObjectKey{Namespace: manifests.ReleaseNamespace, Name: manifests.ReleaseName}
+	fenceDeploymentKey = client.ObjectKey{Namespace: manifests.ReleaseNamespace, Name: "liqo-janitor-provider-fence"}
+)
 
 // chartServices are the chart's Services: the webhooks' and the metrics'.
 var chartServices = []string{"liqo-janitor-webhook", "liqo-janitor-metrics"}
@@ -176,7 +184,10 @@ var chartServices = []string{"liqo-janitor-webhook", "liqo-janitor-metrics"}
 // to be reachable: a Ready endpoint reaches kube-proxy's rules a moment later (until then the ClusterIP
 // refuses connections, and so the API server would, calling the gate).
 func waitAvailable(ctx context.Context, c client.Client) error {
-	if err := waitReplicas(ctx, c); err != nil {
+	if err := waitDeployment(ctx, c, deploymentKey); err != nil {
+		return err
+	}
+	if err := waitDeployment(ctx, c, fenceDeploymentKey); err != nil {
 		return err
 	}
 	for _, name := range chartServices {
@@ -210,15 +221,15 @@ func waitServiceReachable(ctx context.Context, c client.Client, name string) err
 	return nil
 }
 
-// waitReplicas waits for every replica of the chart's Deployment to be Ready.
-func waitReplicas(ctx context.Context, c client.Client) error {
+// waitDeployment waits for every replica of a Deployment of the chart to be Ready.
+func waitDeployment(ctx context.Context, c client.Client, key client.ObjectKey) error {
 	var last appsv1.DeploymentStatus
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := lane.node.Exited(); err != nil {
 			return false, err
 		}
 		var d appsv1.Deployment
-		if err := c.Get(ctx, deploymentKey, &d); err != nil {
+		if err := c.Get(ctx, key, &d); err != nil {
 			return false, err
 		}
 		last = d.Status
@@ -227,7 +238,7 @@ func waitReplicas(ctx context.Context, c client.Client) error {
 			d.Status.Replicas == *d.Spec.Replicas, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the chart's replicas to be Ready (status %+v; node logs in %s): %w", last, lane.node.Dir(), err)
+		return fmt.Errorf("waiting for the replicas of %s to be Ready (status %+v; node logs in %s): %w", key, last, lane.node.Dir(), err)
 	}
 	return nil
 }
