@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -184,6 +185,9 @@ type process struct {
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	err       error
+	// sigterm sends the one SIGTERM of Terminate: a second one makes a controller-runtime program exit 1
+	// at once (ctrl.SetupSignalHandler), and Env.Stop and its owner's own stop may both terminate it.
+	sigterm sync.Once
 }
 
 // startProcess starts cmd, named what in errors, with its output appended to the file log, until Env.Stop
@@ -255,7 +259,9 @@ func (p *process) Kill() error {
 // Terminate sends SIGTERM (a graceful stop, as the kubelet sends) and waits up to timeout for the process
 // to exit; it returns an error if the process did not exit on its own, or exited with a failure.
 func (p *process) Terminate(timeout time.Duration) error {
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	var err error
+	p.sigterm.Do(func() { err = p.cmd.Process.Signal(syscall.SIGTERM) })
+	if err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	select {

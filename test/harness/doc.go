@@ -25,7 +25,9 @@
 //
 // # Other projects' binaries
 //
-// Liqo's own webhook (StartLiqoWebhook, `make liqo-webhook`) and cert-manager's controller and cainjector
+// Liqo's own webhook (StartLiqoWebhook, `make liqo-webhook`) and controller manager
+// (StartLiqoControllerManager, `make liqo-controller-manager`: its tenant, quota, namespacemap and shadowpod
+// controllers, on a provider's API server of its own) and cert-manager's controller and cainjector
 // (StartCertManager, `make cert-manager`) are the real binaries of the pinned releases, built into bin/ by
 // the Makefile from tools modules under test/. With Options.ServiceRouting the API server reaches a
 // chart's webhook Service at an EndpointSlice (ServiceRoute), so that a chart's webhook configurations,

@@ -60,7 +60,12 @@ func TestLiqoChartObjects(t *testing.T) {
 		ContainSubstring(`- --secret-name={{ include "liqo.prefixedName" $webhookConfig }}-certs`),
 		ContainSubstring(`- --vk-options-default-template={{ .Release.Namespace }}/{{ printf "%s-default" $kubeletConfig.name }}`),
 		ContainSubstring(`$kubeletConfig := (merge (dict "name" "virtual-kubelet"`),
+		ContainSubstring("{{- if .Values.controllerManager.config.enableResourceEnforcement }}\n          - --enable-resource-enforcement"),
 		ContainSubstring("mountPath: /tmp/k8s-webhook-server")), "the arguments and the certificates' directory StartLiqoWebhook gives the webhook")
+	values, err := os.ReadFile(filepath.Join(chart, "values.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(values)).To(MatchRegexp(`(?m)^controllerManager:\n(?:  .*\n|\n)*?  config:\n(?:    .*\n)*?    enableResourceEnforcement: true\n`),
+		"the chart enforces resources by default: StartLiqoWebhook passes --enable-resource-enforcement")
 	g.Expect(liqoVKOptionsTemplate).To(Equal("virtual-kubelet-default"))
 }
 

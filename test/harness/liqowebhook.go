@@ -99,11 +99,14 @@ func (e *Env) StartLiqoWebhook(ctx context.Context, ns string) (*LiqoWebhook, er
 		return nil, err
 	}
 	// The arguments of templates/liqo-webhook-deployment.yaml, the cluster ID and namespace as the pod gets
-	// them (the ConfigMap, its own namespace); its probe and metrics ports (8081, 8082) are off, as other
-	// processes of the machine may have them.
+	// them (the ConfigMap, its own namespace), and --enable-resource-enforcement as the chart's default
+	// values give it (controllerManager.config.enableResourceEnforcement: true): the ShadowPod webhooks then
+	// stamp the creator's user name and refuse a ShadowPod of a user whose Quota is missing or cordoned
+	// (pkg/webhooks/shadowpod). Its probe and metrics ports (8081, 8082) are off, as other processes of the
+	// machine may have them.
 	w.args = []string{"--webhook-port=" + port, "--cluster-id=" + cm.Data[liqojanitor.ClusterIDConfigMapKey],
 		"--liqo-namespace=" + ns, "--secret-name=" + LiqoWebhookSecret, "--liqo-runtime-class=liqo",
-		"--vk-options-default-template=" + ns + "/" + liqoVKOptionsTemplate,
+		"--vk-options-default-template=" + ns + "/" + liqoVKOptionsTemplate, "--enable-resource-enforcement",
 		"--health-probe-address=0", "--metrics-address=0"}
 	w.environ = append(os.Environ(), "KUBECONFIG="+e.KubeconfigPath, "TMPDIR="+tmp)
 	// Registered with the CA Liqo's webhook writes into them, as after its first start: the API server trusts
