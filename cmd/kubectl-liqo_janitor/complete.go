@@ -7,10 +7,26 @@ import (
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
+
+// completionClient is what a completion lists with: the command's context and the plugin's client; false,
+// the reason told to the shell, when there is no client.
+func (e *env) completionClient(cmd *cobra.Command) (context.Context, client.Client, bool) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, err := e.Client()
+	if err != nil {
+		cobra.CompErrorln(err.Error())
+		return nil, nil, false
+	}
+	return ctx, c, true
+}
 
 // completeClusters is the ValidArgsFunction of a command whose argument names a ForeignCluster: the names
 // and the cluster IDs of the ForeignClusters keep selects (all with nil), from the API server, each
@@ -21,13 +37,8 @@ func (e *env) completeClusters(keep func(*liqov1beta1.ForeignCluster) bool) cobr
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		ctx := cmd.Context()
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		c, err := e.Client()
-		if err != nil {
-			cobra.CompErrorln(err.Error())
+		ctx, c, ok := e.completionClient(cmd)
+		if !ok {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var list liqov1beta1.ForeignClusterList

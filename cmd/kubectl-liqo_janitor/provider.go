@@ -41,13 +41,7 @@ Tenant does not carry ` + liqojanitor.FenceAfterAnnotation + ` (the agent ignore
   kubectl liqo-janitor fence-credential 0f8a2d7c-consumer --revoke`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeConsumers,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Consumer = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              runForConsumer(&o.Consumer, o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Server, "provider-server", "", "this provider's API server as the consumer reaches it, in the kubeconfig printed "+
@@ -76,13 +70,7 @@ resourceVersion read. Without a fence it changes nothing.`,
 		Example:           `  kubectl liqo-janitor unfence 0f8a2d7c-consumer --confirm=0f8a2d7c-consumer`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeConsumers,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Consumer = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              runForConsumer(&o.Consumer, o),
 	}
 	cmd.Flags().StringVar(&o.Confirm, "confirm", "", "the consumer's cluster ID, typed again")
 	return cmd
@@ -94,13 +82,8 @@ func (e *env) completeConsumers(cmd *cobra.Command, args []string, toComplete st
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	c, err := e.Client()
-	if err != nil {
-		cobra.CompErrorln(err.Error())
+	ctx, c, ok := e.completionClient(cmd)
+	if !ok {
 		return nil, cobra.ShellCompDirectiveError
 	}
 	var nss corev1.NamespaceList
@@ -117,4 +100,19 @@ func (e *env) completeConsumers(cmd *cobra.Command, args []string, toComplete st
 	}
 	slices.Sort(ids)
 	return ids, cobra.ShellCompDirectiveNoFileComp
+}
+
+// runForConsumer is the RunE of a provider's verb: the consumer's cluster ID from the argument into
+// *consumer, then o validated and run.
+func runForConsumer(consumer *string, o interface {
+	Validate() error
+	Run(context.Context) error
+}) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		*consumer = args[0]
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
 }
