@@ -254,7 +254,7 @@ lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint in every module
 manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, render the chart into manifests/, its values table into docs/chart-values.md and the binary's flags into docs/flags.md
 	@# two roles: the consumer's (the gate, the janitor and its internal packages, the binary's metrics
 	@# authentication) and the provider fence agent's, from janitor/providerfence's markers alone
-	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor paths=./janitor/internal/... paths=./webhook/... paths=./cmd/liqo-janitor/... output:rbac:dir=$(CHART)/files
+	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor paths=./janitor/internal/... paths=./janitor/fencerenew/... paths=./webhook/... paths=./cmd/liqo-janitor/... output:rbac:dir=$(CHART)/files
 	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor-provider-fence paths=./janitor/providerfence/... output:rbac:dir=$(CHART)/files/provider-fence
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=$(CHART)/files
 	@mv $(CHART)/files/manifests.yaml $(CHART)/files/webhooks.yaml

@@ -21,6 +21,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/fencerenew"
 	"github.com/liqo-janitor/liqo-janitor/janitor/providerfence"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 	"github.com/liqo-janitor/liqo-janitor/webhook/certs"
@@ -61,8 +62,10 @@ type options struct {
 	// janitor; fence holds its settings.
 	enableProviderFence bool
 	fence               providerfence.Options
-	enableHTTP2         bool
-	liqoNamespace       string
+	// fenceRenew is how often the janitor renews each provider's fence Lease (janitor/fencerenew).
+	fenceRenew    time.Duration
+	enableHTTP2   bool
+	liqoNamespace string
 	// liqoUninstallers are the identities whose bare marks the gate accepts as Liqo's uninstaller's.
 	liqoUninstallers userList
 	minUnreachable   time.Duration
@@ -123,6 +126,9 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 		"Provider fence: how often it reads each opted-in consumer's Lease; a read that takes longer has failed (part of the contract it publishes).")
 	fs.DurationVar(&o.fence.GraceCap, "fence-grace-cap", providerfence.DefaultGraceCap,
 		"Provider fence: the longest grace period the fence gives a consumer's pod it deletes (part of the contract it publishes).")
+	fs.DurationVar(&o.fenceRenew, "fence-renew-interval", fencerenew.DefaultInterval,
+		"How often the janitor's leader renews the fence Lease of each provider it holds a fence credential for (a Secret labelled "+
+			liqojanitor.ProviderFenceSecretLabel+"=<provider cluster ID> in --namespace); whole seconds, each request bounded by half of it.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the webhook and metrics servers (off by default: HTTP/2 rapid-reset mitigations).")
 	fs.StringVar(&o.liqoNamespace, "liqo-namespace", liqojanitor.DefaultLiqoNamespace,
@@ -196,6 +202,9 @@ func (o *options) validate() error {
 		}
 	} else if o.namespace != "" { // without it, resolveNamespace has said so, naming the flag
 		if err := gateOptions(o).Default().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := renewOptions(o).Default().Validate(); o.enableJanitor && err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -444,7 +453,15 @@ func setupJanitor(ctx context.Context, mgr ctrl.Manager, o *options) error {
 	if err := janitor.Setup(ctx, mgr, janitorOptions(o)); err != nil {
 		return fmt.Errorf("setting up the janitor: %w", err)
 	}
+	if err := fencerenew.Setup(mgr, renewOptions(o)); err != nil {
+		return fmt.Errorf("setting up the fence renewer: %w", err)
+	}
 	return nil
+}
+
+// renewOptions are the fence renewer's (janitor/fencerenew): it runs with the janitor, on its leader.
+func renewOptions(o *options) fencerenew.Options {
+	return fencerenew.Options{Namespace: o.namespace, LiqoNamespace: o.liqoNamespace, Interval: o.fenceRenew}
 }
 
 func addProbes(mgr ctrl.Manager, o *options, cm *certs.Manager) error {

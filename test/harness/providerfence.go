@@ -6,9 +6,12 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/providerfence"
 )
@@ -65,4 +68,24 @@ func (e *Env) ProviderFenceConfig() (*rest.Config, error) {
 		return nil, err
 	}
 	return e.ServiceAccountConfig(inst.Namespace, inst.ServiceAccount)
+}
+
+// FenceCredential makes, on this Env as a provider, a consumer's fence credential in its tenant namespace
+// ns as `kubectl liqo-janitor fence-credential` makes it (liqojanitor.ApplyFenceCredential), and returns
+// the kubeconfig the consumer gets: the ServiceAccount's token (of the TokenRequest API: the harness runs no
+// token controller), the API server's CA inline, the tenant namespace as its context's.
+func (e *Env) FenceCredential(ctx context.Context, ns string) ([]byte, error) {
+	if err := liqojanitor.ApplyFenceCredential(ctx, e.Client, ns, harnessFieldOwner); err != nil {
+		return nil, err
+	}
+	cfg, err := e.ServiceAccountConfig(ns, liqojanitor.FenceCredentialName)
+	if err != nil {
+		return nil, err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["provider"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, TLSServerName: cfg.ServerName}
+	kc.AuthInfos["fence"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["provider"] = &clientcmdapi.Context{Cluster: "provider", AuthInfo: "fence", Namespace: ns}
+	kc.CurrentContext = "provider"
+	return clientcmd.Write(*kc)
 }

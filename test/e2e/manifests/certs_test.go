@@ -87,7 +87,7 @@ func TestChartWithoutCertManagerLetsTheBinaryManageTheCertificates(t *testing.T)
 
 func withSelfManagedCertificates() map[grant][]string {
 	m := maps.Clone(needed)
-	m[grant{installNS, "", "secrets"}] = []string{"create", "get", "patch"}
+	m[grant{installNS, "", "secrets"}] = []string{"create", "get", "list", "patch"}
 	m[grant{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"}] = []string{"get", "patch"}
 	m[grant{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations"}] = []string{"get", "patch"}
 	return m

@@ -139,6 +139,9 @@ var defaultInstall = []string{
 	// the janitor's own ConfigMaps: the janitor-wide brake and its records (janitor rules 14, 16)
 	"Role " + installNS + "/" + appName + "-brake",
 	"RoleBinding " + installNS + "/" + appName + "-brake",
+	// the providers' fence credentials, which the fence renewer lists (janitor/fencerenew)
+	"Role " + installNS + "/" + appName + "-fence-credentials",
+	"RoleBinding " + installNS + "/" + appName + "-fence-credentials",
 	"ClusterRole " + liqojanitor.MarkRoleName,
 	"ClusterRole " + appName + ":metrics-reader",
 	// the kubectl plugin's way to the janitor's namespace, aggregated into view

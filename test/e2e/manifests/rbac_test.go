@@ -57,6 +57,8 @@ var needed = map[grant][]string{
 	{installNS, "coordination.k8s.io", "leases"}: {"create", "get", "list", "patch", "update", "watch"},
 	{installNS, "", "configmaps"}:                {"create", "get", "list", "patch", "watch"}, // the brake (janitor rule 14) and the records (rule 16), by name
 	{installNS, "", "events"}:                    {"create", "patch"},
+	// renew rule 1 (janitor/fencerenew): the providers' fence credentials, by label (Role liqo-janitor-fence-credentials)
+	{installNS, "", "secrets"}: {"list"},
 }
 
 // withSelfManagedCerts is what the default install grants (certManager.enabled=false, templates/certs-rbac.yaml):
@@ -64,7 +66,7 @@ var needed = map[grant][]string{
 // alone, narrowed by the policy liqo-janitor-certs) and the caBundle of its two webhook configurations.
 var withSelfManagedCerts = func() map[grant][]string {
 	m := maps.Clone(needed)
-	m[grant{installNS, "", "secrets"}] = []string{"create", "get", "patch"}
+	m[grant{installNS, "", "secrets"}] = []string{"create", "get", "list", "patch"}
 	m[grant{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"}] = []string{"get", "patch"}
 	m[grant{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations"}] = []string{"get", "patch"}
 	return m
@@ -177,9 +179,15 @@ func TestRolesHaveNoWildcardsAndDefaultHasNoSecretsButItsCertificates(t *testing
 				}
 				for _, role := range all[*rbacv1.Role](b) {
 					for _, r := range role.Rules {
-						if slices.Contains(r.Resources, "secrets") {
-							g.Expect(role.Namespace+"/"+role.Name).To(Equal(installNS+"/"+appName+"-certs"), "Secrets only for the janitor's own certificates")
+						if !slices.Contains(r.Resources, "secrets") {
+							continue
 						}
+						if role.Name == appName+"-fence-credentials" { // the fence renewer lists its providers' credentials there
+							g.Expect(role.Namespace).To(Equal(installNS))
+							g.Expect(r).To(Equal(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}))
+							continue
+						}
+						g.Expect(role.Namespace+"/"+role.Name).To(Equal(installNS+"/"+appName+"-certs"), "Secrets only for the janitor's own certificates")
 					}
 				}
 			}

@@ -12,10 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +31,7 @@ const (
 )
 
 // TokenSecretName is the consumer's credential's token Secret in its tenant namespace.
-const TokenSecretName = liqojanitor.FenceCredentialName + "-token"
+const TokenSecretName = liqojanitor.FenceCredentialTokenSecret
 
 // fieldOwner is the plugin's field manager for what it applies.
 const fieldOwner = "kubectl-liqo_janitor"
@@ -82,7 +79,7 @@ func (o *CredentialOptions) Run(ctx context.Context) error {
 	if o.Revoke {
 		return o.revoke(ctx, c, cons)
 	}
-	if err := apply(ctx, c, cons.namespace); err != nil {
+	if err := liqojanitor.ApplyFenceCredential(ctx, c, cons.namespace, fieldOwner); err != nil {
 		return err
 	}
 	secret, err := o.awaitToken(ctx, c, cons.namespace)
@@ -97,35 +94,6 @@ func (o *CredentialOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.note(ctx, c, cons)
-	return nil
-}
-
-// apply makes the credential, idempotently (server-side apply, the plugin's fields forced): the
-// ServiceAccount, the Role that may only get, update and patch the Lease liqo-janitor-fence, their
-// RoleBinding, and the ServiceAccount's token Secret, which the token controller fills.
-func apply(ctx context.Context, c client.Client, ns string) error {
-	name := liqojanitor.FenceCredentialName
-	labels := map[string]string{"app.kubernetes.io/name": liqojanitor.Name, "app.kubernetes.io/component": "provider-fence-credential"}
-	objects := []struct {
-		what string
-		obj  runtime.ApplyConfiguration
-	}{
-		{"ServiceAccount", corev1ac.ServiceAccount(name, ns).WithLabels(labels).WithAutomountServiceAccountToken(false)},
-		{"Role", rbacv1ac.Role(name, ns).WithLabels(labels).WithRules(rbacv1ac.PolicyRule().
-			WithAPIGroups("coordination.k8s.io").WithResources("leases").
-			WithResourceNames(liqojanitor.FenceLeaseName).WithVerbs("get", "update", "patch"))},
-		{"RoleBinding", rbacv1ac.RoleBinding(name, ns).WithLabels(labels).
-			WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(name)).
-			WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(name).WithNamespace(ns))},
-		{"Secret", corev1ac.Secret(TokenSecretName, ns).WithLabels(labels).
-			WithAnnotations(map[string]string{corev1.ServiceAccountNameKey: name}).
-			WithType(corev1.SecretTypeServiceAccountToken)},
-	}
-	for _, o := range objects {
-		if err := c.Apply(ctx, o.obj, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s/%s: %w", o.what, ns, name, err)
-		}
-	}
 	return nil
 }
 
