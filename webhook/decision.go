@@ -49,6 +49,12 @@ type inputs struct {
 	// when the request sets the mark.
 	Storm    liqojanitor.Storm
 	StormErr error
+	// FenceRenewal is the janitor's record of its renewals of the provider's fence Lease (rule 31), read
+	// live from liqojanitor.FenceRenewalsConfigMap in the janitor's namespace; the zero value when there is
+	// none (no contract: no deadline). FenceRenewalErr says why it could not be read. Only consulted when
+	// the request sets the mark.
+	FenceRenewal    liqojanitor.FenceRenewal
+	FenceRenewalErr error
 	// Probe is what the gate's own probe of the provider's API server found (rule 4); only made when the
 	// request sets the mark and every other rule allows it.
 	Probe probeResult
@@ -166,6 +172,13 @@ func acknowledges(fc *liqov1beta1.ForeignCluster) bool {
 	return ok
 }
 
+// overridesDeadline reports whether a request carries the override of the provider's fence deadline
+// (rule 31).
+func overridesDeadline(fc *liqov1beta1.ForeignCluster) bool {
+	_, ok := fc.Annotations[liqojanitor.OverrideFenceDeadlineAnnotation]
+	return ok
+}
+
 // needsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
 // removes the mark (rule 5), unpauses a marked cluster (rule 10), records a fence on one (rule 15), sets
 // the deletion override on one (rule 17) or arms a bare mark on an unmarked one (rule 19).
@@ -196,42 +209,46 @@ type verdict struct {
 // by Liqo's uninstaller: the operator's documentation lists them and dashboards select on them, so a value
 // does not change once released (the tests through the API server spell the values they count).
 const (
-	reasonMarkValue       = "MarkValue"
-	reasonConfirmation    = "Confirmation"
-	reasonLocalCluster    = "LocalCluster"
-	reasonLiqoLookup      = "LiqoLookup"
-	reasonDuplicate       = "Duplicate"
-	reasonNoEvidence      = "NoEvidence"
-	reasonCreateMarked    = "CreateMarked"
-	reasonReachable       = "Reachable"
-	reasonProviderAnswers = "ProviderAnswers"
-	reasonTunnelUp        = "TunnelUp"
-	reasonStorm           = "Storm"
-	reasonAckEarly        = "AcknowledgeBeforeMark"
-	reasonLabelsLocked    = "LabelsLocked"
-	reasonJanitorOwned    = "JanitorOwned"
-	reasonNotStamped      = "NotStamped"
-	reasonPermission      = "permission"
-	reasonImmutable       = "Immutable"
-	reasonStamps          = "StampsWithoutMark"
-	reasonMarked          = "Marked"
-	reasonUnmarked        = "Unmarked"
-	reasonUnpaused        = "Unpaused"
-	reasonFenceRecord     = "FenceRecord"
-	reasonFenceUnmarked   = "FenceWithoutMark"
-	reasonNothingToFence  = "NothingToFence"
-	reasonFenced          = "Fenced"
-	reasonEvidenceEarly   = "NoEvidenceBeforeMark"
-	reasonArmed           = "KeysArmed"
-	reasonOverride        = "DeleteOverride"
-	reasonOverrideValue   = "DeleteOverrideValue"
-	reasonOverrideSet     = "DeleteOverrideSet"
-	reasonOverrideEarly   = "DeleteOverrideWithoutMark"
-	reasonUninstallerMark = "MarkedByLiqoUninstaller"
-	reasonUnpeering       = "UnpeeringRuns"
-	reasonUnfencedReturn  = "UnfencedReturn"
-	reasonDeleted         = "Deleted"
-	reasonOther           = "Other"
+	reasonMarkValue        = "MarkValue"
+	reasonConfirmation     = "Confirmation"
+	reasonLocalCluster     = "LocalCluster"
+	reasonLiqoLookup       = "LiqoLookup"
+	reasonDuplicate        = "Duplicate"
+	reasonNoEvidence       = "NoEvidence"
+	reasonCreateMarked     = "CreateMarked"
+	reasonReachable        = "Reachable"
+	reasonProviderAnswers  = "ProviderAnswers"
+	reasonTunnelUp         = "TunnelUp"
+	reasonStorm            = "Storm"
+	reasonAckEarly         = "AcknowledgeBeforeMark"
+	reasonLabelsLocked     = "LabelsLocked"
+	reasonJanitorOwned     = "JanitorOwned"
+	reasonNotStamped       = "NotStamped"
+	reasonPermission       = "permission"
+	reasonImmutable        = "Immutable"
+	reasonStamps           = "StampsWithoutMark"
+	reasonMarked           = "Marked"
+	reasonUnmarked         = "Unmarked"
+	reasonUnpaused         = "Unpaused"
+	reasonFenceRecord      = "FenceRecord"
+	reasonFenceUnmarked    = "FenceWithoutMark"
+	reasonNothingToFence   = "NothingToFence"
+	reasonFenced           = "Fenced"
+	reasonEvidenceEarly    = "NoEvidenceBeforeMark"
+	reasonArmed            = "KeysArmed"
+	reasonOverride         = "DeleteOverride"
+	reasonOverrideValue    = "DeleteOverrideValue"
+	reasonOverrideSet      = "DeleteOverrideSet"
+	reasonOverrideEarly    = "DeleteOverrideWithoutMark"
+	reasonUninstallerMark  = "MarkedByLiqoUninstaller"
+	reasonFenceDeadline    = "FenceDeadline"
+	reasonDeadlineValue    = "FenceDeadlineOverrideValue"
+	reasonDeadlineEarly    = "FenceDeadlineOverrideBeforeMark"
+	reasonDeadlineOverride = "MarkedOverFenceDeadline"
+	reasonUnpeering        = "UnpeeringRuns"
+	reasonUnfencedReturn   = "UnfencedReturn"
+	reasonDeleted          = "Deleted"
+	reasonOther            = "Other"
 )
 
 // deny adds errs to the verdict, naming reason if they are the first.
@@ -290,6 +307,7 @@ func decide(r *inputs, opts Options) verdict {
 		v.deny(reasonOverrideEarly, checkNoOverrideWithoutMark(r))
 		v.deny(reasonEvidenceEarly, checkNoEvidenceBeforeTheMark(r))
 		v.deny(reasonAckEarly, checkNoAckBeforeTheMark(r))
+		v.deny(reasonDeadlineEarly, checkNoDeadlineOverrideBeforeTheMark(r))
 		if arms(r.Old, r.New) {
 			v.checkPermission(r, t)
 			allowed = reasonArmed
@@ -314,20 +332,30 @@ func (v *verdict) decideMarking(r *inputs, opts Options) string {
 	}
 	v.deny(reasonReachable, checkUnreachable(r, opts))
 	v.deny(reasonTunnelUp, checkTunnel(r, opts))
-	v.deny(reasonStorm, checkStorm(r, opts)) // Liqo's uninstaller's too (rule 18)
+	v.deny(reasonStorm, checkStorm(r, opts))           // Liqo's uninstaller's too (rule 18)
+	v.deny(reasonFenceDeadline, checkFenceDeadline(r)) // Liqo's uninstaller's too (rule 18)
+	v.deny(reasonDeadlineEarly, checkDeadlineOverrideGiven(r))
+	v.deny(reasonDeadlineValue, checkDeadlineOverrideValue(r))
 	v.deny(reasonProviderAnswers, checkProbe(r))
 	v.deny(reasonNotStamped, checkStamped(r))
 	v.deny(reasonNotStamped, checkAckStamped(r))
+	v.deny(reasonNotStamped, checkDeadlineOverrideStamped(r))
 	v.deny(reasonFenceUnmarked, checkNoFenceIntoTheMark(r))
 	v.deny(reasonOverrideEarly, checkNoOverrideIntoTheMark(r))
 	if r.NotUninstaller != "" {
 		v.Warnings = append(v.Warnings, warnNotUninstaller(r.User.Username, r.NotUninstaller))
 	}
 	allowed := reasonMarked
+	if overridesDeadline(r.New) {
+		allowed = reasonDeadlineOverride
+		if d, _, ok := r.FenceRenewal.Deadline(); v.Allowed() && ok && d.After(r.Now) {
+			v.Warnings = append(v.Warnings, warnDeadlineOverridden(r.New, d))
+		}
+	}
 	switch {
-	case r.LiqoUninstaller && !acknowledges(r.New):
+	case r.LiqoUninstaller && !acknowledges(r.New) && !overridesDeadline(r.New):
 		// rule 18: Liqo's uninstaller holds no break-glass verb; its mark is audited instead (one that
-		// acknowledges a storm needs the verb, as anyone's)
+		// acknowledges a storm or overrides the fence deadline needs the verb, as anyone's: rules 21, 31)
 		allowed = reasonUninstallerMark
 	default:
 		v.checkPermission(r, marking)

@@ -4,7 +4,8 @@
 // The decision is a pure function (decide, decideDelete, stamp) of the old and new objects, the requesting
 // user, the local cluster ID, the other ForeignClusters of the same cluster ID, the count of this
 // consumer's providers unreachable at once (the storm count), what is left that Liqo re-creates a
-// ForeignCluster of the cluster ID from, the provider's return the janitor recorded, the result of the break-glass SubjectAccessReview, the gate's own probe of the provider,
+// ForeignCluster of the cluster ID from, the provider's return the janitor recorded, the janitor's record
+// of its renewals of the provider's fence Lease, the result of the break-glass SubjectAccessReview, the gate's own probe of the provider,
 // the janitor's identity, Liqo's uninstaller identities and the time; the handlers in gate.go only gather
 // those inputs.
 //
@@ -13,7 +14,7 @@
 // options.go is what the binary configures. gate.go serves the webhooks: Setup, the handlers, and the
 // reads that gather a decision's inputs (Liqo's cluster-ID ConfigMap, every ForeignCluster — the others
 // of the cluster ID and the storm count — the peering objects left (liqojanitor.PeeringLeft), the janitor's kept
-// records in its namespace, the break-glass SubjectAccessReview, the probe). decision.go is the
+// records and its renewal records in its namespace, the break-glass SubjectAccessReview, the probe). decision.go is the
 // decision on CREATE and UPDATE: its inputs, what the request does to the mark (transition), the verdict
 // and its reasons, and decide, which runs the checks of rules.go (one or more per rule below). stamp.go is
 // the mutating webhook's decision, deletion.go the decision on DELETE (rules 16, 17 and 30). messages.go words
@@ -24,10 +25,11 @@
 //
 // # The gate's rules
 //
-// Rules 1 to 15 and 18 to 23 apply to CREATE and UPDATE of ForeignClusters, 16, 17 and 30 to DELETE;
+// Rules 1 to 15, 18 to 23 and 31 apply to CREATE and UPDATE of ForeignClusters, 16, 17 and 30 to DELETE;
 // "setting the mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable and the
-// old one did not. The code cites them by number; rules 20 and 21 (issue 28) and 22 on (issue 35) came
-// last, numbered after the others so that no citation changes (30 is the DELETE rule of issue 35).
+// old one did not. The code cites them by number; rules 20 and 21 (issue 28), 22 on (issue 35) and 31
+// (issue 37) came last, numbered after the others so that no citation changes (30 is the DELETE rule of
+// issue 35).
 //
 //  1. Setting the mark needs liqo-janitor.io/confirm-cluster-id equal to spec.clusterID (it may come
 //     earlier, from a holder of rule 5's verb: rule 19). A wrong confirmation is refused wherever it is
@@ -53,7 +55,8 @@
 //  7. Removing the mark is answered with a warning (nothing released is restored), and removes the stamps,
 //     the confirmation, the no-evidence key, the janitor's grace-window record and plan, its record of the
 //     unpeering, the deletion override (rule 17) and the storm's acknowledgement and its stamp (rule 21)
-//     with it (the summary of a clean-up that happened stays).
+//     with it, and the fence deadline's override and its stamp (rule 31) (the summary of a clean-up that
+//     happened stays).
 //  8. Everything else passes, and matchConditions keep it from reaching the gate at all: Liqo's status (a
 //     subresource), Liqo's labels and annotations on an unmarked ForeignCluster, pausing, removing a fence
 //     record, and deleting an unmarked ForeignCluster never block when the gate is down.
@@ -127,8 +130,9 @@
 //     "marked by Liqo's uninstaller (<user>)" when the request carries none, beside the stamps naming that
 //     identity, and the validating webhook emits an Event MarkedByLiqoUninstaller. A token of that
 //     ServiceAccount requested without a pod binding, or an impersonation of it, is judged as anyone's,
-//     with a warning saying why. Rules 2, 3, 4 (the probe included), 6, 9, 11, 13, 14, 20 and 21 still
-//     hold; setting rule 17's override or rule 21's acknowledgement with it still needs the verb. The
+//     with a warning saying why. Rules 2, 3, 4 (the probe included), 6, 9, 11, 13, 14, 20, 21 and 31
+//     still hold; setting rule 17's override, rule 21's acknowledgement or rule 31's override with it still
+//     needs the verb. The
 //     limit: whoever may impersonate userextras (verb impersonate on resource userextras, for these three
 //     keys) and names a live pod of the Job with its UID, or may create pods running as that
 //     ServiceAccount in Liqo's namespace, passes as Liqo's uninstaller — both are cluster-admin-grade.
@@ -204,6 +208,30 @@
 //     be read (the gate refuses to start without the janitor's namespace). The gate reads that one ConfigMap with get, granted in
 //     the release namespace by name (the chart's templates/brake-rbac.yaml, shared with the janitor: one
 //     ServiceAccount).
+//  31. A mark waits for the provider's fence: with a contract the janitor recorded for the provider — its
+//     record of its renewals of the provider's fence Lease (liqojanitor.FenceRenewal, by spec.clusterID in
+//     ConfigMap liqojanitor.FenceRenewalsConfigMap, read live in the janitor's own namespace,
+//     Options.Namespace, and nowhere else) — setting the mark is refused before FenceRenewal.Deadline: the
+//     last renewal that may have landed plus the contract's SafeAfter, by when the provider's agent has
+//     surely stopped this consumer's pods (janitor/providerfence). Liqo ≥ v1.1 force-deletes this
+//     consumer's pods of the provider on the mark, and their controllers replace them: before the deadline
+//     the provider may still run the copies, and a workload would run twice. The refusal gives the deadline
+//     (UTC, RFC 3339), the contract and the next step; the gate's clock and the janitor's are this
+//     cluster's. No record, or one without a contract or without a renewal that may have landed, is no
+//     deadline (the provider's agent never armed for this consumer): as before. Fail closed when the
+//     ConfigMap cannot be read, or the provider's record is there but cannot (not JSON, or renewals that may
+//     have landed under a contract that does not parse: the agent may be armed, the deadline cannot be
+//     computed). Liqo's uninstaller's marks are held too (rule 18). The break-glass override:
+//     liqo-janitor.io/override-fence-deadline equal to spec.clusterID, in the marking request itself (rule
+//     5's verb, Liqo's uninstaller's mark included), passes the deadline, and an unreadable record, with a
+//     warning; it is stamped like rule 21's acknowledgement — the mutating webhook writes
+//     liqo-janitor.io/fence-deadline-overridden (liqojanitor.FenceDeadlineOverride: the time, the requester
+//     and the deadline it read) and the validating webhook accepts only its own stamp — cannot be
+//     pre-placed (setting or changing it on a ForeignCluster unmarked after the request is refused, for
+//     everyone; one the old object carried does not count for the mark: remove it and give it with the
+//     mark), is immutable while marked with its stamp, and goes with the mark (rule 7). The gate gets that
+//     one ConfigMap by name in the release namespace (the chart's templates/brake-rbac.yaml); only the
+//     janitor's ServiceAccount writes it.
 //
 // The ValidatingAdmissionPolicy in manifests/policy enforces, with the gate absent, what CEL can: rules 1,
 // 2, 5, 10, 15 and 19 through the authorizer, 6's immutability, 11, 13, 14; of 20, the mark refused while
@@ -225,5 +253,8 @@
 // (its time, its user, the return it names: CEL's timestamp()), not a return kept only in the janitor's
 // namespace (CEL reads no other object); 18 only where the mutating webhook ran (a bare mark has no
 // confirmation: with the gate absent it is refused) and from a pod-bound token (the extras only: CEL
-// cannot read the pod).
+// cannot read the pod). Not 31: CEL reads no ConfigMap, so with the gate absent the provider's fence
+// deadline is held by the janitor alone (it releases and force-deletes nothing before it), while Liqo ≥
+// v1.1 acts on the mark at once; an override or its stamp written then does not count for a mark the gate
+// judges later (refused as pre-placed).
 package webhook

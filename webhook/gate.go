@@ -43,8 +43,9 @@ const (
 // The configurations below are generated into manifests/chart/liqo-janitor/files (`make manifests`). Their
 // matchConditions make the API server call the gate only for requests it could refuse or must stamp: the
 // validating webhook when the mark, the confirmation, the reason, the no-evidence key, the storm's
-// acknowledgement, a stamp, the record of the targets at marking or one of the janitor's own keys is
-// created, changed or removed (rules 1, 2, 6, 12, 14, 19, 21, 23), when the fence record or
+// acknowledgement, a stamp, the record of the targets at marking, the fence deadline's override or its
+// stamp or one of the janitor's own keys is created, changed or removed (rules 1, 2, 6, 12, 14, 19, 21, 23,
+// 31), when the fence record or
 // the deletion override is set or changed, marked or not (rules 15, 17, 22), when a marked cluster is
 // unpaused (rule 10), and when Liqo's labels liqo.io/remote-cluster-id and liqo.io/webhook-skip change on a
 // marked cluster (rule 11); the mutating webhook only when the mark itself changes (it then also drops a
@@ -58,7 +59,7 @@ const (
 //
 //nolint:lll // markers are one line each
 // +kubebuilder:webhook:path=/mutate-liqo-io-v1beta1-foreigncluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=mforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"mark-changes","expression":"(request.operation == 'CREATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) || (request.operation == 'UPDATE' && ((has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations) ? !(has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == object.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable']) : (has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations))) || (request.operation == 'UPDATE' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && 'liqo-janitor.io/fenced' in object.metadata.annotations && !(has(oldObject.metadata.annotations) && 'liqo-janitor.io/fenced' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/fenced'] == object.metadata.annotations['liqo-janitor.io/fenced']))"}]}`
-// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/reason', 'liqo-janitor.io/no-reachability-evidence', 'liqo-janitor.io/acknowledge-unreachable', 'liqo-janitor.io/acknowledged-by', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at', 'liqo-janitor.io/unpeering', 'liqo-janitor.io/mark-targets'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo-janitor.io/fenced', 'liqo-janitor.io/allow-delete-while-unpeering'].exists(k, has(object.metadata.annotations) && k in object.metadata.annotations && !(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k])))"}]}`
+// +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"guarded-changes","expression":"['liqo.io/foreign-cluster-permanently-unreachable', 'liqo-janitor.io/confirm-cluster-id', 'liqo-janitor.io/reason', 'liqo-janitor.io/no-reachability-evidence', 'liqo-janitor.io/acknowledge-unreachable', 'liqo-janitor.io/acknowledged-by', 'liqo-janitor.io/marked-by', 'liqo-janitor.io/marked-at', 'liqo-janitor.io/cleanup', 'liqo-janitor.io/first-seen-at', 'liqo-janitor.io/grace-ends-at', 'liqo-janitor.io/unpeering', 'liqo-janitor.io/mark-targets', 'liqo-janitor.io/override-fence-deadline', 'liqo-janitor.io/fence-deadline-overridden'].exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations) != (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) || ((has(object.metadata.annotations) && k in object.metadata.annotations) && (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations) && object.metadata.annotations[k] != oldObject.metadata.annotations[k])) || ['liqo-janitor.io/fenced', 'liqo-janitor.io/allow-delete-while-unpeering'].exists(k, has(object.metadata.annotations) && k in object.metadata.annotations && !(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k])) || (request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && 'liqo-janitor.io/paused' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo-janitor.io/paused'] == 'true' && has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations && !('liqo-janitor.io/paused' in object.metadata.annotations && object.metadata.annotations['liqo-janitor.io/paused'] == 'true')) || (request.operation == 'UPDATE' && ((has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations) || (has(object.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in object.metadata.annotations)) && ['liqo.io/remote-cluster-id', 'liqo.io/webhook-skip'].exists(k, (has(object.metadata.labels) && k in object.metadata.labels) != (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) || ((has(object.metadata.labels) && k in object.metadata.labels) && (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) && object.metadata.labels[k] != oldObject.metadata.labels[k])))"}]}`
 // +kubebuilder:webhook:path=/validate-liqo-io-v1beta1-foreigncluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=delete,versions=v1beta1,name=vforeigncluster-delete.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"marked-deletions","expression":"request.operation == 'DELETE' && has(oldObject.metadata.annotations) && 'liqo.io/foreign-cluster-permanently-unreachable' in oldObject.metadata.annotations && oldObject.metadata.annotations['liqo.io/foreign-cluster-permanently-unreachable'] == 'true'"}]}`
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -70,6 +71,10 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=liqo
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=liqo
+
+// The janitor's ConfigMaps the gate gets in the janitor's own namespace — its records (rule 30) and its
+// fence renewals (rule 31), by name — are granted in the release namespace by the chart's
+// templates/brake-rbac.yaml (a marker cannot name the release namespace).
 
 // gate serves the mutating and validating admission webhooks on ForeignClusters.
 type gate struct {
@@ -187,6 +192,9 @@ func (g *gate) Mutate(ctx context.Context, req admission.Request) admission.Resp
 	set, remove := stamp(old, fc, req.UserInfo.Username, uninstaller, now)
 	if marks {
 		set[liqojanitor.MarkTargetsAnnotation] = g.markTargets(ctx, fc, now)
+		if overridesDeadline(fc) { // rule 31: who marked before the provider's fence deadline, and what it was
+			set[liqojanitor.FenceDeadlineOverriddenAnnotation] = g.deadlineOverride(ctx, fc, req.UserInfo.Username, now)
+		}
 	}
 	if len(set) == 0 && len(remove) == 0 {
 		return admission.Allowed("")
@@ -206,6 +214,43 @@ func (g *gate) markTargets(ctx context.Context, fc *liqov1beta1.ForeignCluster, 
 	defer cancel()
 	t, from := liqojanitor.ProviderTargets(ctx, g.apiReader, fc)
 	return liqojanitor.MarkTargets{Targets: t, From: from, At: now}.String()
+}
+
+// deadlineOverride is the gate's stamp of a mark that carries the fence deadline's override (rule 31): now,
+// the requester, and the provider's fence deadline as the gate reads it now (none when there is none or
+// the janitor's record cannot be read: the validating webhook refuses nothing for that, the override
+// being given).
+func (g *gate) deadlineOverride(ctx context.Context, fc *liqov1beta1.ForeignCluster, user string, now time.Time) string {
+	o := liqojanitor.FenceDeadlineOverride{At: now, By: user}
+	if r, err := g.fenceRenewal(ctx, fc); err == nil {
+		o.Deadline, _, _ = r.Deadline()
+	}
+	return o.String()
+}
+
+// fenceRenewalReadTimeout bounds the read of the janitor's renewal record (rule 31), inside the webhook's
+// 5 s with the probe after it.
+const fenceRenewalReadTimeout = time.Second
+
+// fenceRenewal is the janitor's record of its renewals of fc's provider's fence Lease (rule 31): read live
+// from liqojanitor.FenceRenewalsConfigMap in the janitor's own namespace (Options.Namespace) and nowhere
+// else, by spec.clusterID; the zero record when the ConfigMap or the provider's entry is not there.
+func (g *gate) fenceRenewal(ctx context.Context, fc *liqov1beta1.ForeignCluster) (liqojanitor.FenceRenewal, error) {
+	ctx, cancel := context.WithTimeout(ctx, fenceRenewalReadTimeout)
+	defer cancel()
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: g.options.Namespace, Name: liqojanitor.FenceRenewalsConfigMap}
+	switch err := g.apiReader.Get(ctx, key, cm); {
+	case apierrors.IsNotFound(err):
+		return liqojanitor.FenceRenewal{}, nil
+	case err != nil:
+		return liqojanitor.FenceRenewal{}, fmt.Errorf("reading ConfigMap %s: %w", key, err)
+	}
+	r, _, err := liqojanitor.ReadFenceRenewal(cm, string(fc.Spec.ClusterID))
+	if err != nil {
+		return liqojanitor.FenceRenewal{}, fmt.Errorf("ConfigMap %s: %w", key, err)
+	}
+	return r, nil
 }
 
 func (g *gate) decode(req admission.Request) (fc, old *liqov1beta1.ForeignCluster, err error) {
@@ -304,6 +349,7 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		fcs, err := g.foreignClusters(ctx)
 		r.Duplicates, r.DuplicatesErr = duplicatesOf(fcs, fc), err
 		r.Storm, r.StormErr = liqojanitor.CountStorm(fcs, fc), err
+		r.FenceRenewal, r.FenceRenewalErr = g.fenceRenewal(ctx, fc)
 	}
 	if needsPermission(old, fc) {
 		r.permission = g.checkPermission(ctx, fc, req.UserInfo)

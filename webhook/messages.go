@@ -519,3 +519,75 @@ func warnNotUninstaller(user, why string) string {
 	return fmt.Sprintf("liqo-janitor: the mark by %s was judged as anyone's, not as Liqo's uninstaller's (gate rule 18): %s; "+
 		"the exemption holds only for a token bound to a live pod of Liqo's pre-delete Job", user, why)
 }
+
+// deadlineOverrideCmd is the one request that marks fc before its provider's fence deadline (rule 31).
+func deadlineOverrideCmd(fc *liqov1beta1.ForeignCluster) string {
+	return annotateCmd(fc, fmt.Sprintf("%s=%s %s %s=%s", liqojanitor.OverrideFenceDeadlineAnnotation, fc.Spec.ClusterID,
+		confirmKV(fc), liqojanitor.MarkAnnotation, liqojanitor.MarkValue))
+}
+
+// deadlineNext is rule 31's next step: wait for the deadline, or override it in the marking request.
+func deadlineNext(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("kubectl liqo-janitor status %s shows the renewals and the deadline; if this consumer's workloads must "+
+		"be replaced before then, knowing the provider may still run their copies, override the deadline in the marking "+
+		"request itself (break-glass: needs verb %s, stamped with your name and the deadline): %s",
+		fc.Name, liqojanitor.MarkVerb, deadlineOverrideCmd(fc))
+}
+
+func msgFenceDeadline(fc *liqov1beta1.ForeignCluster, r liqojanitor.FenceRenewal, deadline time.Time, contract liqojanitor.FenceContract, now time.Time) string {
+	last := "no acknowledged renewal recorded"
+	if r.LastAck != nil {
+		last = "last acknowledged renewal at " + r.LastAck.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("%s: Liqo ≥ v1.1 force-deletes this consumer's pods of the provider on the mark, and the provider may "+
+		"still run their copies: the provider's fence (contract: %s) completes by %s (in %s; the last renewal that may have "+
+		"landed at %s, %s): mark at or after it, or every workload may run twice. Wait until %s and retry; %s",
+		describe(fc), contract.Summary(), deadline.UTC().Format(time.RFC3339), deadline.Sub(now).Round(time.Second),
+		r.LastLanded.UTC().Format(time.RFC3339), last, deadline.UTC().Format(time.RFC3339), deadlineNext(fc))
+}
+
+func msgFenceDeadlineUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
+	return fmt.Sprintf("%s: the mark is refused because liqo-janitor cannot read the janitor's record of its renewals of the "+
+		"provider's fence (%v): Liqo ≥ v1.1 force-deletes on the mark, and without the record the gate cannot tell when the "+
+		"provider's fence completes (fail closed, gate rule 31); nothing was changed: retry, and check that the gate runs with "+
+		"the janitor's namespace (--namespace) and may get ConfigMap %s there; %s",
+		describe(fc), err, liqojanitor.FenceRenewalsConfigMap, deadlineNext(fc))
+}
+
+func msgDeadlineOverrideArmed(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: its %s was set before this request: the override counts only in the request that sets the mark, "+
+		"typed by the one who marks (it got there while liqo-janitor's gate was not running); remove it: kubectl annotate "+
+		"foreigncluster %s %s-, then mark with it in one request: %s",
+		describe(fc), liqojanitor.OverrideFenceDeadlineAnnotation, fc.Name, liqojanitor.OverrideFenceDeadlineAnnotation, deadlineOverrideCmd(fc))
+}
+
+func msgDeadlineOverrideWrong(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: the override of the provider's fence deadline %s must equal the cluster ID %q exactly; to mark "+
+		"with it: %s", describe(fc), liqojanitor.OverrideFenceDeadlineAnnotation, fc.Spec.ClusterID, deadlineOverrideCmd(fc))
+}
+
+func msgDeadlineOverrideNotStamped(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: the override %s was not stamped by liqo-janitor's mutating webhook (%s is missing or not this "+
+		"request's), so it would go unaudited; leave %s out of the request (liqo-janitor writes it), and check that the "+
+		"webhook is installed: kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor",
+		describe(fc), liqojanitor.OverrideFenceDeadlineAnnotation, liqojanitor.FenceDeadlineOverriddenAnnotation,
+		liqojanitor.FenceDeadlineOverriddenAnnotation)
+}
+
+func msgDeadlineOverrideEarly(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: %s overrides the provider's fence deadline for one mark, and counts only in the request that sets "+
+		"the mark, never ahead of it (gate rule 31): placed earlier it would hold for a mark nobody has made yet; leave it "+
+		"out now (to remove one: kubectl annotate foreigncluster %s %s-), and if you must mark before the deadline, give it "+
+		"with the mark: %s", describe(fc), liqojanitor.OverrideFenceDeadlineAnnotation, fc.Name,
+		liqojanitor.OverrideFenceDeadlineAnnotation, deadlineOverrideCmd(fc))
+}
+
+// warnDeadlineOverridden is the warning answered to a mark set before the provider's fence deadline by the
+// override (rule 31).
+func warnDeadlineOverridden(fc *liqov1beta1.ForeignCluster, deadline time.Time) string {
+	return fmt.Sprintf("%s marked before the provider's fence completes (by %s), by the override %s: the provider may "+
+		"still run this consumer's workloads until then, while Liqo ≥ v1.1 force-deletes their pods here on the mark and "+
+		"their controllers replace them: they may run twice; if the provider answers, fence it: kubectl liqo-janitor fence %s "+
+		"--provider-kubeconfig <provider kubeconfig>", describe(fc), deadline.UTC().Format(time.RFC3339),
+		liqojanitor.OverrideFenceDeadlineAnnotation, fc.Spec.ClusterID)
+}

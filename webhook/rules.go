@@ -29,6 +29,8 @@ var (
 	tunnelPath      = field.NewPath("status", "modules", "networking", "conditions")
 	ackPath         = annotationsPath.Key(liqojanitor.AcknowledgeUnreachableAnnotation)
 	ackedByPath     = annotationsPath.Key(liqojanitor.AcknowledgedByAnnotation)
+	deadlinePath    = annotationsPath.Key(liqojanitor.OverrideFenceDeadlineAnnotation)
+	overriddenPath  = annotationsPath.Key(liqojanitor.FenceDeadlineOverriddenAnnotation)
 )
 
 // lockedLabels are Liqo's labels that decide which ForeignCluster Liqo's lookup finds and whether Liqo's
@@ -325,6 +327,73 @@ func checkNoAckBeforeTheMark(r *inputs) field.ErrorList {
 	return field.ErrorList{field.Forbidden(ackPath, msgAckEarly(r.New))}
 }
 
+// checkFenceDeadline is the provider fence's deadline (rule 31): with a contract recorded for the provider
+// (the janitor's renewal record, liqojanitor.FenceRenewal), the mark is refused before the provider has
+// surely fenced this consumer (FenceRenewal.Deadline, on the gate's clock as the janitor's records are on
+// the janitor's, one cluster's clocks), unless the marking request carries the override
+// (checkDeadlineOverrideGiven and checkDeadlineOverrideValue judge it; rule 5's verb, for Liqo's
+// uninstaller too). Liqo >= v1.1 force-deletes this consumer's pods of the provider on the mark: before
+// the deadline the provider may still run their copies, and every workload would run twice. No record, or
+// one without a contract or a renewal that may have landed, is no deadline: the provider's agent never
+// armed for this consumer. Fail closed when the record cannot be read.
+func checkFenceDeadline(r *inputs) field.ErrorList {
+	if overridesDeadline(r.New) {
+		return nil
+	}
+	if r.FenceRenewalErr != nil {
+		return field.ErrorList{field.Forbidden(markPath, msgFenceDeadlineUnknown(r.New, r.FenceRenewalErr))}
+	}
+	deadline, contract, ok := r.FenceRenewal.Deadline()
+	if !ok || !deadline.After(r.Now) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(markPath, msgFenceDeadline(r.New, r.FenceRenewal, deadline, contract, r.Now))}
+}
+
+// checkDeadlineOverrideGiven: the fence deadline's override counts only in the request that sets the mark
+// (rule 31), typed by the one who marks: one the old object already carried (written while the gate was
+// absent) is refused, with the way to give it.
+func checkDeadlineOverrideGiven(r *inputs) field.ErrorList {
+	if !overridesDeadline(r.New) || sets(r.Old, r.New, liqojanitor.OverrideFenceDeadlineAnnotation) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(deadlinePath, msgDeadlineOverrideArmed(r.New))}
+}
+
+// checkDeadlineOverrideValue: the override names the cluster ID exactly (rule 31), as the confirmation
+// does.
+func checkDeadlineOverrideValue(r *inputs) field.ErrorList {
+	value, given := r.New.Annotations[liqojanitor.OverrideFenceDeadlineAnnotation]
+	if !given || value == string(r.New.Spec.ClusterID) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(deadlinePath, value, msgDeadlineOverrideWrong(r.New))}
+}
+
+// checkDeadlineOverrideStamped: an override given with the mark carries the mutating webhook's stamp of
+// it (rule 31, as rule 6's stamps): naming the requester, at most stampWindow old. If it does not, the
+// mutating webhook did not run and the override would go unaudited.
+func checkDeadlineOverrideStamped(r *inputs) field.ErrorList {
+	if !overridesDeadline(r.New) {
+		return nil
+	}
+	o, ok := liqojanitor.ParseFenceDeadlineOverride(r.New.Annotations[liqojanitor.FenceDeadlineOverriddenAnnotation])
+	if ok && o.By == r.User.Username && !o.At.After(r.Now.Add(clockSkew)) && r.Now.Sub(o.At) <= stampWindow {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(overriddenPath, msgDeadlineOverrideNotStamped(r.New))}
+}
+
+// checkNoDeadlineOverrideBeforeTheMark: the override cannot be pre-placed (rule 31, as rule 22's): setting
+// or changing it on a ForeignCluster unmarked after the request is refused, for everyone, a holder of rule
+// 5's verb included; removing it is anyone's. Its stamp is checkNoStampsWithoutMark's.
+func checkNoDeadlineOverrideBeforeTheMark(r *inputs) field.ErrorList {
+	if !sets(r.Old, r.New, liqojanitor.OverrideFenceDeadlineAnnotation) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(deadlinePath, msgDeadlineOverrideEarly(r.New))}
+}
+
 // checkStamped: when the mark is set the stamps must be the mutating webhook's (rule 6); if they are not,
 // the mutating webhook did not run, and the mark would go unaudited.
 func checkStamped(r *inputs) field.ErrorList {
@@ -369,11 +438,12 @@ func checkOverrideValue(r *inputs) field.ErrorList {
 
 // immutableWhileMarked are the keys no request changes while the mark is set: the confirmation and the
 // stamps (rule 6), the operator's reason the clean-up's events quote (rule 14), the storm's
-// acknowledgement and its stamp (rule 21), which the janitor reads, and the gate's record of the targets at
-// marking (rule 23), which it falls back to.
+// acknowledgement and its stamp (rule 21), which the janitor reads, the gate's record of the targets at
+// marking (rule 23), which it falls back to, and the fence deadline's override and its stamp (rule 31).
 var immutableWhileMarked = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation,
 	liqojanitor.MarkedAtAnnotation, liqojanitor.ReasonAnnotation,
-	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation, liqojanitor.MarkTargetsAnnotation}
+	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation, liqojanitor.MarkTargetsAnnotation,
+	liqojanitor.OverrideFenceDeadlineAnnotation, liqojanitor.FenceDeadlineOverriddenAnnotation}
 
 // checkImmutable: while the mark is set, the confirmation, the stamps and the reason do not change.
 func checkImmutable(r *inputs) field.ErrorList {
@@ -387,11 +457,12 @@ func checkImmutable(r *inputs) field.ErrorList {
 }
 
 // checkNoStampsWithoutMark: stamps are written only by the mutating webhook, together with the mark: the
-// mark's (rule 6), the storm acknowledgement's (rule 21) and the record of the targets at marking (rule 23).
+// mark's (rule 6), the storm acknowledgement's (rule 21), the record of the targets at marking (rule 23)
+// and the fence deadline override's (rule 31).
 func checkNoStampsWithoutMark(r *inputs) field.ErrorList {
 	var errs field.ErrorList
 	for _, key := range []string{liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation, liqojanitor.AcknowledgedByAnnotation,
-		liqojanitor.MarkTargetsAnnotation} {
+		liqojanitor.MarkTargetsAnnotation, liqojanitor.FenceDeadlineOverriddenAnnotation} {
 		if _, ok := r.New.Annotations[key]; ok && changed(r, key) {
 			errs = append(errs, field.Forbidden(annotationsPath.Key(key), msgStampWithoutMark(r.New, key)))
 		}

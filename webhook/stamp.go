@@ -28,12 +28,13 @@ func fenceRecord(value, user string, returned, now time.Time) string {
 // unmarkRemoves are the keys the mutating webhook removes in a request that removes the mark
 // (rule 7): the stamps, the confirmation, the no-evidence key, the janitor's record of its grace window and
 // of the unpeering, the deletion override (rule 17), the storm's acknowledgement and its stamp (rule 21),
-// and the record of the targets at marking (rule 23). A cleanup annotation holding the grace-window plan goes too; one holding the summary of a clean-up
+// the record of the targets at marking (rule 23), and the fence deadline's override and its stamp (rule 31). A cleanup annotation holding the grace-window plan goes too; one holding the summary of a clean-up
 // that did happen stays.
 var unmarkRemoves = []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
 	liqojanitor.NoEvidenceAnnotation, liqojanitor.FirstSeenAnnotation, liqojanitor.GraceEndsAnnotation,
 	liqojanitor.UnpeeringAnnotation, liqojanitor.AllowDeleteAnnotation, liqojanitor.FencedAnnotation,
-	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation, liqojanitor.MarkTargetsAnnotation}
+	liqojanitor.AcknowledgeUnreachableAnnotation, liqojanitor.AcknowledgedByAnnotation, liqojanitor.MarkTargetsAnnotation,
+	liqojanitor.OverrideFenceDeadlineAnnotation, liqojanitor.FenceDeadlineOverriddenAnnotation}
 
 // stamp is the mutating webhook's decision: on marking it writes marked-by and marked-at, always,
 // replacing whatever the request carried (a replayed or hand-written marked-at must never shorten the
@@ -89,6 +90,11 @@ func markingStamps(fc *liqov1beta1.ForeignCluster, user string, uninstaller bool
 		set[key] = value
 	} else if _, ok := fc.Annotations[liqojanitor.AcknowledgedByAnnotation]; ok {
 		remove = append(remove, liqojanitor.AcknowledgedByAnnotation)
+	}
+	// rule 31: the override's stamp is the gate's (gate.Mutate writes it, with the deadline it reads); a
+	// request without the override carries none
+	if _, ok := fc.Annotations[liqojanitor.FenceDeadlineOverriddenAnnotation]; ok && !overridesDeadline(fc) {
+		remove = append(remove, liqojanitor.FenceDeadlineOverriddenAnnotation)
 	}
 	return set, remove
 }

@@ -33,6 +33,17 @@ func TestStamp(t *testing.T) {
 				liqojanitor.ConfirmAnnotation, id, liqojanitor.AllowDeleteAnnotation, id)),
 			wantSet: stamped, wantRemove: []string{liqojanitor.AllowDeleteAnnotation},
 		},
+		"a fence deadline override's stamp carried without the override is dropped (rule 31)": {
+			old: fc(id, nil), new: fc(id, with(nil, liqojanitor.MarkAnnotation, "true", liqojanitor.ConfirmAnnotation, id,
+				liqojanitor.FenceDeadlineOverriddenAnnotation, liqojanitor.FenceDeadlineOverride{At: now, By: "alice"}.String())),
+			wantSet: stamped, wantRemove: []string{liqojanitor.FenceDeadlineOverriddenAnnotation},
+		},
+		"unmarking removes the fence deadline's override and its stamp (rule 31)": {
+			old: fc(id, with(marked, liqojanitor.OverrideFenceDeadlineAnnotation, id, liqojanitor.FenceDeadlineOverriddenAnnotation, "x")),
+			new: fc(id, without(with(marked, liqojanitor.OverrideFenceDeadlineAnnotation, id, liqojanitor.FenceDeadlineOverriddenAnnotation, "x"), liqojanitor.MarkAnnotation)),
+			wantRemove: []string{liqojanitor.ConfirmAnnotation, liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation,
+				liqojanitor.OverrideFenceDeadlineAnnotation, liqojanitor.FenceDeadlineOverriddenAnnotation},
+		},
 		"a bare mark by anyone else gets the stamps only": {
 			old: fc(id, nil), new: fc(id, with(nil, liqojanitor.MarkAnnotation, "true")),
 			wantSet: stamped,

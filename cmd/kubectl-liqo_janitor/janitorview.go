@@ -13,7 +13,8 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
-// janitorView is where `status` and `plan` read the janitor's ConfigMaps (its brake and its records): in
+// janitorView is where `status` and `plan` read the janitor's ConfigMaps (its brake, its records and its
+// renewals of providers' fence Leases): in
 // its namespace only (cli.FindJanitorNamespace), and the look-alikes they ignored elsewhere.
 type janitorView struct {
 	// Namespace is liqo-janitor's namespace, From how the plugin learned it.
@@ -25,17 +26,22 @@ type janitorView struct {
 	// Unread says why a ConfigMap of the janitor's could not be read there.
 	Unread string `json:"unread,omitempty"`
 
-	brake, records *corev1.ConfigMap
+	brake, records, renewals *corev1.ConfigMap
+	// renewalsUnread says why the renewals ConfigMap could not be read ("" when it was, or was not asked).
+	renewalsUnread string
 }
 
 // readJanitorView reads, in the janitor's namespace ns, the ConfigMaps called names (of the janitor's:
-// liqojanitor.BrakeConfigMap, liqojanitor.RecordsConfigMap).
+// liqojanitor.BrakeConfigMap, liqojanitor.RecordsConfigMap, liqojanitor.FenceRenewalsConfigMap).
 func readJanitorView(ctx context.Context, c client.Client, ns cli.JanitorNamespace, names ...string) *janitorView {
 	v := &janitorView{Namespace: output.Printable(ns.Name), From: output.Printable(ns.From)}
 	for _, name := range names {
 		read, err := cli.ReadJanitorConfigMap(ctx, c, ns.Name, name)
 		if err != nil {
 			v.Unread = output.Printable(err.Error())
+			if name == liqojanitor.FenceRenewalsConfigMap {
+				v.renewalsUnread = v.Unread
+			}
 		}
 		v.Ignored = append(v.Ignored, read.Ignored...)
 		switch name {
@@ -43,6 +49,8 @@ func readJanitorView(ctx context.Context, c client.Client, ns cli.JanitorNamespa
 			v.brake = read.ConfigMap
 		case liqojanitor.RecordsConfigMap:
 			v.records = read.ConfigMap
+		case liqojanitor.FenceRenewalsConfigMap:
+			v.renewals = read.ConfigMap
 		}
 	}
 	return v

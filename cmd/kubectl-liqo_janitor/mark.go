@@ -141,7 +141,8 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 	return e.reportMarked(fc, r, o)
 }
 
-// showPlan prints what the mark would release, and the evidence it rests on.
+// showPlan prints what the mark would release, the evidence it rests on, and the provider's fence: the
+// deadline before which the gate refuses the mark (gate rule 31), or that there is none.
 func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, ns cli.JanitorNamespace, ev *evidence) error {
 	plan, err := e.plan(ctx, c, fc, ns)
 	if err != nil {
@@ -150,6 +151,8 @@ func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.For
 	printPlan(e.Out, plan, nil)
 	fmt.Fprintln(e.Out, "\nEvidence for this cluster (what \"unreachable\" rests on):")
 	printEvidence(e.Out, "  ", ev, "", time.Now())
+	fmt.Fprintln(e.Out)
+	printProviderFence(e.Out, "", providerFenceOf(readJanitorView(ctx, c, ns, liqojanitor.FenceRenewalsConfigMap), fc), false, time.Now())
 	return nil
 }
 

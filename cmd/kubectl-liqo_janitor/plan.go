@@ -53,6 +53,9 @@ type planReport struct {
 	// Janitor is where the plugin read liqo-janitor's records (its namespace, and nowhere else), and the
 	// look-alikes of the same name it ignored in other namespaces.
 	Janitor *janitorView `json:"janitor,omitempty"`
+	// ProviderFence is the provider's fence of this consumer as the janitor's renewal record says, with the
+	// deadline before which the gate refuses a mark (gate rule 31); none: no provider-side fence.
+	ProviderFence *providerFenceStatus `json:"providerFence,omitempty"`
 }
 
 // DeepCopyObject makes planReport a runtime.Object, for cli-runtime's printers.
@@ -105,9 +108,12 @@ func (e *env) planReport(ctx context.Context, arg, janitorNS string) (*planRepor
 	fcs, listErr := listForeignClusters(ctx, c)
 	r.Evidence = evidenceOf(fc, fcs, listErr)
 	if plan.Wait != janitor.WaitReturned {
-		r.Janitor = readJanitorView(ctx, c, ns, liqojanitor.RecordsConfigMap)
+		r.Janitor = readJanitorView(ctx, c, ns, liqojanitor.RecordsConfigMap, liqojanitor.FenceRenewalsConfigMap)
 		r.Probe = probeStatusOf(ctx, c, fc, r.Janitor.records, r.Janitor.Unread)
+	} else {
+		r.Janitor = readJanitorView(ctx, c, ns, liqojanitor.FenceRenewalsConfigMap)
 	}
+	r.ProviderFence = providerFenceOf(r.Janitor, fc)
 	if liqojanitor.IsMarked(fc.Annotations) {
 		g := graceOf(fc, time.Now()) // the plan's Wait already takes the janitor's recorded window (PlanCluster)
 		r.Grace = &g
@@ -168,6 +174,10 @@ func printReport(out io.Writer, format *output.Flag, r *planReport) error {
 	if r.Evidence != nil {
 		fmt.Fprintln(out, "\nEvidence for this cluster (what \"unreachable\" rests on):")
 		printEvidence(out, "  ", r.Evidence, r.probeLine(), time.Now())
+	}
+	if r.ProviderFence != nil {
+		fmt.Fprintln(out)
+		printProviderFence(out, "", r.ProviderFence, r.Plan.Wait != janitor.WaitNotMarked, time.Now())
 	}
 	r.Janitor.printIgnored(out)
 	printGate(out, r.Gate)

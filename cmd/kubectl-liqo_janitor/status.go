@@ -151,7 +151,8 @@ func (read statusReader) statusOf(ctx context.Context, now time.Time) (*statusRe
 	if err != nil {
 		return nil, err
 	}
-	janitorView := readJanitorView(ctx, c, read.janitor, liqojanitor.BrakeConfigMap, liqojanitor.RecordsConfigMap)
+	janitorView := readJanitorView(ctx, c, read.janitor, liqojanitor.BrakeConfigMap, liqojanitor.RecordsConfigMap,
+		liqojanitor.FenceRenewalsConfigMap)
 	r := &statusReport{TypeMeta: output.TypeMeta("StatusReport"), Time: metav1.NewTime(now.UTC().Truncate(time.Second)), Clusters: []clusterStatus{},
 		Janitor: janitorView, Brakes: janitorView.brakes()}
 	var all []liqov1beta1.ForeignCluster // for the storm count, listed once
@@ -166,6 +167,7 @@ func (read statusReader) statusOf(ctx context.Context, now time.Time) (*statusRe
 		}
 		cs := clusterStatusOf(fc, events, now)
 		cs.Evidence = evidenceOf(fc, all, listErr)
+		cs.ProviderFence = providerFenceOf(janitorView, fc)
 		if cs.Marked && cs.Returned == nil {
 			cs.Probe = probeStatusOf(ctx, c, fc, janitorView.records, janitorView.Unread)
 		}
@@ -236,6 +238,7 @@ func printOne(out io.Writer, cs *clusterStatus, now time.Time) {
 	if cs.Evidence != nil {
 		printEvidence(out, "  ", cs.Evidence, cs.Probe.line(), now)
 	}
+	printProviderFence(out, "  ", cs.ProviderFence, cs.Marked, now)
 	if cs.Cleanup != "" {
 		fmt.Fprintf(out, "  cleanup: %s\n", cs.Cleanup)
 	}

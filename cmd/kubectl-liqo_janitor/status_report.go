@@ -73,6 +73,10 @@ type clusterStatus struct {
 	// Evidence is what the verdict "unreachable" rests on for this cluster: Liqo's APIServerStatus and
 	// NetworkConnectionStatus, the storm count now, and the count the mark acknowledged.
 	Evidence *evidence `json:"evidence,omitempty"`
+	// ProviderFence is the provider's fence of this consumer as the janitor's renewal record says: the
+	// contract, the last acknowledged renewal, whether the mark stopped them, the deadline before which the
+	// gate refuses a mark (gate rule 31), the provider's own record; none: no provider-side fence.
+	ProviderFence *providerFenceStatus `json:"providerFence,omitempty"`
 	// Events are the janitor's last events about this ForeignCluster (by its UID), oldest first.
 	Events []statusEvent `json:"events,omitempty"`
 }

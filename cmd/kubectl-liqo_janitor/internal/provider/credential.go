@@ -23,12 +23,8 @@ import (
 )
 
 // The consumer's side of the credential (issue 37): the consumer's admin stores the kubeconfig in the
-// consumer's liqo-janitor namespace as a Secret labelled ProviderFenceSecretLabel=<provider cluster ID>,
-// under the key ProviderFenceSecretKey.
-const (
-	ProviderFenceSecretLabel = liqojanitor.AnnotationPrefix + "provider-fence"
-	ProviderFenceSecretKey   = "kubeconfig"
-)
+// consumer's liqo-janitor namespace as a Secret labelled liqojanitor.ProviderFenceSecretLabel=<provider
+// cluster ID>, under the key liqojanitor.ProviderFenceKubeconfigKey.
 
 // TokenSecretName is the consumer's credential's token Secret in its tenant namespace.
 const TokenSecretName = liqojanitor.FenceCredentialTokenSecret
@@ -157,7 +153,7 @@ Hand it to the admin of consumer %s over a private channel; they store it in liq
 
 Revoke it with: kubectl liqo-janitor fence-credential %s --revoke
 `, liqojanitor.FenceLeaseName, cons.namespace, output.Printable(cons.id),
-		o.ConsumerJanitorNamespace, secret, ProviderFenceSecretKey, o.ConsumerJanitorNamespace, secret, ProviderFenceSecretLabel, providerID,
+		o.ConsumerJanitorNamespace, secret, liqojanitor.ProviderFenceKubeconfigKey, o.ConsumerJanitorNamespace, secret, liqojanitor.ProviderFenceSecretLabel, providerID,
 		output.Printable(cons.id))
 	o.warnOptIn(w, cons)
 }
