@@ -128,9 +128,10 @@ const fenceRecheck = 30 * time.Second
 // contractText is a provider's contract for a person: its bounds, and the time after this consumer's last
 // renewal that may have reached it by which it has surely fenced this consumer (SafeAfter).
 func contractText(c liqojanitor.FenceContract) string {
+	d := func(v liqojanitor.Duration) time.Duration { return time.Duration(v).Round(100 * time.Millisecond) }
 	return fmt.Sprintf("provider %s fences after %s without a renewal, poll %s, failover %s, stop %s; surely fenced %s after "+
-		"this consumer's last renewal that may have reached it", c.ProviderClusterID, time.Duration(c.FenceAfter),
-		time.Duration(c.Poll), time.Duration(c.Failover), time.Duration(c.Stop), c.SafeAfter().Round(time.Second))
+		"this consumer's last renewal that may have reached it", c.ProviderClusterID, d(c.FenceAfter), d(c.Poll), d(c.Failover),
+		d(c.Stop), c.SafeAfter().Round(time.Second))
 }
 
 // fenceWait says what the janitor waits for while the provider's fence holds a cluster (janitor rule 22).
