@@ -2,6 +2,7 @@ package liqojanitor
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -66,8 +67,25 @@ func (r FenceRenewal) String() string {
 	return string(b)
 }
 
-// FenceRenewals reads the janitor's renewal records, by provider cluster ID; a value that does not parse is
-// left out.
+// ParseFenceRenewal reads one record as FenceRenewalsConfigMap holds it (String), refusing one that does not
+// parse, or whose recorded contract does not (ParseFenceContract). Whoever decides on a record must hold on
+// that error, never act as if there were no record: a consumer that had a provider's contract and whose
+// record got corrupted may still have that provider's copies running until a deadline it no longer knows.
+func ParseFenceRenewal(v string) (FenceRenewal, error) {
+	var r FenceRenewal
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return FenceRenewal{}, fmt.Errorf("not a fence renewal record: %w", err)
+	}
+	if r.Contract != "" {
+		if _, err := ParseFenceContract(r.Contract); err != nil {
+			return FenceRenewal{}, fmt.Errorf("the record's contract: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// FenceRenewals reads the janitor's renewal records, by provider cluster ID, for display; a value that does
+// not parse is left out (a decision reads each value with ParseFenceRenewal and holds on its error).
 func FenceRenewals(cm *corev1.ConfigMap) map[string]FenceRenewal {
 	out := map[string]FenceRenewal{}
 	if cm == nil {

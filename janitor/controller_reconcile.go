@@ -41,6 +41,8 @@ type reconciler struct {
 	surveyor *surveyor
 	// brake is the janitor-wide brake (janitor rule 14), read live.
 	brake brake
+	// fences are the providers' fence records (janitor rule 22), read live with every verdict.
+	fences fenceRecords
 }
 
 // newReconciler assembles the janitor — the one constructor of Setup, PlanCluster and the tests: c reads
@@ -58,6 +60,7 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, pacing: pace, options: o, kept: probe.unfencedKept},
 		versions: newLiqoVersions(live, o.LiqoNamespace, clk),
 		brake:    brake{reader: live, namespace: o.Namespace},
+		fences:   fenceRecords{reader: live, namespace: o.Namespace},
 		surveyor: &surveyor{client: c, apiReader: live, options: o},
 	}
 }
@@ -70,7 +73,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("ForeignCluster", klog.KObj(fc), "clusterID", fc.Spec.ClusterID))
 
-	live, l, fcs, err := r.assessLive(ctx, fc.Name)
+	live, l, v, err := r.assessLive(ctx, fc.Name)
 	if err == nil && live != nil && l.Wait != WaitNotMarked {
 		err = r.firstSight(ctx, live)
 	}
@@ -83,13 +86,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case l.Wait == WaitReturned:
 		r.releaser.stopWatching(live.Name)
 		return r.returned(ctx, live, l)
-	case l.Wait == WaitGracePeriod:
-		return r.showPlan(ctx, live, l, fcs)
+	case l.holding(): // its grace period or the provider's fence (janitor rules 9 and 22)
+		return r.showPlan(ctx, live, l, v)
 	case !l.Dead():
 		r.releaser.stopWatching(live.Name)
 		return r.reporter.wait(ctx, live, l), nil
 	}
-	return r.cleanUp(ctx, live, l, fcs)
+	return r.cleanUp(ctx, live, l, v)
 }
 
 // firstSight keeps the probe targets of a confirmed mark and probes them once, at the janitor's first sight
@@ -127,7 +130,7 @@ func (r *reconciler) returned(ctx context.Context, fc *liqov1beta1.ForeignCluste
 
 // cleanUp is a pass over a dead cluster: unless the janitor-wide brake is set, release what it left stuck,
 // follow its unpeering, report.
-func (r *reconciler) cleanUp(ctx context.Context, live *liqov1beta1.ForeignCluster, l liveness, fcs []liqov1beta1.ForeignCluster) (ctrl.Result, error) {
+func (r *reconciler) cleanUp(ctx context.Context, live *liqov1beta1.ForeignCluster, l liveness, v liveView) (ctrl.Result, error) {
 	switch reason, braked, err := r.brake.on(ctx); {
 	case err != nil:
 		return ctrl.Result{}, err
@@ -140,7 +143,7 @@ func (r *reconciler) cleanUp(ctx context.Context, live *liqov1beta1.ForeignClust
 	if answered, err := r.probe.probeNow(ctx, live, probeBeforeRelease); err != nil || answered {
 		return ctrl.Result{}, err
 	}
-	s := r.newScope(ctx, live, fcs)
+	s := r.newScope(ctx, live, v)
 	end := r.releaser.release(ctx, s)
 	surveyErr := r.survey(ctx, s, end)
 	reportErr := r.reporter.report(ctx, s, l, end)
@@ -195,37 +198,49 @@ func (r *reconciler) read(ctx context.Context, name string) (*liqov1beta1.Foreig
 	return fc, nil
 }
 
-// assessLive lists the ForeignClusters from the API server (not the cache) and assesses the cluster ID of
-// the one named name (assessClusterID, janitor rule 1). It returns the live ForeignCluster (nil if gone),
-// its liveness and the whole list.
-func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.ForeignCluster, liveness, []liqov1beta1.ForeignCluster, error) {
+// liveView is what a verdict is made from, read live from the API server (not the cache) together: every
+// ForeignCluster, and the providers' fences (janitor rule 22).
+type liveView struct {
+	fcs    []liqov1beta1.ForeignCluster
+	fences fenceHolds
+}
+
+// assessLive lists the ForeignClusters and reads the providers' fence records from the API server (not the
+// cache), and assesses the cluster ID of the one named name (assessClusterID, janitor rules 1 and 22). It
+// returns the live ForeignCluster (nil if gone), its liveness and what it was assessed on.
+func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.ForeignCluster, liveness, liveView, error) {
 	switch loaded, err := r.probe.loadReturns(ctx); { // before this process's first verdict (janitor rule 17)
 	case err != nil:
-		return nil, liveness{}, nil, err
+		return nil, liveness{}, liveView{}, err
 	case loaded:
 		r.reporter.publishReturned() // kept returns count, their ForeignClusters gone or not (janitor rule 10)
 	}
 	var fcs liqov1beta1.ForeignClusterList
 	if err := r.apiReader.List(ctx, &fcs); err != nil {
-		return nil, liveness{}, nil, fmt.Errorf("re-reading ForeignClusters: %w", err)
+		return nil, liveness{}, liveView{}, fmt.Errorf("re-reading ForeignClusters: %w", err)
 	}
-	ignoreFutureStamps(fcs.Items, r.clock.Now())
-	for i := range fcs.Items {
-		if fc := &fcs.Items[i]; fc.Name == name && liqojanitor.IsMarked(fc.Annotations) {
+	fences, err := r.fences.read(ctx)
+	if err != nil {
+		return nil, liveness{}, liveView{}, err
+	}
+	v := liveView{fcs: fcs.Items, fences: fences}
+	ignoreFutureStamps(v.fcs, r.clock.Now())
+	for i := range v.fcs {
+		if fc := &v.fcs[i]; fc.Name == name && liqojanitor.IsMarked(fc.Annotations) {
 			r.sightings.see(fc) // the first sight of its mark, before the time is read
 		}
 	}
-	fc, l := assessClusterID(fcs.Items, name, r.observeIn(fcs.Items), r.clock.Now(), r.options.GracePeriod)
+	fc, l := assessClusterID(v.fcs, name, r.observeIn(v), r.clock.Now(), r.options.GracePeriod)
 	if l.Wait == WaitStorm {
 		r.sightings.forget(fc.UID) // its grace period counts from the end of the hold, not from a sight during it
 	}
-	return fc, l, fcs.Items, nil
+	return fc, l, v, nil
 }
 
-// newScope starts a pass over the dead cluster: which cluster IDs are dead, from the same live list of
-// ForeignClusters the pass was decided on, and the live re-check its batches run (recheck).
-func (r *reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluster, fcs []liqov1beta1.ForeignCluster) *scope {
-	s := newScope(fc, deadClusterIDs(fcs, r.observeIn(fcs), r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.get(ctx))
+// newScope starts a pass over the dead cluster: which cluster IDs are dead, from the same live view the
+// pass was decided on, and the live re-check its batches run (recheck).
+func (r *reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluster, v liveView) *scope {
+	s := newScope(fc, deadClusterIDs(v.fcs, r.observeIn(v), r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.get(ctx))
 	s.checkWith(func(ctx context.Context) (bool, error) { return r.recheck(ctx, s) }, r.pacing.retryKinds(fc))
 	return s
 }
@@ -238,27 +253,29 @@ func (r *reconciler) observe(fc *liqov1beta1.ForeignCluster) observed {
 	return observed{firstSeen: recordedFirstSight(fc, r.sightings.firstSeen(fc)), answer: r.probe.answered(fc.UID), kept: kept}
 }
 
-// observeIn is observe for a verdict over fcs, one live list of every ForeignCluster, with the storm
-// guard (janitor rule 18): while Options.Storm sees a storm in fcs by Liqo's evidence, a mark the janitor
-// has not begun with and that no acknowledgement covers is held back (heldByStorm).
-func (r *reconciler) observeIn(fcs []liqov1beta1.ForeignCluster) observeFunc {
-	storm := liqojanitor.CountStorm(fcs, nil)
+// observeIn is observe for a verdict over v, one live view of every ForeignCluster and of the providers'
+// fences, with the storm guard (janitor rule 18) — while Options.Storm sees a storm in v by Liqo's
+// evidence, a mark the janitor has not begun with and that no acknowledgement covers is held back
+// (heldByStorm) — and the provider's fence of each cluster ID (rule 22).
+func (r *reconciler) observeIn(v liveView) observeFunc {
+	storm := liqojanitor.CountStorm(v.fcs, nil)
 	stormy := r.options.Storm.In(storm)
 	return func(fc *liqov1beta1.ForeignCluster) observed {
 		o := r.observe(fc)
 		if stormy && heldByStorm(fc) {
 			o.storm = &storm
 		}
+		o.fence = v.fences.of(fc.Spec.ClusterID)
 		return o
 	}
 }
 
-// showPlan (janitor rule 9) computes, for a cluster in its grace period, what the pass after the grace
-// period would release — the same targets and the same selection, as if the cluster were dead, with
-// every write replaced by its outcome — and has the reporter show it. Nothing of the cluster's objects is
-// written.
-func (r *reconciler) showPlan(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness, fcs []liqov1beta1.ForeignCluster) (ctrl.Result, error) {
-	s := r.newScope(ctx, fc, fcs)
+// showPlan (janitor rule 9) computes, for a cluster in its grace period or waiting for its provider's fence
+// (rule 22), what the pass after the hold would release — the same targets and the same selection, as if
+// the cluster were dead, with every write replaced by its outcome — and has the reporter show it. Nothing
+// of the cluster's objects is written.
+func (r *reconciler) showPlan(ctx context.Context, fc *liqov1beta1.ForeignCluster, l liveness, v liveView) (ctrl.Result, error) {
+	s := r.newScope(ctx, fc, v)
 	end := r.releaser.rehearse(ctx, s)
 	if end.err != nil {
 		return ctrl.Result{}, fmt.Errorf("planning the clean-up: %w", end.err)
@@ -268,21 +285,22 @@ func (r *reconciler) showPlan(ctx context.Context, fc *liqov1beta1.ForeignCluste
 
 // recheck is the live re-check before each batch of irreversible writes: the janitor-wide brake set (rule
 // 14), a mark removed, a pause set, a provider answering again (Liqo's status or the janitor's probe:
-// rule 10) or a live duplicate appearing a millisecond ago stops the janitor. From the same one live list
-// it refreshes the pass's dead set, on which NamespaceOffloadings spanning several clusters are decided
-// (janitor rule 4). Two requests: a GET of the brake's ConfigMap and a LIST of the ForeignClusters.
+// rule 10), a live duplicate appearing a millisecond ago, or a provider's fence deadline ahead (rule 22)
+// stops the janitor. From the same one live view it refreshes the pass's dead set, on which
+// NamespaceOffloadings spanning several clusters are decided (janitor rule 4). Three requests: a GET of the
+// brake's ConfigMap, a LIST of the ForeignClusters and a GET of the fence records' ConfigMap.
 func (r *reconciler) recheck(ctx context.Context, s *scope) (dead bool, err error) {
 	if _, braked, err := r.brake.on(ctx); err != nil || braked {
 		return false, err
 	}
-	live, l, fcs, err := r.assessLive(ctx, s.fc.Name)
+	live, l, v, err := r.assessLive(ctx, s.fc.Name)
 	switch {
 	case err != nil:
 		return false, err
 	case live == nil || live.UID != s.fc.UID || !l.Dead():
 		return false, nil
 	}
-	s.setDead(deadClusterIDs(fcs, r.observeIn(fcs), r.clock.Now(), r.options.GracePeriod))
+	s.setDead(deadClusterIDs(v.fcs, r.observeIn(v), r.clock.Now(), r.options.GracePeriod))
 	return true, nil
 }
 

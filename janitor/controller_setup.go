@@ -124,7 +124,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	return r.watch(mgr, pods, tenants, brakes, stormChanges)
+	fences, err := fenceCache(mgr, o.Namespace)
+	if err != nil {
+		return err
+	}
+	return r.watch(mgr, pods, tenants, ownCaches{brakes: brakes, fences: fences}, stormChanges)
+}
+
+// ownCaches are the caches of the janitor's own ConfigMaps it watches: the brake (janitor rule 14) and
+// the providers' fence records (rule 22), each narrowed to its one ConfigMap.
+type ownCaches struct {
+	brakes, fences cache.Cache
 }
 
 // tenantNamespaceCache is a cache of its own for Liqo's tenant namespaces (liqo.io/tenant-namespace,
@@ -152,7 +162,7 @@ func ownCache(mgr ctrl.Manager, what string, o cache.Options) (cache.Cache, erro
 }
 
 // watch builds the controller: what the janitor watches, and which ForeignClusters each event concerns.
-func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants, brakes cache.Cache, stormChanges <-chan event.GenericEvent) error {
+func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants cache.Cache, own ownCaches, stormChanges <-chan event.GenericEvent) error {
 	terminatingOnly := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero()
 	}))
@@ -190,7 +200,9 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants, br
 		WatchesRawSource(source.Channel(r.probe.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.options.Concurrency})
 	// The janitor-wide brake is set or removed (janitor rule 14): every marked cluster's next pass.
-	b = b.WatchesRawSource(source.Kind[client.Object](brakes, &corev1.ConfigMap{}, toMarked))
+	b = b.WatchesRawSource(source.Kind[client.Object](own.brakes, &corev1.ConfigMap{}, toMarked))
+	// A provider's fence record changes (janitor rule 22): the marked clusters of that provider.
+	b = b.WatchesRawSource(source.Kind[client.Object](own.fences, &corev1.ConfigMap{}, r.fenceChanges()))
 	// The storm count changes (a storm ends): every marked cluster, so a mark the storm held resumes (rule 20).
 	b = b.WatchesRawSource(source.Channel(stormChanges, toMarked))
 	if r.options.ReleaseIdentitySecrets {

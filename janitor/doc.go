@@ -11,13 +11,14 @@
 //     spec.clusterID or by its liqo.io/remote-cluster-id label) is marked "true", confirmed, the one Liqo's
 //     own lookup finds (label equal to spec.clusterID), not Established, its data plane not up
 //     (NetworkConnectionStatus Established: the provider's pods still run and serve), not paused, not held by
-//     a storm (rule 18), and past its grace period — re-read from the API server before every batch of
-//     writes. The grace period ends --grace-period after the later of marked-at and the janitor's first sight
+//     a storm (rule 18), past its grace period and past its provider's fence deadline (rule 22) — re-read
+//     from the API server before every batch of writes. The grace period ends --grace-period after the later of marked-at and the janitor's first sight
 //     of the mark, which it records on the ForeignCluster (first-seen-at, grace-ends-at) so that it survives
 //     restarts and failovers: a forged or pre-written marked-at never shortens it. One ForeignCluster that is
 //     not dead keeps the cluster ID alive (assessClusterID).
 //  2. Marked but not dead: nothing of the cluster is written, its ForeignCluster included (but rule 9's
-//     plan in the grace period); an Event may say why it waits.
+//     plan in the grace period and while the provider's fence holds it, rule 22); an Event may say why it
+//     waits.
 //  3. Trust: an object is tied to a cluster only through what the consumer's own Liqo controllers write.
 //     A Node is the cluster's when its labels say so and a VirtualNode of the same name has that
 //     spec.clusterID (the provider writes the Node's labels, the consumer the VirtualNode).
@@ -55,7 +56,9 @@
 //     annotation only onto the ForeignCluster version the plan was made for, compared with the live
 //     annotation so a removed or forged plan is written again, and never over the record of a clean-up
 //     that has begun. With the plan go the janitor's first-seen-at and grace-ends-at records. It is the
-//     one exception to rule 2; nothing of the cluster's objects is written.
+//     one exception to rule 2; nothing of the cluster's objects is written. The same holds while the
+//     provider's fence holds the cluster past its grace period (rule 22): the plan is led by what the
+//     janitor waits for, and its countdown is the whole hold's.
 //  10. A provider that answers again after its mark has returned: it is not gone, and the copies of the pods
 //     the consumer force-deleted may still run there. The evidence is Liqo's APIServerStatus or its data
 //     plane (NetworkConnectionStatus) turning Established after the mark, or an answer to the janitor's own
@@ -164,6 +167,31 @@
 //     janitor's clock was not the gate's (it stamps its own clock, in this cluster), so the janitor ignores
 //     it (ignoreFutureStamps) and counts the grace period from its own first sight, rather than waiting
 //     until a time the writer chose.
+//  22. The janitor waits for the provider's fence (verdict_fence.go): where a provider fences this
+//     consumer by itself (its agent, janitor/providerfence), the janitor's renewer keeps its renewals of that
+//     provider's Lease and the contract the provider published, per provider cluster ID, in the ConfigMap
+//     liqo-janitor-fence-renewals of the janitor's own namespace (liqojanitor.FenceRenewal). Nothing of a
+//     cluster ID is released — no pod force-deleted, no finalizer removed — before its provider has surely
+//     fenced this consumer: liqojanitor.FenceRenewal.Deadline, the last renewal that may have landed plus the
+//     contract's SafeAfter, on this consumer's clock; whoever set the mark and however, through the gate or
+//     past it (the policy fallback, Liqo v1.0's own tools). The record is read live with the verdict, before
+//     a pass and before every batch of writes as rule 1's evidence is, so a stale cache never lets a release
+//     through early. A ConfigMap the API server does not give is no verdict (an error: nothing is
+//     released); a record that does not parse, or whose contract does not (liqojanitor.ParseFenceRenewal),
+//     holds its cluster ID (WaitFenceUnreadable, one Waiting event saying which key and why) until it reads
+//     again — a consumer that had a contract never acts as if it had none. A record without a contract, or
+//     without a renewal that may have landed (the provider's agent never armed), holds nothing. The grace
+//     period and the deadline both hold and the later wins; while the deadline holds (WaitFenceDeadline) the
+//     cluster is held as in its grace period: nothing of its objects is written, and the plan is still shown
+//     (rule 9) — the mark is still an undo window, and what goes at the deadline is what the operator needs
+//     to see then — led by "waiting for the provider's fence until <UTC> (the provider's contract: …)" in the
+//     cleanup annotation (a grace plan, so a removed mark takes it along: gate rule 7, rule 15) and one
+//     Waiting event; the pass comes back at the deadline itself, not by polling. A change of the ConfigMap
+//     (watched alone) enqueues the marked clusters whose record changed: a record that appears during a
+//     clean-up stops it at its next batch and brings the cluster back to wait, and one fixed by hand
+//     releases a held cluster at once; an unreadable one is assessed again every 30 s besides. PlanCluster
+//     carries the deadline, the contract, the time left or why the record is unreadable
+//     (Plan.FenceDeadline, FenceContract, FenceLeft, FenceUnreadable).
 //
 // # Reading order
 //
@@ -172,8 +200,8 @@
 //   - controller_ — what is watched and why each watch enqueues (controller_setup.go), a pass: read,
 //     assess live, then wait, show the plan or clean up (controller_reconcile.go), and the options.
 //   - verdict_ — whether a marked cluster is dead (verdict_dead.go), its one remembered input, the first
-//     sight of a mark (verdict_sight.go), the brake (verdict_brake.go), and the end of a mark's records when
-//     it goes unseen by the gate (verdict_marks.go).
+//     sight of a mark (verdict_sight.go), the brake (verdict_brake.go), the provider's fence it waits for
+//     (verdict_fence.go), and the end of a mark's records when it goes unseen by the gate (verdict_marks.go).
 //   - pass_ — what one pass knows and the one place it stops (pass_scope.go), the target table and the
 //     worker pool that runs it (pass_releaser.go), what it did (pass_tally.go), what paces the next one
 //     after refused writes (pass_pacing.go), and the installed Liqo it acts for (pass_liqoversion.go).

@@ -64,14 +64,14 @@ func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.
 			r.sightings.see(&all.Items[i])
 		}
 	}
-	fc, l, fcs, err := r.assessLive(ctx, name)
+	fc, l, v, err := r.assessLive(ctx, name)
 	switch {
 	case err != nil:
 		return PassResult{}, err
 	case fc == nil || !l.Dead():
 		return PassResult{}, fmt.Errorf("ForeignCluster %s is not dead: %q", name, l.Wait)
 	}
-	s := r.newScope(ctx, fc, fcs)
+	s := r.newScope(ctx, fc, v)
 	end := r.releaser.release(ctx, s)
 	res := PassResult{Kinds: map[string]PassCounts{}, Waiting: map[string]string{}, Stopped: end.stopped}
 	for kind, c := range end.tally.byKind {

@@ -37,7 +37,7 @@ var (
 	})
 	waitsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "liqo_janitor_waits_total",
-		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, NotFoundByLiqo, Reachable, TunnelUp, Paused, Storm, GracePeriod, Duplicate, Returned, Braked).",
+		Help: "Passes over marked ForeignClusters that were not dead, so the janitor wrote nothing, by reason (Unconfirmed, NotFoundByLiqo, Reachable, TunnelUp, Paused, Storm, GracePeriod, FenceDeadline, FenceUnreadable, Duplicate, Returned, Braked).",
 	}, []string{"reason"})
 	returnedClusters = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "liqo_janitor_returned_clusters",
@@ -65,7 +65,7 @@ var (
 	})
 	cleanupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "liqo_janitor_cleanup_duration_seconds",
-		Help:    "Time from the end of a dead cluster's grace period until nothing of it was left to release.",
+		Help:    "Time from the end of a dead cluster's hold (the later of its grace period's end and its provider's fence deadline) until nothing of it was left to release.",
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 14),
 	})
 )
@@ -93,7 +93,7 @@ func init() {
 		blockedObjects.WithLabelValues(kind)
 		pendingObjects.WithLabelValues(kind)
 	}
-	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitTunnelUp, WaitPaused, WaitStorm, WaitGracePeriod, WaitDuplicate, WaitReturned, WaitBraked} {
+	for _, reason := range []WaitReason{WaitUnconfirmed, WaitNotFoundByLiqo, WaitReachable, WaitTunnelUp, WaitPaused, WaitStorm, WaitGracePeriod, WaitFenceDeadline, WaitFenceUnreadable, WaitDuplicate, WaitReturned, WaitBraked} {
 		waitsTotal.WithLabelValues(string(reason))
 	}
 }

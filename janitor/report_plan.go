@@ -26,16 +26,35 @@ type Plan struct {
 	ForeignCluster string `json:"foreignCluster"`
 	ClusterID      string `json:"clusterID"`
 	// Wait is why the janitor leaves the cluster alone now: NotWaiting when it would release at once,
-	// WaitGracePeriod while the grace period runs, or a reason that holds beyond it (unconfirmed,
-	// reachable, paused, a duplicate), for which nothing would be released when the grace period ends.
+	// WaitGracePeriod while the grace period runs, WaitFenceDeadline while the provider may not have fenced
+	// itself yet and WaitFenceUnreadable while the janitor cannot read its record of that (janitor rule 22:
+	// the plan is what it would release after those holds), or a reason that holds beyond them
+	// (unconfirmed, reachable, paused, a duplicate), for which nothing would be released when they end.
 	Wait WaitReason `json:"wait,omitempty"`
-	// GraceLeft is what remains of the grace period (WaitGracePeriod only).
+	// GraceLeft is what remains of the grace period, while it runs (with WaitGracePeriod, or with a fence
+	// wait that ends later).
 	GraceLeft time.Duration `json:"graceLeft,omitempty"`
+	// FenceDeadline is when the provider has surely fenced this consumer — its last renewal that may have
+	// landed plus the contract's SafeAfter, on this consumer's clock (liqojanitor.FenceRenewal.Deadline) — past
+	// or ahead; the janitor releases nothing of the cluster before it (janitor rule 22). Zero without a
+	// provider-side fence: no record, no contract, or no renewal that may have landed (the provider's copies
+	// may then still run).
+	FenceDeadline time.Time `json:"fenceDeadline,omitzero"`
+	// FenceContract is the provider's contract FenceDeadline was computed from, as the provider published it
+	// (liqojanitor.FenceContract's JSON: liqojanitor.ParseFenceContract reads it); "" without one.
+	FenceContract string `json:"fenceContract,omitempty"`
+	// FenceLeft is how long until FenceDeadline (WaitFenceDeadline only).
+	FenceLeft time.Duration `json:"fenceLeft,omitempty"`
+	// FenceUnreadable is why the janitor's record of the provider's fence cannot be read (WaitFenceUnreadable
+	// only): it releases nothing until it can.
+	FenceUnreadable string `json:"fenceUnreadable,omitempty"`
 	// Kinds are the targets with objects, in table order.
 	Kinds []PlannedKind `json:"kinds"`
 	// Offloadings are the NamespaceOffloadings that would be kept until Liqo has done its part, and why.
 	Offloadings []KeptOffloading `json:"offloadings,omitempty"`
-	// Summary is the plan in the words of the cleanup annotation ("would release pods 4, …; blocked 1").
+	// Summary is the plan in the words of the cleanup annotation ("would release pods 4, …; blocked 1";
+	// while the provider's fence holds the cluster, led by "waiting for the provider's fence until …, then
+	// it").
 	Summary string `json:"summary"`
 }
 
@@ -68,7 +87,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 		return nil, errors.New("planning needs the janitor's namespace (Options.Namespace): the returns it keeps there decide the plan")
 	}
 	r := newReconciler(client.NewDryRunClient(c), c, podwatch.NewLive(mc), &events.FakeRecorder{}, clock.RealClock{}, o)
-	fc, l, fcs, err := r.assessLive(ctx, name)
+	fc, l, v, err := r.assessLive(ctx, name)
 	switch {
 	case err != nil:
 		return nil, err
@@ -76,14 +95,15 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 		return nil, fmt.Errorf("ForeignCluster %s not found: list them with kubectl get foreignclusters", name)
 	}
 	l = recordedWindow(fc, l, time.Now())
-	s := r.newScope(ctx, fc, fcs)
+	s := r.newScope(ctx, fc, v)
 	end := r.releaser.rehearse(ctx, s)
 	if end.err != nil {
 		return nil, fmt.Errorf("planning the clean-up of %s: %w", name, end.err)
 	}
 	t := end.tally
 	p := &Plan{ForeignCluster: fc.Name, ClusterID: s.clusterID, Wait: l.Wait, GraceLeft: l.GraceLeft,
-		Summary: t.planSummary(s.waitingNamespaces())}
+		Summary: shownPlan(l, t.planSummary(s.waitingNamespaces()))}
+	p.fence(v.fences.of(fc.Spec.ClusterID), l)
 	for _, kind := range t.kinds {
 		k := t.byKind[kind]
 		if k.released+k.blocked+k.waiting > 0 {
@@ -94,4 +114,18 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 		p.Offloadings = append(p.Offloadings, KeptOffloading{Namespace: w.namespace, Why: w.why})
 	}
 	return p, nil
+}
+
+// fence adds the provider's fence of the cluster (janitor rule 22) to the plan: its deadline and contract
+// whether or not it still holds, and what is left of it or why its record is unreadable while it holds.
+func (p *Plan) fence(f fenceHold, l liveness) {
+	if !f.deadline.IsZero() {
+		p.FenceDeadline, p.FenceContract = f.deadline.UTC(), f.contract.String()
+	}
+	switch l.Wait {
+	case WaitFenceDeadline:
+		p.FenceLeft = l.FenceLeft
+	case WaitFenceUnreadable:
+		p.FenceUnreadable = f.unreadable
+	}
 }

@@ -47,8 +47,8 @@ func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l l
 		p.recorder.Eventf(fc, nil, "Normal", "Waiting", "Wait", "%s", waitMessage(fc, l))
 	}
 	switch l.Wait {
-	case WaitGracePeriod:
-		return ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
+	case WaitGracePeriod, WaitFenceDeadline, WaitFenceUnreadable:
+		return ctrl.Result{RequeueAfter: holdRequeue(l)}
 	case WaitStorm:
 		// The storm's end enqueues every marked cluster (watchStorm); this bounds the hold should that
 		// event be missed (janitor rule 20).
@@ -60,27 +60,51 @@ func (p *reporter) wait(ctx context.Context, fc *liqov1beta1.ForeignCluster, l l
 // stormRecheck is how long a mark the storm guard holds waits at most before it is assessed again.
 const stormRecheck = time.Minute
 
-// publishPlan shows what a cluster in its grace period would release (janitor rule 9): the cleanup
-// annotation, e.g. "grace 22s left: would release pods 400, resourceslices 3; blocked 1", with the
-// janitor's record of its first sight and of when the grace period ends, and one Waiting event with the
-// same numbers. The event is sent when the plan is first made and again only when its numbers change;
-// the annotation is compared with the live one, so a plan someone removed or changed is written again
-// (the seconds left are as of that write). It comes back when the grace period ends.
+// holdRequeue is when a held cluster (liveness.holding) is assessed again: when its hold ends — the grace
+// period, or the provider's fence deadline (janitor rule 22), at the deadline itself and not by polling — or,
+// for an unreadable fence record, after fenceRecheck (a change of the record wakes it sooner).
+func holdRequeue(l liveness) time.Duration {
+	if l.Wait == WaitFenceUnreadable {
+		return fenceRecheck
+	}
+	return l.holdLeft() + 100*time.Millisecond
+}
+
+// shownPlan is the plan as the cleanup annotation and the plugin show it: while the provider's fence holds
+// the cluster (janitor rule 22), led by what the janitor waits for — "waiting for the provider's fence until
+// 2026-05-01T10:03:41Z (the provider's contract: …), then it would release pods 4".
+func shownPlan(l liveness, planSummary string) string {
+	if l.Wait == WaitFenceDeadline || l.Wait == WaitFenceUnreadable {
+		return fenceWait(l) + ", then it " + planSummary
+	}
+	return planSummary
+}
+
+// publishPlan shows what a held cluster would release (janitor rule 9; liveness.holding: its grace period,
+// or the provider's fence, rule 22): the cleanup annotation, e.g. "grace 22s left: would release pods 400,
+// resourceslices 3; blocked 1" — while the fence holds it, "grace 3m10s left: waiting for the provider's
+// fence until … (the provider's contract: …), then it would release …", the countdown being the whole
+// hold's — with the janitor's record of its first sight and of when the grace period ends, and one Waiting
+// event with the same numbers. The event is sent when the plan is first made and again only when it
+// changes (its numbers, or what holds it); the annotation is compared with the live one, so a plan someone
+// removed or changed is written again (the seconds left are as of that write). It comes back when the hold
+// ends.
 func (p *reporter) publishPlan(ctx context.Context, s *scope, l liveness, t *tally) (ctrl.Result, error) {
 	waitsTotal.WithLabelValues(string(l.Wait)).Inc()
 	p.memory.waitChanged(s.fc, l.Wait)
-	result := ctrl.Result{RequeueAfter: l.GraceLeft + 100*time.Millisecond}
+	result := ctrl.Result{RequeueAfter: holdRequeue(l)}
 	planSummary := t.planSummary(s.waitingNamespaces())
-	if p.memory.shownPlanChanged(s.fc, planSummary) {
-		ctrl.LoggerFrom(ctx).Info("Grace period: planned the clean-up", "graceLeft", l.GraceLeft.Round(time.Second), "plan", planSummary)
+	shown := shownPlan(l, planSummary)
+	if p.memory.shownPlanChanged(s.fc, shown) {
+		ctrl.LoggerFrom(ctx).Info("Holding: planned the clean-up", "wait", l.Wait, "left", l.holdLeft().Round(time.Second), "plan", shown)
 		p.recorder.Eventf(s.fc, nil, "Normal", "Waiting", "Wait", "%s; then it %s", waitMessage(s.fc, l), planSummary)
 	}
 	summary := s.fc.Annotations[liqojanitor.CleanupAnnotation]
 	if progressOf(s.fc, t.kinds).started() {
 		return result, nil // a clean-up of this mark has begun: its record is never replaced by a plan
 	}
-	if shown, ok := liqojanitor.ParseGracePlan(summary); !ok || shown.Plan != planSummary {
-		summary = liqojanitor.GracePlan{Left: l.GraceLeft, Plan: planSummary}.String()
+	if written, ok := liqojanitor.ParseGracePlan(summary); !ok || written.Plan != shown {
+		summary = liqojanitor.GracePlan{Left: l.holdLeft(), Plan: shown}.String()
 	}
 	// Only onto the ForeignCluster the plan was made for: if it changed since (unmarked, paused), the patch
 	// fails, writes nothing, and the change's own event decides what comes next. Another admission webhook
@@ -126,6 +150,16 @@ func waitMessage(fc *liqov1beta1.ForeignCluster, l liveness) string {
 	case WaitGracePeriod:
 		return fmt.Sprintf("Marked permanently unreachable at %s: releasing starts in %s unless the mark is removed",
 			l.MarkedAt.UTC().Format(time.RFC3339), l.GraceLeft.Round(time.Second))
+	case WaitFenceDeadline:
+		return fmt.Sprintf("Marked permanently unreachable at %s, %s: the provider stops this consumer's copies by then, "+
+			"so nothing is released before (releasing starts in %s unless the mark is removed)",
+			l.MarkedAt.UTC().Format(time.RFC3339), fenceWait(l), l.FenceLeft.Round(time.Second))
+	case WaitFenceUnreadable:
+		return fmt.Sprintf("Marked permanently unreachable, but the janitor's record of the provider's fence cannot be read (%s): "+
+			"the provider's copies may run until a deadline the janitor no longer knows, so nothing is released until the record "+
+			"can be read. The janitor's renewer rewrites it while it renews that provider; otherwise, once the provider is surely "+
+			"fenced or gone, remove that key: kubectl -n <the janitor's namespace> edit configmap %s",
+			truncate(l.Fence.unreadable, maxReasonLen), liqojanitor.FenceRenewalsConfigMap)
 	}
 	return "Not marked permanently unreachable: nothing is released"
 }
@@ -141,7 +175,7 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 		ctrl.LoggerFrom(ctx).Info("Stopped releasing: the cluster is no longer dead")
 		p.recorder.Eventf(s.fc, nil, "Warning", "CleanupStopped", "Release",
 			"Stopped releasing: the mark was removed or changed, the cluster was paused, Liqo sees it answering again, "+
-				"or the janitor-wide brake was set")
+				"the janitor-wide brake was set, or the provider's fence deadline is ahead")
 		return nil
 	}
 	waiting := s.waitingNamespaces()
@@ -166,7 +200,7 @@ func (p *reporter) report(ctx context.Context, s *scope, l liveness, end passEnd
 	}
 	done := next.complete() && !prev.complete()
 	if done {
-		cleanupDuration.Observe(p.clock.Since(l.GraceEnds).Seconds())
+		cleanupDuration.Observe(p.clock.Since(l.releasableSince()).Seconds())
 		p.recorder.Eventf(s.fc, nil, "Normal", "CleanupDone", "Release",
 			"liqo-janitor's part is done, nothing left for it to release%s: %s (the unpeering itself is done at UnpeeringComplete)",
 			reasonGiven(s.fc), summary)

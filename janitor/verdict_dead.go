@@ -45,6 +45,13 @@ const (
 	WaitReturned WaitReason = "Returned"
 	// WaitBraked means the janitor-wide brake is set (janitor rule 14): nothing is released for any cluster.
 	WaitBraked WaitReason = "Braked"
+	// WaitFenceDeadline means the provider fences this consumer by itself and may not have done it yet
+	// (janitor rule 22): nothing is released before the deadline its contract gives, later than the grace
+	// period's end.
+	WaitFenceDeadline WaitReason = "FenceDeadline"
+	// WaitFenceUnreadable means the janitor's record of the provider's fence cannot be read (janitor rule
+	// 22): the deadline is unknown, so nothing is released until the record can be read.
+	WaitFenceUnreadable WaitReason = "FenceUnreadable"
 )
 
 // liveness is the janitor's view of one ForeignCluster. Its zero value is the cautious one, not dead:
@@ -59,8 +66,14 @@ type liveness struct {
 	FirstSeen time.Time
 	// GraceEnds is when the grace period ends (MarkedAt + the grace period).
 	GraceEnds time.Time
-	// GraceLeft is how long until the grace period ends (only with WaitGracePeriod).
+	// GraceLeft is how long until the grace period ends (while it runs: with WaitGracePeriod, or with a
+	// fence wait that ends later).
 	GraceLeft time.Duration
+	// Fence is the provider's fence the cluster ID waits for (janitor rule 22): its deadline and contract,
+	// or why its record cannot be read; zero without a provider-side fence.
+	Fence fenceHold
+	// FenceLeft is how long until the fence's deadline (only with WaitFenceDeadline).
+	FenceLeft time.Duration
 	// Duplicate names the ForeignCluster that keeps the cluster ID alive (only with WaitDuplicate).
 	Duplicate string
 	// Returned is when and how the provider answered again after the mark (only with WaitReturned).
@@ -76,6 +89,25 @@ type liveness struct {
 // Dead reports whether the janitor may act on the cluster.
 func (l liveness) Dead() bool { return l.dead }
 
+// holding says whether only a hold keeps a confirmed mark from its clean-up — its grace period, or the
+// provider's fence (janitor rule 22) — so that the plan is shown (rule 9): the mark can still be undone
+// with nothing of the cluster written.
+func (l liveness) holding() bool {
+	return l.Wait == WaitGracePeriod || l.Wait == WaitFenceDeadline || l.Wait == WaitFenceUnreadable
+}
+
+// holdLeft is how long until the hold ends (holding): the grace period or the fence's deadline, whichever
+// holds the cluster; 0 when it is unknown (an unreadable fence record, a grace window without its record).
+func (l liveness) holdLeft() time.Duration {
+	switch l.Wait {
+	case WaitGracePeriod:
+		return l.GraceLeft
+	case WaitFenceDeadline:
+		return l.FenceLeft
+	}
+	return 0
+}
+
 // observed is what the janitor itself saw of a marked ForeignCluster, beyond the object: its first sight
 // of the mark, its probe's first answer from the provider since then (zero when none), and its kept return.
 type observed struct {
@@ -85,14 +117,18 @@ type observed struct {
 	kept providerReturn
 	// storm is the storm the janitor holds this mark back for (janitor rule 18), nil when it does not.
 	storm *liqojanitor.Storm
+	// fence is what the provider's fence holds the cluster ID to (janitor rule 22), read live with the
+	// verdict.
+	fence fenceHold
 }
 
 // assess decides whether fc is dead for the janitor: the mark is "true", the provider has not answered
 // again since the mark (returnOf), the confirmation equals spec.clusterID, fc is the ForeignCluster
 // Liqo's own lookup finds (FoundByLiqo), APIServerStatus is not Established, the data plane is not up
 // (NetworkConnectionStatus Established: the provider's pods still run), the cluster is not paused, no storm
-// holds the mark back (rule 18), and the grace period has passed since the later of marked-at and the janitor's first sight of the mark:
-// a forged or pre-written marked-at never shortens the window.
+// holds the mark back (rule 18), the grace period has passed since the later of marked-at and the janitor's
+// first sight of the mark — a forged or pre-written marked-at never shortens the window — and so has the
+// provider's fence deadline (awaitFence, rule 22).
 func assess(fc *liqov1beta1.ForeignCluster, seen observed, now time.Time, grace time.Duration) liveness {
 	firstSeen := seen.firstSeen
 	ret, returned := returnOf(fc, seen)
@@ -124,7 +160,7 @@ func assess(fc *liqov1beta1.ForeignCluster, seen observed, now time.Time, grace 
 	} else {
 		l.dead = true
 	}
-	return l
+	return awaitFence(l, seen.fence, now)
 }
 
 // heldByStorm says whether the storm guard holds fc's mark back (janitor rule 18): the janitor has not
@@ -163,22 +199,24 @@ func firstSightRecord(fc *liqov1beta1.ForeignCluster) (time.Time, bool) {
 	return at, err == nil
 }
 
-// recordedWindow replaces, for a cluster l finds dead or in its grace period, the grace window l assumed
-// with the running janitor's own: its grace-ends-at record of fc's current mark. Without one the cluster
-// is in its grace period, the time left unknown (GraceLeft 0): only the janitor knows its --grace-period
-// and when it first saw the mark. Any other reason to wait stays.
+// recordedWindow replaces, for a cluster l finds dead or holding (its grace period, the provider's fence),
+// the grace window l assumed with the running janitor's own: its grace-ends-at record of fc's current mark.
+// Without one the cluster is in its grace period, the time left unknown (GraceLeft 0): only the janitor
+// knows its --grace-period and when it first saw the mark. The provider's fence holds as it did
+// (awaitFence); any other reason to wait stays.
 func recordedWindow(fc *liqov1beta1.ForeignCluster, l liveness, now time.Time) liveness {
-	if l.Wait != WaitGracePeriod && !l.Dead() {
+	if !l.holding() && !l.Dead() {
 		return l
 	}
 	ends, err := liqojanitor.MarkTimeRecord(fc.Annotations, liqojanitor.GraceEndsAnnotation)
+	w := liveness{MarkedAt: l.MarkedAt, GraceEnds: ends, dead: true}
 	switch {
 	case err != nil:
-		return liveness{Wait: WaitGracePeriod, MarkedAt: l.MarkedAt}
+		w = liveness{Wait: WaitGracePeriod, MarkedAt: l.MarkedAt}
 	case ends.After(now):
-		return liveness{Wait: WaitGracePeriod, MarkedAt: l.MarkedAt, GraceEnds: ends, GraceLeft: ends.Sub(now)}
+		w = liveness{Wait: WaitGracePeriod, MarkedAt: l.MarkedAt, GraceEnds: ends, GraceLeft: ends.Sub(now)}
 	}
-	return liveness{MarkedAt: l.MarkedAt, GraceEnds: ends, dead: true}
+	return awaitFence(w, l.Fence, now)
 }
 
 // observeFunc tells what the janitor itself saw of a ForeignCluster: when it first saw its mark (the grace
