@@ -13,21 +13,32 @@ import (
 
 // records is the renewals ConfigMap as read this round.
 type records struct {
-	cm      *corev1.ConfigMap // nil: none yet
-	ns      string
-	records map[string]liqojanitor.FenceRenewal
+	cm *corev1.ConfigMap // nil: none yet
+	ns string
+}
+
+// read is the record of provider id ("" when none): an unreadable one is an error, never a fresh record.
+func (s *records) read(id string) (liqojanitor.FenceRenewal, error) {
+	if s.cm == nil {
+		return liqojanitor.FenceRenewal{}, nil
+	}
+	v, ok := s.cm.Data[id]
+	if !ok {
+		return liqojanitor.FenceRenewal{}, nil
+	}
+	return liqojanitor.ParseFenceRenewal(v)
 }
 
 func (r *Renewer) loadRecords(ctx context.Context) (*records, error) {
 	cm := &corev1.ConfigMap{}
 	err := r.c.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: liqojanitor.FenceRenewalsConfigMap}, cm)
 	if apierrors.IsNotFound(err) {
-		return &records{ns: r.opts.Namespace, records: map[string]liqojanitor.FenceRenewal{}}, nil
+		return &records{ns: r.opts.Namespace}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the renewals ConfigMap: %w", err)
 	}
-	return &records{cm: cm, ns: r.opts.Namespace, records: liqojanitor.FenceRenewals(cm)}, nil
+	return &records{cm: cm, ns: r.opts.Namespace}, nil
 }
 
 // write records one provider's renewals, at the ConfigMap's resourceVersion read (only the leader writes
@@ -41,7 +52,6 @@ func (s *records) write(ctx context.Context, c client.Client, id string, rec liq
 			return fmt.Errorf("creating the renewals ConfigMap: %w", err)
 		}
 		s.cm = cm
-		s.records[id] = rec
 		return nil
 	}
 	patch := client.MergeFromWithOptions(s.cm.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -52,6 +62,5 @@ func (s *records) write(ctx context.Context, c client.Client, id string, rec liq
 	if err := c.Patch(ctx, s.cm, patch); err != nil {
 		return fmt.Errorf("recording the renewals of %s: %w", id, err)
 	}
-	s.records[id] = rec
 	return nil
 }

@@ -158,7 +158,13 @@ func (r *Renewer) round(ctx context.Context) error {
 			continue
 		}
 		seen[id] = true
-		before := store.records[id]
+		before, err := store.read(id)
+		if err != nil {
+			// never written over: the gate and the janitor hold the provider while it cannot be read
+			errs = append(errs, fmt.Errorf("provider %s: %w: fix or delete the key %s of ConfigMap %s/%s (the gate and the janitor hold it meanwhile)",
+				id, err, id, r.opts.Namespace, liqojanitor.FenceRenewalsConfigMap))
+			continue
+		}
 		after, err := r.renewOne(ctx, s, id, localID, before, marksOf(fcs.Items, id))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("provider %s: %w", id, err))
