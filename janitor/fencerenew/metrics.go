@@ -38,7 +38,10 @@ var metricsMu sync.Mutex
 func setMetrics(id string, rec liqojanitor.FenceRenewal, now time.Time) {
 	metricsMu.Lock()
 	defer metricsMu.Unlock()
-	if rec.LastAck != nil {
+	switch {
+	case rec.StoppedForMark != "":
+		ackAge.DeleteLabelValues(id) // renewals stopped on purpose: no alert that the provider may fence us
+	case rec.LastAck != nil:
 		ackAge.WithLabelValues(id).Set(now.Sub(*rec.LastAck).Seconds())
 	}
 	if d, c, ok := rec.Deadline(); ok {

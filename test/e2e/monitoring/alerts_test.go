@@ -49,7 +49,8 @@ func alertNames(groups *rulefmt.RuleGroups) []string {
 func TestTheChartShipsTheseAlerts(t *testing.T) {
 	g := NewWithT(t)
 	all := []string{"LiqoJanitorDown", "LiqoJanitorProviderReturned", "LiqoJanitorNoLeader", "LiqoJanitorReleaseFailures", "LiqoJanitorObjectsBlocked",
-		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorBraked", "LiqoJanitorStorm", "LiqoJanitorDryRun"}
+		"LiqoJanitorCleanupStuck", "LiqoJanitorWebhookErrors", "LiqoJanitorBraked", "LiqoJanitorStorm", "LiqoJanitorDryRun",
+		"LiqoJanitorProviderMayFenceUs"}
 	g.Expect(alertNames(ruleFile(t, nil))).To(Equal(all))
 	without := ruleFile(t, map[string]any{"replicaCount": 1, "leaderElection": map[string]any{"enabled": false}})
 	g.Expect(alertNames(without)).To(Equal(slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == "LiqoJanitorNoLeader" })),
@@ -257,6 +258,26 @@ liqo_janitor_storm{` + job + `, pod="b"} 0x12`},
 		series: `liqo_janitor_storm{` + job + `, pod="a"} 0x8 1x2 0x2`},
 	"no dry run": {alert: "LiqoJanitorDryRun", at: 70 * time.Minute,
 		series: `liqo_janitor_dry_run{` + job + `, pod="a"} 0x80`},
+
+	// The renewer's gauges (janitor/fencerenew), set by the janitor's leader only, per provider: the ack's
+	// age against half of the provider's fenceAfter.
+	"renewals unacknowledged past half of fenceAfter": {alert: "LiqoJanitorProviderMayFenceUs", at: 3 * time.Minute, fires: true,
+		labels:      map[string]string{"provider": "provider-a", "severity": "warning"},
+		annotations: map[string]string{"runbook_url": runbooksURL + "#liqojanitorprovidermayfenceus"},
+		series: `liqo_janitor_fence_last_ack_age_seconds{` + job + `, pod="a", provider="provider-a"} 5 5 70 130
+liqo_janitor_fence_after_seconds{` + job + `, pod="a", provider="provider-a"} 120x3
+liqo_janitor_fence_last_ack_age_seconds{` + job + `, pod="a", provider="provider-b"} 5x3
+liqo_janitor_fence_after_seconds{` + job + `, pod="a", provider="provider-b"} 120x3`},
+	"acknowledged within half of fenceAfter": {alert: "LiqoJanitorProviderMayFenceUs", at: 3 * time.Minute,
+		series: `liqo_janitor_fence_last_ack_age_seconds{` + job + `, pod="a", provider="provider-a"} 5 5 55 59
+liqo_janitor_fence_after_seconds{` + job + `, pod="a", provider="provider-a"} 120x3`},
+	"a standby's stale age does not hide the leader's": {alert: "LiqoJanitorProviderMayFenceUs", at: 3 * time.Minute, fires: true,
+		series: `liqo_janitor_fence_last_ack_age_seconds{` + job + `, pod="a", provider="provider-a"} 5x3
+liqo_janitor_fence_last_ack_age_seconds{` + job + `, pod="b", provider="provider-a"} 5 30 70 90
+liqo_janitor_fence_after_seconds{` + job + `, pod="b", provider="provider-a"} 120x3`},
+	"another job's gauge is not the renewer's": {alert: "LiqoJanitorProviderMayFenceUs", at: 3 * time.Minute,
+		series: `liqo_janitor_fence_last_ack_age_seconds{job="other", pod="a", provider="provider-a"} 90x3
+liqo_janitor_fence_after_seconds{job="other", pod="a", provider="provider-a"} 120x3`},
 
 	// The agent's gauge, set by its leader only (the standby has no series), per consumer, latched until
 	// kubectl liqo-janitor unfence.

@@ -15,9 +15,15 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/providerfence"
+	"github.com/liqo-janitor/liqo-janitor/manifests"
 	"github.com/liqo-janitor/liqo-janitor/test/e2e/monitoring"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 	"github.com/liqo-janitor/liqo-janitor/webhook"
 )
@@ -50,12 +56,13 @@ func TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes(t *testing.T) {
 	_, port, err := net.SplitHostPort(addr)
 	g.Expect(err).NotTo(HaveOccurred())
 	// the chart's leader election, in the release namespace: the package's only replica
-	r, err := env.StartReplica("monitoring", "--webhook-port="+port)
+	r, err := env.StartReplica("monitoring", "--webhook-port="+port, "--fence-renew-interval=1s")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = r.Kill() })
 	g.Eventually(leads(r)).WithTimeout(60 * time.Second).Should(Equal(1.0))
 	_, err = env.Review(r, webhook.ValidatePath, harness.UnconfirmedMarkReview())
 	g.Expect(err).NotTo(HaveOccurred())
+	renewAcknowledged(t)
 
 	exposed := scrapedNames(t, r)
 	// liqo_janitor_build_info: one series, 1, naming what runs (the harness builds the binary from this
@@ -84,6 +91,30 @@ func TestAlertsAndDashboardNameOnlyMetricsTheBinaryExposes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// renewAcknowledged makes this control plane its own provider (the fence agent in this process, a
+// consumer's tenant, its credential in the release namespace) and waits until the replica's fence renewer
+// has an acknowledged renewal of it: then its per-provider series exist.
+func renewAcknowledged(t *testing.T) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	stop, err := env.StartProviderFence(providerfence.Options{LiqoNamespace: liqojanitor.DefaultLiqoNamespace, Poll: time.Second}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(stop)
+	tenant, err := fixture.LayOutTenant(ctx, env.Client, fixture.TenantSpec{ID: "consumer", Provider: "consumer", FenceAfter: "60s", Apps: []string{"web"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := env.FenceCredential(ctx, tenant.Namespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "fence-self", Namespace: manifests.ReleaseNamespace,
+		Labels: map[string]string{liqojanitor.ProviderFenceSecretLabel: "consumer"}},
+		Data: map[string][]byte{liqojanitor.ProviderFenceKubeconfigKey: kubeconfig}})).To(Succeed())
+	g.Eventually(func() (*time.Time, error) {
+		cm := &corev1.ConfigMap{}
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: manifests.ReleaseNamespace, Name: liqojanitor.FenceRenewalsConfigMap}, cm)
+		return liqojanitor.FenceRenewals(cm)["consumer"].LastAck, client.IgnoreNotFound(err)
+	}).WithTimeout(time.Minute).ShouldNot(BeNil(), "the replica's renewals are acknowledged")
 }
 
 // scrapedNames returns the names of every sample on the replica's /metrics (histograms with their
