@@ -265,7 +265,7 @@ func (r *reconciler) observeIn(v liveView) observeFunc {
 		if stormy && heldByStorm(fc) {
 			o.storm = &storm
 		}
-		o.fence = v.fences.of(fc.Spec.ClusterID)
+		o.fence = v.fences.holdFor(fc)
 		return o
 	}
 }

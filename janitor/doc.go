@@ -191,7 +191,10 @@
 //     clean-up stops it at its next batch and brings the cluster back to wait, and one fixed by hand
 //     releases a held cluster at once; an unreadable one is assessed again every 30 s besides. PlanCluster
 //     carries the deadline, the contract, the time left or why the record is unreadable
-//     (Plan.FenceDeadline, FenceContract, FenceLeft, FenceUnreadable).
+//     (Plan.FenceDeadline, FenceContract, FenceLeft, FenceUnreadable). The one way past the wait is the
+//     operator's break-glass override as the gate stamped it in the marking request (gate rule 31: the
+//     override naming the cluster ID, its stamp naming the marked-by user at marked-at; fenceOverridden);
+//     an override written past the gate lifts nothing.
 //
 // # Reading order
 //

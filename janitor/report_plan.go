@@ -103,7 +103,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	t := end.tally
 	p := &Plan{ForeignCluster: fc.Name, ClusterID: s.clusterID, Wait: l.Wait, GraceLeft: l.GraceLeft,
 		Summary: shownPlan(l, t.planSummary(s.waitingNamespaces()))}
-	p.fence(v.fences.of(fc.Spec.ClusterID), l)
+	p.fence(v.fences.holdFor(fc), l)
 	for _, kind := range t.kinds {
 		k := t.byKind[kind]
 		if k.released+k.blocked+k.waiting > 0 {

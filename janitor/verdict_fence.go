@@ -43,6 +43,8 @@ type fenceHold struct {
 	// unreadable says why the janitor's record of this provider's fence cannot be read: the cluster ID is
 	// held until it can, since the provider's copies may run until a deadline nobody knows any more.
 	unreadable string
+	// overridden: the current mark carries the gate's stamped override of the deadline (fenceOverridden).
+	overridden bool
 }
 
 // fenceHolds are the holds of the cluster IDs with a record, as read at once.
@@ -50,6 +52,27 @@ type fenceHolds map[string]fenceHold
 
 // of is the hold of cluster ID id (none without a record).
 func (f fenceHolds) of(id liqov1beta1.ClusterID) fenceHold { return f[string(id)] }
+
+// holdFor is the hold of fc's cluster ID, lifted by the gate's stamped override of its current mark
+// (fenceOverridden).
+func (f fenceHolds) holdFor(fc *liqov1beta1.ForeignCluster) fenceHold {
+	h := f.of(fc.Spec.ClusterID)
+	h.overridden = fenceOverridden(fc)
+	return h
+}
+
+// fenceOverridden says whether fc's current mark was set over the provider's fence deadline with the
+// gate's stamped break-glass override (gate rule 31): the override names the cluster ID, and the gate's
+// stamp of it parses, names the user of the mark's marked-by stamp and was made at the mark's marked-at
+// (the gate writes the three in the one marking request). An override written past the gate carries no
+// such pair — the policy fallback refuses a pre-written marked-by — and lifts nothing.
+func fenceOverridden(fc *liqov1beta1.ForeignCluster) bool {
+	o, ok := liqojanitor.ParseFenceDeadlineOverride(fc.Annotations[liqojanitor.FenceDeadlineOverriddenAnnotation])
+	markedAt, stamped := liqojanitor.MarkedAt(fc)
+	by := fc.Annotations[liqojanitor.MarkedByAnnotation]
+	return ok && stamped && by != "" && o.By == by && o.At.Equal(markedAt) &&
+		fc.Annotations[liqojanitor.OverrideFenceDeadlineAnnotation] == string(fc.Spec.ClusterID)
+}
 
 // fenceRecords reads the renewer's records (liqojanitor.FenceRenewalsConfigMap) live from the API server, in
 // the janitor's namespace.
@@ -103,6 +126,9 @@ func fenceHoldsIn(cm *corev1.ConfigMap) fenceHolds {
 // window's own fields stay (its records are written as in the grace period).
 func awaitFence(l liveness, f fenceHold, now time.Time) liveness {
 	l.Fence = f
+	if f.overridden {
+		return l // the operator's stamped break-glass override (gate rule 31): nothing to wait for
+	}
 	switch {
 	case f.unreadable != "":
 		l.Wait, l.dead = WaitFenceUnreadable, false

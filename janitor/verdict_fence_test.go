@@ -179,3 +179,38 @@ func TestAFenceRecordThatCannotBeReadIsNoVerdict(t *testing.T) {
 		t.Fatalf("an unreadable ConfigMap: %v; want an error that says nothing is released", err)
 	}
 }
+
+// TestOnlyTheGatesStampedOverrideLiftsTheFenceWait (janitor rule 22, gate rule 31): a mark set over the
+// deadline with the override, which the gate stamped in the marking request (the user of marked-by, at
+// marked-at), is not held; an override without the stamp, a stamp of another user or time, or one naming
+// another cluster is written past the gate and holds as if there were none.
+func TestOnlyTheGatesStampedOverrideLiftsTheFenceWait(t *testing.T) {
+	t.Parallel()
+	at := now.Add(-time.Minute)
+	stamp := liqojanitor.FenceDeadlineOverride{At: at, By: "alice", Deadline: now.Add(time.Minute)}.String()
+	for name, tc := range map[string]struct {
+		ann    map[string]string
+		lifted bool
+	}{
+		"stamped by the gate": {lifted: true, ann: marked(liqojanitor.MarkedByAnnotation, "alice",
+			liqojanitor.OverrideFenceDeadlineAnnotation, "x", liqojanitor.FenceDeadlineOverriddenAnnotation, stamp)},
+		"no stamp": {ann: marked(liqojanitor.MarkedByAnnotation, "alice", liqojanitor.OverrideFenceDeadlineAnnotation, "x")},
+		"another user's stamp": {ann: marked(liqojanitor.MarkedByAnnotation, "bob",
+			liqojanitor.OverrideFenceDeadlineAnnotation, "x", liqojanitor.FenceDeadlineOverriddenAnnotation, stamp)},
+		"a stamp of another time": {ann: marked(liqojanitor.MarkedByAnnotation, "alice", liqojanitor.OverrideFenceDeadlineAnnotation, "x",
+			liqojanitor.FenceDeadlineOverriddenAnnotation, liqojanitor.FenceDeadlineOverride{At: at.Add(-time.Hour), By: "alice"}.String())},
+		"no marked-by": {ann: marked(liqojanitor.OverrideFenceDeadlineAnnotation, "x", liqojanitor.FenceDeadlineOverriddenAnnotation, stamp)},
+		"the override names another cluster": {ann: marked(liqojanitor.MarkedByAnnotation, "alice",
+			liqojanitor.OverrideFenceDeadlineAnnotation, "y", liqojanitor.FenceDeadlineOverriddenAnnotation, stamp)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fc := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: tc.ann},
+				Spec: liqov1beta1.ForeignClusterSpec{ClusterID: "x"}}
+			hold := fenceHolds{"x": fenceUntil(now.Add(time.Minute))}.holdFor(fc)
+			l := awaitFence(liveness{dead: true, MarkedAt: at, GraceEnds: at}, hold, now)
+			if l.Dead() != tc.lifted {
+				t.Fatalf("dead = %v, want %v (wait %s)", l.Dead(), tc.lifted, l.Wait)
+			}
+		})
+	}
+}
