@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/leaderloop"
 )
 
 // DefaultInterval is --fence-renew-interval's default.
@@ -96,32 +97,20 @@ func Setup(mgr manager.Manager, opts Options) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	c, err := leaderloop.LiveClient(mgr, "the fence renewer")
 	if err != nil {
-		return fmt.Errorf("the fence renewer's client: %w", err)
+		return err
 	}
-	return mgr.Add(New(c, mgr.GetEventRecorder(ReportingController), opts))
+	return mgr.Add(New(c, mgr.GetEventRecorder(ReportingController), opts).Loop())
 }
 
-// NeedLeaderElection says the renewer runs on the janitor's leader only.
-func (r *Renewer) NeedLeaderElection() bool { return true }
-
-// Start renews every interval until ctx ends.
-func (r *Renewer) Start(ctx context.Context) error {
-	log := logf.FromContext(ctx).WithName("fence-renewer")
-	ctx = logf.IntoContext(ctx, log)
-	ticker := time.NewTicker(r.opts.Interval)
-	defer ticker.Stop()
-	for {
+// Loop is the renewer's work: a round of renewals every interval, on the janitor's leader only.
+func (r *Renewer) Loop() leaderloop.Loop {
+	return leaderloop.Loop{Name: "fence-renewer", Every: r.opts.Interval, Round: func(ctx context.Context) {
 		if err := r.round(ctx); err != nil && ctx.Err() == nil {
-			log.Error(err, "Renewing the providers' fence Leases")
+			logf.FromContext(ctx).Error(err, "Renewing the providers' fence Leases")
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
+	}}
 }
 
 // round renews every provider this consumer holds a credential for, once.

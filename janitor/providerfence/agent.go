@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/leaderloop"
 )
 
 // ReportingController is the reportingController of the agent's events.
@@ -51,38 +52,23 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) *Agent {
 	return &Agent{c: c, recorder: recorder, opts: opts.Default(), now: time.Now, memory: map[types.UID]*memo{}}
 }
 
-// Setup adds the agent to mgr, to run on the elected leader, reading and writing live through the
-// manager's API reader and an uncached client.
+// Setup adds the agent to mgr, to run on the elected leader, reading and writing live.
 func Setup(mgr manager.Manager, opts Options) error {
 	opts = opts.Default()
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	c, err := leaderloop.LiveClient(mgr, "the provider fence")
 	if err != nil {
-		return fmt.Errorf("the provider fence's client: %w", err)
+		return err
 	}
-	return mgr.Add(New(c, mgr.GetEventRecorder(ReportingController), opts))
+	return mgr.Add(New(c, mgr.GetEventRecorder(ReportingController), opts).Loop())
 }
 
-// NeedLeaderElection says the agent runs on the elected leader only: only the leader fences.
-func (a *Agent) NeedLeaderElection() bool { return true }
-
-// Start polls until ctx ends.
-func (a *Agent) Start(ctx context.Context) error {
-	log := logf.FromContext(ctx).WithName("provider-fence")
-	ctx = logf.IntoContext(ctx, log)
-	log.Info("Starting the provider fence", "poll", a.opts.Poll, "graceCap", a.opts.GraceCap)
-	ticker := time.NewTicker(a.opts.Poll)
-	defer ticker.Stop()
-	for {
-		a.round(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
+// Loop is the agent's work: a round of polls every Poll, on the elected leader only (only the leader
+// fences).
+func (a *Agent) Loop() leaderloop.Loop {
+	return leaderloop.Loop{Name: "provider-fence", Every: a.opts.Poll, Round: a.round}
 }
 
 // round polls every opted-in consumer once, within one Poll: a read that does not answer by then has

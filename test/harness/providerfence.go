@@ -28,11 +28,24 @@ func (e *Env) StartProviderFence(opts providerfence.Options, cfg *rest.Config) (
 			return nil, err
 		}
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = janitor.DefaultClientQPS, janitor.DefaultClientBurst // the binary's defaults
 	if err := opts.Default().Validate(); err != nil {
 		return nil, err
 	}
+	return e.runInProcess(cfg, providerfence.ReportingController, func(c client.Client, rec events.EventRecorder) runnable {
+		return providerfence.New(c, rec, opts).Loop()
+	})
+}
+
+// runnable is what the manager runs of the provider fence and of the fence renewer (their Loop).
+type runnable interface{ Start(context.Context) error }
+
+// runInProcess runs in this process, against the Env's API server through cfg with the binary's client
+// limits, the runnable build makes of a client and an event recorder (events reported as
+// reportingController), as its elected leader from the start, until stop is called; stop may be called
+// more than once.
+func (e *Env) runInProcess(cfg *rest.Config, reportingController string, build func(client.Client, events.EventRecorder) runnable) (stop func(), err error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = janitor.DefaultClientQPS, janitor.DefaultClientBurst // the binary's defaults
 	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
 	if err != nil {
 		return nil, err
@@ -44,12 +57,12 @@ func (e *Env) StartProviderFence(opts providerfence.Options, cfg *rest.Config) (
 	ctx, cancel := context.WithCancel(e.ctx)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
-	agent := providerfence.New(c, broadcaster.NewRecorder(e.Scheme, providerfence.ReportingController), opts)
+	r := build(c, broadcaster.NewRecorder(e.Scheme, reportingController))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer broadcaster.Shutdown()
-		_ = agent.Start(ctx) // it returns nil when ctx ends
+		_ = r.Start(ctx) // it returns nil when ctx ends
 	}()
 	var once sync.Once
 	return func() {
