@@ -341,13 +341,20 @@ func (s *scenario) run(t *testing.T) {
 	g.Eventually(func() *corev1.Pod { _, pod := onConsumer.firstAdded(s.rs.UID); return pod }).ShouldNot(BeNil(), "the ReplicaSet replaces them")
 	g.Eventually(func() string { return s.record(t).StoppedForMark }).ShouldNot(BeEmpty(), "the mark stopped the renewals")
 
+	// the provider's fence, whenever it came (awaited: a consumer that did not wait sees it after its own steps)
+	g.Eventually(onProvider.lastGone).ShouldNot(BeZero(), "the provider's agent stops every copy of the consumer's pods")
+	var state liqojanitor.FenceState
+	g.Eventually(func() (*time.Time, error) {
+		var err error
+		state, err = fixture.FenceState(ctx, s.prov.Client, s.tenant.Namespace)
+		if state.Fence == nil {
+			return nil, err
+		}
+		return state.Fence.StoppedAt, err
+	}).ShouldNot(BeNil(), "the agent records its fence done")
+
 	// the timeline, on this machine's clock
 	providerGone := onProvider.lastGone()
-	g.Expect(providerGone).NotTo(BeZero(), "the provider's agent stopped every copy of the consumer's pods")
-	state, err := fixture.FenceState(ctx, s.prov.Client, s.tenant.Namespace)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(state.Fence).NotTo(BeNil())
-	g.Expect(state.Fence.StoppedAt).NotTo(BeNil())
 	janitorFirst, janitorPod := s.deletes.firstSent()
 	g.Expect(janitorFirst).NotTo(BeZero(), "the janitor force-deleted the pods")
 	consumerFirst := janitorFirst // the first request that deleted a pod of the provider, as it was sent
