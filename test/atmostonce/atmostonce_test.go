@@ -291,6 +291,7 @@ func later(a, b time.Time) time.Time {
 
 // run partitions the consumer from the provider and plays the operator and Kubernetes on the consumer.
 func (s *scenario) run(t *testing.T) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := t.Context()
 	c := s.cons.Client
@@ -390,7 +391,11 @@ func (s *scenario) run(t *testing.T) {
 	}
 	row("provider: last pod of this consumer gone (watch)", providerGone)
 	row("provider: its agent saw none left (stoppedAt)", *state.Fence.StoppedAt)
-	row("gate: first refusal of the mark (rule 31), naming "+named.UTC().Format(time.RFC3339), firstRefused)
+	if firstRefused.IsZero() {
+		fmt.Fprintf(&b, "  %-78s\n", "gate: no refusal of the mark naming the provider's fence deadline (rule 31)")
+	} else {
+		row("gate: first refusal of the mark (rule 31), naming "+named.UTC().Format(time.RFC3339), firstRefused)
+	}
 	row(fmt.Sprintf("deadline = lastLanded + T_safe (%s)", contract.SafeAfter().Round(time.Millisecond)), deadline)
 	row(fmt.Sprintf("gate: mark admitted, request sent (after %d refusals)", refusals), markSent)
 	row("gate: mark admitted, answered", markAnswered)
