@@ -63,6 +63,13 @@ const (
 // VirtualNode of a dead cluster is deleted); the ReplicaSet controller, the real one, replaces them. On this
 // machine's one clock: the provider's last pod of this consumer is gone before the consumer's first
 // deletion of a pod of the provider, and before the ReplicaSet's first replacement.
+//
+// Not played: Liqo's own controller manager on the consumer (its VirtualNode drain; the janitor, which
+// deletes what that drain selects, stands for it — without the drain's immediacy: Liqo's drain acts at the
+// VirtualNode's deletion, the janitor after its grace period) and the node lifecycle controller's taint
+// eviction (its 300 s default toleration is beyond this timeline, and with the virtual node the only Node,
+// NotReady, the zone counts as fully disrupted and that controller evicts nothing; the agent refuses a
+// contract whose SafeAfter exceeds it: FenceContract.CheckArming).
 func TestAtMostOnce(t *testing.T) {
 	for _, version := range []string{"v1.0.3", "v1.2.0"} {
 		t.Run("Liqo "+version, func(t *testing.T) {
