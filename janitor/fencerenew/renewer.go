@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +72,9 @@ type Renewer struct {
 
 	mu        sync.Mutex
 	providers map[string]*provider
+	// failing is, per provider, the last renewal error reported: a partition fails every renewal the same
+	// way, and is reported once (and its end once), not every interval.
+	failing map[string]string
 }
 
 // provider is what the leader keeps of one provider between renewals.
@@ -88,7 +92,7 @@ type provider struct {
 
 // New returns a renewer that reads live and writes through c.
 func New(c client.Client, recorder events.EventRecorder, opts Options) *Renewer {
-	return &Renewer{c: c, recorder: recorder, opts: opts.Default(), now: time.Now, providers: map[string]*provider{}}
+	return &Renewer{c: c, recorder: recorder, opts: opts.Default(), now: time.Now, providers: map[string]*provider{}, failing: map[string]string{}}
 }
 
 // Setup adds the renewer to mgr, on the elected leader, reading live (uncached).
@@ -155,7 +159,7 @@ func (r *Renewer) round(ctx context.Context) error {
 			continue
 		}
 		after, err := r.renewOne(ctx, s, id, localID, before, marksOf(fcs.Items, id))
-		if err != nil {
+		if r.changed(ctx, id, err) {
 			errs = append(errs, fmt.Errorf("provider %s: %w", id, err))
 		}
 		setMetrics(id, after, r.now())
@@ -167,6 +171,34 @@ func (r *Renewer) round(ctx context.Context) error {
 	}
 	r.forgetAllBut(seen)
 	return errors.Join(errs...)
+}
+
+// changed says whether err is news for provider id (the first of its kind, to report), and logs the end of
+// a run of failures.
+func (r *Renewer) changed(ctx context.Context, id string, err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := r.failing[id]
+	if err == nil {
+		if last != "" {
+			delete(r.failing, id)
+			logf.FromContext(ctx).Info("Renewals of this provider's fence Lease succeed again", "provider", id)
+		}
+		return false
+	}
+	kind := failureKind(err)
+	r.failing[id] = kind
+	return kind != last
+}
+
+// failureKind is what a renewal error says, without what changes from one attempt to the next (the
+// request's URL and timings are the same for a partition; the message's head names the failure).
+func failureKind(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i > 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 // clusterMarks is what the live ForeignClusters of one cluster ID say of its mark.
