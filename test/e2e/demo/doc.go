@@ -5,5 +5,10 @@
 // fabric's finalizers it never releases, the VirtualNode), the demo plays Liqo's own controllers, and the
 // namespace controller deletes the namespace: unpeering complete. Then the provider, only cut off by a
 // partition, answers again: the janitor reports its return, and the operator fences it
-// (`kubectl liqo-janitor fence`), stopping on the provider exactly this consumer's workloads.
+// (`kubectl liqo-janitor fence`), stopping on the provider exactly this consumer's workloads. In the last
+// chapter a third provider fences itself (issue 37): its admin opts the consumer in and runs the provider
+// fence agent, the consumer's janitor renews its Lease with the credential the provider handed out; after
+// a partition the agent stops the consumer's pods there by itself, the gate refuses the operator's mark
+// until the deadline computed from the provider's contract and then admits it, and the demo shows on one
+// clock that the provider's last copy was gone before the consumer's first force-delete.
 package main

@@ -44,7 +44,7 @@ func main() {
 	d.out.line("")
 	d.out.line(fmt.Sprintf("Demo finished in %s.", time.Since(start).Round(100*time.Millisecond)))
 	if d.keep {
-		d.out.kept(d.env.KubeconfigPath, d.remote.env.KubeconfigPath)
+		d.out.kept(d.env.KubeconfigPath, d.remote.env.KubeconfigPath, d.fencer.env.KubeconfigPath)
 	}
 }
 
@@ -59,6 +59,7 @@ type demo struct {
 	janitor      *harness.Replica // the liqo-janitor binary
 	pluginBinary string           // kubectl-liqo_janitor, built by the harness
 	remote       remote           // the dead provider's own side
+	fencer       fencer           // the last chapter's provider, which fences itself
 	cons         *fixture.Consumer
 	before       map[string]string // resourceVersions of the live providers' objects
 	marked       time.Time
@@ -82,6 +83,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"Result", d.result},
 		{"The unpeering", d.unpeer},
 		{"The dead provider comes back", d.comeBack},
+		{"At most once: a provider that fences itself", d.fenceItself},
 	}
 	for i, s := range steps {
 		d.out.step(i+1, len(steps), s.name)
@@ -107,11 +109,13 @@ func (d *demo) startControlPlane(context.Context) error {
 	d.out.done(fmt.Sprintf("etcd, kube-apiserver, kube-controller-manager v1.37.2 up in %s",
 		time.Since(t0).Round(100*time.Millisecond)))
 	d.out.done("Liqo v1.2.0 CRDs installed; liqo-janitor's webhooks registered")
-	d.out.done("and a second control plane: one provider's own API server, for the last chapter")
+	d.out.done("and a second control plane: one provider's own API server, for the return chapter (a third, for the " +
+		"last chapter, starts later, in the background)")
 	return nil
 }
 
 func (d *demo) startJanitor(ctx context.Context) error {
+	d.fencer.start(d.keep) // the last chapter's provider, in the background
 	if err := installLiqoBasics(ctx, d.env); err != nil {
 		return err
 	}
@@ -122,12 +126,13 @@ func (d *demo) startJanitor(ctx context.Context) error {
 		return err
 	}
 	// the name gives the log StartBinary would (BinaryLog); the replica serves the metrics read at the end
-	if d.janitor, err = d.env.StartReplica("liqo-janitor", "--grace-period="+d.grace.String(), "--min-unreachable=60s",
-		"--return-probe-interval="+returnProbeInterval.String(), "--zap-log-level=info"); err != nil {
+	if d.janitor, err = d.env.StartReplica("liqo-janitor", "--grace-period="+d.grace.String(),
+		"--min-unreachable="+minUnreachable.String(), "--return-probe-interval="+returnProbeInterval.String(),
+		"--fence-renew-interval="+fenceRenewInterval.String(), "--zap-log-level=info"); err != nil {
 		return err
 	}
-	d.out.done(fmt.Sprintf("liqo-janitor ready (--grace-period=%s, --min-unreachable=60s, --return-probe-interval=%s)",
-		d.grace, returnProbeInterval))
+	d.out.done(fmt.Sprintf("liqo-janitor ready (--grace-period=%s, --min-unreachable=%s, --return-probe-interval=%s, "+
+		"--fence-renew-interval=%s)", d.grace, minUnreachable, returnProbeInterval, fenceRenewInterval))
 	d.out.done("local cluster ID \"" + localClusterID + "\"; user \"alice\" may mark clusters dead")
 	return nil
 }
@@ -137,16 +142,22 @@ func (d *demo) logs() []string {
 	if d.env != nil {
 		logs = append(logs, d.env.BinaryLog(), d.env.ControllerManagerLog())
 	}
-	if d.remote.env != nil {
-		logs = append(logs, d.remote.env.ControllerManagerLog())
+	fencer, _ := d.fencer.up()
+	for _, env := range []*harness.Env{d.remote.env, fencer} {
+		if env != nil {
+			logs = append(logs, env.ControllerManagerLog())
+		}
+	}
+	if d.fencer.agent != nil {
+		logs = append(logs, d.fencer.agent.Log)
 	}
 	return logs
 }
 
-// teardown stops liqo-janitor and both control planes and removes their temporary files. After a
+// teardown stops liqo-janitor and the control planes and removes their temporary files. After a
 // failure it keeps the logs: it only stops the processes.
 func (d *demo) teardown() {
-	defer d.stopProvider()
+	defer d.stopProviders()
 	if d.env == nil {
 		return
 	}

@@ -63,15 +63,18 @@ func (d *demo) layoutProvider(ctx context.Context) error {
 	return fixture.SetAPIServerURL(ctx, d.env.Client, d.dead().ForeignCluster, d.remote.url())
 }
 
-// stopProvider stops the provider's control plane (after a failure, keeping its logs).
-func (d *demo) stopProvider() {
-	if d.remote.env == nil {
-		return
-	}
-	if d.out.failed {
-		d.remote.env.KeepFiles()
-	}
-	if err := d.remote.env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the provider's control plane:", err)
+// stopProviders stops the providers' control planes (after a failure, keeping their logs).
+func (d *demo) stopProviders() {
+	fencer, _ := d.fencer.up()
+	for _, env := range []*harness.Env{d.remote.env, fencer} {
+		if env == nil {
+			continue
+		}
+		if d.out.failed {
+			env.KeepFiles()
+		}
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping a provider's control plane:", err)
+		}
 	}
 }

@@ -87,12 +87,13 @@ func (s *screen) fail(err error, logs []string) {
 	}
 }
 
-func (s *screen) kept(kubeconfig, provider string) {
+func (s *screen) kept(kubeconfig, provider, fencer string) {
 	s.line("The control planes and liqo-janitor are still running. Explore with:")
 	s.line("  export KUBECONFIG=" + kubeconfig)
 	s.line("  kubectl get foreignclusters")
 	s.line("The provider's side (directly: the partition's proxy ended with the demo):")
 	s.line("  kubectl --kubeconfig " + provider + " get shadowpods -A")
+	s.line("  kubectl --kubeconfig " + fencer + " get tenants,leases -A   # the provider that fenced itself")
 	s.line("Stop everything with: make demo-stop")
 }
 
@@ -157,15 +158,19 @@ type waiter struct {
 	start time.Time
 	next  time.Time
 	drawn bool
+	// every is how often a plain line is printed when not on a terminal.
+	every time.Duration
 }
 
-func (s *screen) waiter(what string) *waiter { return &waiter{s: s, what: what, start: time.Now()} }
+func (s *screen) waiter(what string) *waiter {
+	return &waiter{s: s, what: what, start: time.Now(), every: time.Second}
+}
 
 func (w *waiter) tick() {
 	text := fmt.Sprintf("  %5.1fs  %s", time.Since(w.start).Seconds(), w.what)
 	if !w.s.tty {
 		if time.Now().After(w.next) {
-			w.next = time.Now().Add(time.Second)
+			w.next = time.Now().Add(w.every)
 			w.s.line(text)
 		}
 		return

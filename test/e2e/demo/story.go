@@ -27,8 +27,12 @@ const (
 	localClusterID = "consumer"
 	operator       = "alice"
 	liqoNamespace  = "liqo"
-	// returnProbeInterval is the janitor's --return-probe-interval: short, so the last chapter is short.
+	// returnProbeInterval is the janitor's --return-probe-interval: short, so the return chapter is short.
 	returnProbeInterval = 2 * time.Second
+	// minUnreachable is the gate's --min-unreachable: how long Liqo must have reported a provider's API
+	// server unreachable before it may be marked; short, so that in the last chapter the provider fence's
+	// deadline is what the mark waits for.
+	minUnreachable = 5 * time.Second
 )
 
 // installLiqoBasics creates what the gate reads on a Liqo consumer: Liqo's cluster-ID ConfigMap, and the
@@ -91,6 +95,7 @@ func (d *demo) layout(ctx context.Context) error {
 	}
 	d.out.done(fmt.Sprintf("on %s's own API server (%s): the %d ShadowPods of this consumer and their pods, "+
 		"and %d of %s's", d.dead().ID, d.remote.url(), len(d.remote.laid.Mine)/2, len(d.remote.laid.Theirs)/2, otherConsumer))
+	d.fencer.laidOut = d.layOutFencer(ctx)
 	d.out.done(fmt.Sprintf("laid out in %s", time.Since(t0).Round(100*time.Millisecond)))
 	return nil
 }
@@ -98,6 +103,11 @@ func (d *demo) layout(ctx context.Context) error {
 func (d *demo) dead() *fixture.Provider { return d.cons.Providers[1] }
 
 func (d *demo) killProvider(ctx context.Context) error {
+	// No control plane may start while the partition holds the dead provider's address: one started then
+	// may take the port, and the partition could not heal. The last chapter's is up by now, or nearly.
+	if err := d.fencer.envUp(); err != nil {
+		return err
+	}
 	p := d.dead()
 	// A pod someone else guards with a finalizer: the janitor must leave that finalizer alone.
 	patch := fmt.Appendf(nil, `{"metadata":{"finalizers":[%q]}}`, fixture.ForeignFinalizer)
@@ -126,7 +136,7 @@ func (d *demo) killProvider(ctx context.Context) error {
 }
 
 func (d *demo) declare(ctx context.Context) error {
-	alice, err := d.env.NewClient(func(c *rest.Config) { c.Impersonate.UserName = operator })
+	alice, err := d.operator()
 	if err != nil {
 		return err
 	}
@@ -182,6 +192,14 @@ func (d *demo) declare(ctx context.Context) error {
 // plugin runs the kubectl plugin (kubectl-liqo_janitor) as the operator against the demo's API server, with stdin, and
 // returns its output (its error output as the error, if it fails).
 func (d *demo) plugin(ctx context.Context, stdin string, args ...string) (string, error) {
+	out, _, err := d.runPlugin(ctx, d.env.KubeconfigPath, operator, stdin, args, "")
+	return out, err
+}
+
+// runPlugin runs the kubectl plugin with kubeconfig, as user as (none: the kubeconfig's), with stdin, showing
+// the command with suffix after it; it returns its output and error output (the error output as the
+// error, if it fails).
+func (d *demo) runPlugin(ctx context.Context, kubeconfig, as, stdin string, args []string, suffix string) (string, string, error) {
 	shown := make([]string, len(args))
 	for i, a := range args {
 		shown[i] = a
@@ -189,20 +207,28 @@ func (d *demo) plugin(ctx context.Context, stdin string, args ...string) (string
 			shown[i] = strconv.Quote(a)
 		}
 	}
-	d.out.command("kubectl liqo-janitor " + strings.Join(shown, " "))
-	cmd := exec.CommandContext(ctx, d.pluginBinary,
-		append([]string{"--kubeconfig", d.env.KubeconfigPath, "--as", operator}, args...)...)
+	d.out.command("kubectl liqo-janitor " + strings.Join(shown, " ") + suffix)
+	flags := []string{"--kubeconfig", kubeconfig}
+	if as != "" {
+		flags = append(flags, "--as", as)
+	}
+	cmd := exec.CommandContext(ctx, d.pluginBinary, append(flags, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			return out.String(), errors.New(strings.TrimSpace(errOut.String()))
+			return out.String(), errOut.String(), errors.New(strings.TrimSpace(errOut.String()))
 		}
-		return "", fmt.Errorf("running the kubectl plugin: %w", err)
+		return "", "", fmt.Errorf("running the kubectl plugin: %w", err)
 	}
-	return out.String(), nil
+	return out.String(), errOut.String(), nil
+}
+
+// operator is a client of the operator (impersonated).
+func (d *demo) operator() (client.Client, error) {
+	return d.env.NewClient(func(c *rest.Config) { c.Impersonate.UserName = operator })
 }
 
 // expectRefusal prints the API server's refusal, or fails if the request went through.

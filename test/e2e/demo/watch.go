@@ -24,8 +24,10 @@ type progress struct {
 }
 
 // measure counts, per kind, the dead provider's objects already gone, and those that stay blocked.
-func (d *demo) measure(ctx context.Context) ([]progress, error) {
-	p := d.dead()
+func (d *demo) measure(ctx context.Context) ([]progress, error) { return d.measureOf(ctx, d.dead()) }
+
+// measureOf counts, per kind, p's objects already gone, and those that stay blocked.
+func (d *demo) measureOf(ctx context.Context, p *fixture.Provider) ([]progress, error) {
 	var pods corev1.PodList
 	if err := d.env.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": p.Node.Name}); err != nil {
 		return nil, err
