@@ -101,7 +101,7 @@ func (s *providerFenceStatus) lines(now time.Time) []string {
 	switch {
 	case s.LastAck != nil:
 		out = append(out, fmt.Sprintf("  last acknowledged renewal at %s (%s ago)", s.LastAck.UTC().Format(time.RFC3339),
-			now.Sub(s.LastAck.Time).Round(time.Second)))
+			max(now.Sub(s.LastAck.Time), 0).Round(time.Second))) // renewed after this command read its clock: just now
 	default:
 		out = append(out, "  no acknowledged renewal yet")
 	}
