@@ -11,15 +11,12 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,35 +58,13 @@ func consumerOfProvider(t *testing.T) (id, ns string) {
 	return id, n.Name
 }
 
-// tokenController fills the fence credential's token Secret in ns as Kubernetes' token controller does (the
-// harness's kube-controller-manager does not run it): a token of its ServiceAccount bound to the Secret (so
-// deleting either revokes it), and the API server's CA.
+// tokenController fills the fence credential's token Secret in ns as Kubernetes' token controller does
+// (harness.PlayTokenController), until the end of the test.
 func tokenController(t *testing.T, ns string) {
 	t.Helper()
-	testEnv := harness.Require(t)
-	cs, err := kubernetes.NewForConfig(testEnv.Config)
+	stop, err := harness.Require(t).PlayTokenController(context.Background(), ns)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			s, err := cs.CoreV1().Secrets(ns).Get(ctx, provider.TokenSecretName, metav1.GetOptions{})
-			if err != nil || len(s.Data[corev1.ServiceAccountTokenKey]) > 0 {
-				return false, nil //nolint:nilerr // not made yet, or filled: look again, as the controller's watch would
-			}
-			tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, s.Annotations[corev1.ServiceAccountNameKey], &authenticationv1.TokenRequest{
-				Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-					Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID}}}, metav1.CreateOptions{})
-			if err != nil {
-				return false, nil //nolint:nilerr // its ServiceAccount not made yet: look again
-			}
-			s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(tr.Status.Token), corev1.ServiceAccountRootCAKey: testEnv.Config.CAData}
-			_, _ = cs.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
-			return false, nil
-		})
-	}()
+	t.Cleanup(stop)
 }
 
 // credentialClient is a client with the kubeconfig fence-credential printed.

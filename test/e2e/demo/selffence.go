@@ -9,13 +9,11 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -643,33 +641,8 @@ func (s *sightings) result(ctx context.Context) (*sightings, error) {
 }
 
 // playTokenController fills the fence credential's token Secret in this consumer's tenant namespace as
-// Kubernetes' token controller does (the demo's kube-controller-manager does not run it): a token of its
-// ServiceAccount bound to the Secret, and the API server's CA; until stop.
+// Kubernetes' token controller does (harness.PlayTokenController: the demo's kube-controller-manager does
+// not run it), until stop.
 func (f *fencer) playTokenController(ctx context.Context) (stop func(), err error) {
-	cs, err := kubernetes.NewForConfig(f.env.Config)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	ns := f.tenant.Namespace
-	go func() {
-		defer close(done)
-		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			s, err := cs.CoreV1().Secrets(ns).Get(ctx, liqojanitor.FenceCredentialTokenSecret, metav1.GetOptions{})
-			if err != nil || len(s.Data[corev1.ServiceAccountTokenKey]) > 0 {
-				return false, nil //nolint:nilerr // not made yet, or filled: look again, as the controller's watch would
-			}
-			tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, s.Annotations[corev1.ServiceAccountNameKey], &authenticationv1.TokenRequest{
-				Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-					Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID}}}, metav1.CreateOptions{})
-			if err != nil {
-				return false, nil //nolint:nilerr // its ServiceAccount not made yet: look again
-			}
-			s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(tr.Status.Token), corev1.ServiceAccountRootCAKey: f.env.Config.CAData}
-			_, _ = cs.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
-			return false, nil
-		})
-	}()
-	return func() { cancel(); <-done }, nil
+	return f.env.PlayTokenController(ctx, f.tenant.Namespace)
 }
