@@ -8,17 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -156,7 +159,7 @@ func janitorRound(b *testing.B, cs kubernetes.Interface, dying int, cpuProfile, 
 	}
 	rd := measure(b, cs, dead, func() {
 		for _, p := range dead {
-			if err := fixture.Mark(context.Background(), env.Client, p); err != nil {
+			if err := fixture.Mark(context.Background(), env.Client, p, stormAcknowledgement(b, env, p)...); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -170,6 +173,23 @@ func janitorRound(b *testing.B, cs kubernetes.Interface, dying int, cpuProfile, 
 	}
 	rd.writes -= float64(len(dead)) // the marks are the operator's writes, not the janitor's
 	return rd
+}
+
+// stormAcknowledgement is the count a mark of p acknowledges when many providers are unreachable at once
+// (gate rule 21, as `kubectl liqo-janitor mark` asks for it): the storm count over this consumer's live
+// ForeignClusters, as the gate counts it; none when it is no storm by the default guard.
+func stormAcknowledgement(b *testing.B, env *harness.Env, p *fixture.Provider) []string {
+	b.Helper()
+	var fcs liqov1beta1.ForeignClusterList
+	if err := env.Client.List(context.Background(), &fcs); err != nil {
+		b.Fatal(err)
+	}
+	storm := liqojanitor.CountStorm(fcs.Items, p.ForeignCluster)
+	guard := liqojanitor.StormGuard{MinUnreachable: liqojanitor.DefaultStormMinUnreachable, MaxSharePercent: liqojanitor.DefaultStormMaxUnreachableShare}
+	if !guard.In(storm) {
+		return nil
+	}
+	return []string{liqojanitor.AcknowledgeUnreachableAnnotation, strconv.Itoa(len(storm.Unreachable))}
 }
 
 // rawRound lays out the dying providers and releases them with the raw client, 32 workers per provider.
