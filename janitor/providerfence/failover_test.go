@@ -51,8 +51,9 @@ func TestTheStandbyFencesAtTheSameDeadline(t *testing.T) {
 		return true
 	}).Should(BeTrue(), "the leader observed the last renewal")
 	deadline := observed.Add(fenceAfter)
-	time.Sleep(time.Until(deadline.Add(-time.Second))) // the moment the scenario kills the leader at
-	g.Expect(state(t, c, w).Fence).To(BeNil(), "not fenced before the deadline")
+	g.Consistently(func() *liqojanitor.ProviderFence { return state(t, c, w).Fence }).
+		WithTimeout(time.Until(deadline.Add(-time.Second))).WithPolling(200*time.Millisecond).
+		Should(BeNil(), "not fenced before the deadline, up to the moment the scenario kills the leader at")
 	g.Expect(leader.Kill()).To(Succeed())
 
 	f := awaitFence(t, c, w, time.Minute)

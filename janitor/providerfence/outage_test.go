@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -32,7 +33,8 @@ func TestNoFenceWhileItsAPIServerIsAwayAndAGraceAfter(t *testing.T) {
 
 	resume, err := e.PauseAPIServer()
 	g.Expect(err).NotTo(HaveOccurred())
-	time.Sleep(3 * fenceAfter) // the outage's length: the scenario, not a wait for a condition
+	g.Consistently(func() float64 { return fencedGauge(t, w.ID) }).WithTimeout(3*fenceAfter).WithPolling(time.Second).
+		Should(BeNumerically("<", 1), "the agent fences nothing while its API server is away (its own gauge: the API server cannot be read)")
 	resumedAt := time.Now()
 	g.Expect(resume()).To(Succeed())
 
@@ -42,4 +44,25 @@ func TestNoFenceWhileItsAPIServerIsAwayAndAGraceAfter(t *testing.T) {
 		"nothing while the API server was away, and the reconnect grace after")
 	g.Expect(f.StartedAt.Sub(resumedAt)).To(BeNumerically("<=", grace+poll+slack), "then within a poll")
 	g.Expect(f.LastObservedAt.Before(resumedAt.Add(-3*fenceAfter+slack))).To(BeTrue(), "judged by the last renewal before the outage")
+}
+
+// fencedGauge is the agent's liqo_janitor_provider_fenced for consumer, as this process's metrics registry
+// has it (-1: no series).
+func fencedGauge(t *testing.T, consumer string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "liqo_janitor_provider_fenced" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "consumer" && l.GetValue() == consumer {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }

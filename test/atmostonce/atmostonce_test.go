@@ -250,26 +250,25 @@ func (s *scenario) record(t *testing.T) liqojanitor.FenceRenewal {
 // completesBy is the time a refusal of gate rule 31 names.
 var completesBy = regexp.MustCompile(`completes by (\S+) \(`)
 
-// markWhenAdmitted marks the provider as the operator does, again and again until the gate admits it:
-// after a refusal that names the time the provider's fence completes, at that time; after another (the
-// provider unreachable for less than --min-unreachable), a moment later. It returns the times of the
-// admitted request (sent, answered), the first refusal naming a deadline, and the deadline the last such
-// refusal named.
+// markWhenAdmitted marks the provider as the operator does, again until the gate admits it (every 200 ms:
+// the gate's refusal names the time the provider's fence completes; another refusal, the provider
+// unreachable for less than --min-unreachable, passes by itself). It returns the times of the admitted
+// request (sent, answered), the first refusal naming a deadline, and the deadline the last such refusal
+// named.
 func (s *scenario) markWhenAdmitted(t *testing.T, within time.Duration) (sent, answered, firstRefused, named time.Time, refusals int) {
 	t.Helper()
-	giveUp := time.Now().Add(within)
-	for {
+	NewWithT(t).Eventually(func() error {
 		sent = time.Now()
 		err := fixture.Mark(t.Context(), s.asMarker, s.p)
 		if err == nil {
-			return sent, time.Now(), firstRefused, named, refusals
+			answered = time.Now()
+			return nil
 		}
 		var status apierrors.APIStatus
 		if !errors.As(err, &status) || !strings.Contains(err.Error(), "denied the request") {
 			t.Fatalf("marking %s: not a refusal of the gate: %v", s.p.ID, err)
 		}
 		refusals++
-		retry := time.Now().Add(200 * time.Millisecond)
 		if m := completesBy.FindStringSubmatch(err.Error()); m != nil {
 			at, perr := time.Parse(time.RFC3339, m[1])
 			if perr != nil {
@@ -280,20 +279,10 @@ func (s *scenario) markWhenAdmitted(t *testing.T, within time.Duration) (sent, a
 				t.Logf("the gate refuses the mark: %v", err)
 			}
 			named = at
-			retry = later(retry, at)
 		}
-		if retry.After(giveUp) {
-			t.Fatalf("the gate still refuses the mark after %s: %v", within, err)
-		}
-		time.Sleep(time.Until(retry)) // the operator waits for the time the gate named, then retries
-	}
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
+		return err
+	}).WithTimeout(within).WithPolling(200*time.Millisecond).Should(Succeed(), "the gate admits the mark at the time it named")
+	return sent, answered, firstRefused, named, refusals
 }
 
 // run partitions the consumer from the provider and plays the operator and Kubernetes on the consumer.
