@@ -24,6 +24,10 @@ type KeptRecord struct {
 	Targets Targets     `json:"targets"`
 	From    string      `json:"from,omitempty"`
 	At      metav1.Time `json:"at"`
+	// VirtualNodes are the names of the cluster's VirtualNodes (spec.clusterID) at the janitor's first
+	// sight of the mark: the pod rule's tie of a Node to the cluster, kept for after the unpeering deleted
+	// them (a volume pinned to the cluster names one of them as its selected node, volumes.go).
+	VirtualNodes []string `json:"virtualNodes,omitempty"`
 	// Return is the provider's return seen for this mark (janitor rule 17), nil until then.
 	Return *KeptReturn `json:"return,omitempty"`
 }

@@ -58,6 +58,12 @@ type Unpeering struct {
 	More int          `json:"more,omitempty"`
 	// Notes say what the operator must know beyond the objects (e.g. a reflector Liqo leaks).
 	Notes []string `json:"notes,omitempty"`
+	// ClusterID is the dead cluster's ID, and PinnedVolumes how many PVCs of Liqo's virtual storage class
+	// are pinned to it (volumes.go), the first MaxPinnedVolumes of them in Volumes. The janitor writes none
+	// of them: releasing one abandons its data, the operator's decision.
+	ClusterID     string         `json:"clusterID,omitempty"`
+	PinnedVolumes int            `json:"pinnedVolumes,omitempty"`
+	Volumes       []PinnedVolume `json:"volumes,omitempty"`
 }
 
 // UnpeeringCompleteWhat says, for a person, what a complete unpeering has none of.
@@ -113,7 +119,16 @@ func UnpeeringOf(annotations map[string]string) (Unpeering, bool) {
 
 // Summary is the record in one line for events and `status`: "unpeering complete: nothing left that …"
 // or "unpeering in progress: 3 objects left: tenant namespace liqo-tenant-x (Terminating: …), …".
+//
+// With volumes pinned to the cluster, a second line says how many (PinnedVolumesLine).
 func (u Unpeering) Summary() string {
+	if line := PinnedVolumesLine(u.PinnedVolumes, u.ClusterID); line != "" {
+		return u.summary() + "\n" + line
+	}
+	return u.summary()
+}
+
+func (u Unpeering) summary() string {
 	if u.Complete() {
 		return "unpeering complete: " + UnpeeringCompleteWhat
 	}

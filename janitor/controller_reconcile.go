@@ -61,7 +61,7 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 		versions: newLiqoVersions(live, o.LiqoNamespace, clk),
 		brake:    brake{reader: live, namespace: o.Namespace},
 		fences:   fenceRecords{reader: live, namespace: o.Namespace},
-		surveyor: &surveyor{client: c, apiReader: live, options: o},
+		surveyor: &surveyor{client: c, apiReader: live, options: o, store: probe.store},
 	}
 }
 

@@ -23,6 +23,8 @@ type memory struct {
 
 // clusterMemory is what memory holds for one ForeignCluster.
 type clusterMemory struct {
+	// pinned is how many volumes were pinned to the cluster at the last survey (report_volumes.go).
+	pinned   int
 	lastWait WaitReason
 	// dryRun is the last dry-run pass's record (a dry run records nothing on the ForeignCluster).
 	dryRun progress
@@ -247,6 +249,18 @@ func (m *memory) unpeeringLeft(fc *liqov1beta1.ForeignCluster, u liqojanitor.Unp
 		left[unpeeringKey{kind: "other"}] += u.More
 	}
 	m.cluster(fc).unpeering = left
+	m.cluster(fc).pinned = u.PinnedVolumes
+}
+
+// pinnedVolumes sums the volumes pinned to the remembered clusters at their last pass.
+func (m *memory) pinnedVolumes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.clusters {
+		n += c.pinned
+	}
+	return n
 }
 
 // unpeeringByKind sums what the remembered clusters' unpeerings had left.

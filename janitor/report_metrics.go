@@ -47,6 +47,10 @@ var (
 		Name: "liqo_janitor_unpeering_objects",
 		Help: "Objects of dead clusters' unpeerings still on the consumer (tenant namespaces, VirtualNodes, objects whose finalizers hold a tenant namespace), by kind and whether liqo-janitor releases them, as of the last pass.",
 	}, []string{"kind", "releasable"})
+	pinnedVolumesGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_janitor_pinned_volumes",
+		Help: "PVCs of Liqo's virtual storage class pinned to dead clusters (their workloads cannot run anywhere until the operator releases them; the janitor never does), summed over the dead clusters, as of the last pass.",
+	})
 	brakeGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "liqo_janitor_brake",
 		Help: "1 while the janitor-wide brake (the ConfigMap liqo-janitor-brake in the janitor's namespace) is set and nothing is released, as last read.",
@@ -82,7 +86,7 @@ const (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, unpeeringObjects, brakeGauge,
+	ctrlmetrics.Registry.MustRegister(objectsTotal, blockedObjects, pendingObjects, dryRunGauge, waitsTotal, returnedClusters, unpeeringObjects, pinnedVolumesGauge, brakeGauge,
 		providersGauge, unreachableProviders, stormGauge, cleanupDuration)
 	// Every series exists from the start, at zero, so that rate() and the alerts see a janitor that has
 	// not acted yet (not an absent series) and dashboards show every kind.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
@@ -52,6 +53,11 @@ type Plan struct {
 	Kinds []PlannedKind `json:"kinds"`
 	// Offloadings are the NamespaceOffloadings that would be kept until Liqo has done its part, and why.
 	Offloadings []KeptOffloading `json:"offloadings,omitempty"`
+	// PinnedVolumes counts the PVCs of Liqo's virtual storage class pinned to the cluster (its workloads
+	// cannot run anywhere until they are released; the janitor never releases them), and Volumes names the
+	// first liqojanitor.MaxPinnedVolumes of them.
+	PinnedVolumes int                        `json:"pinnedVolumes,omitempty"`
+	Volumes       []liqojanitor.PinnedVolume `json:"volumes,omitempty"`
 	// Summary is the plan in the words of the cleanup annotation ("would release pods 4, …; blocked 1";
 	// while the provider's fence holds the cluster, led by "waiting for the provider's fence until …, then
 	// it").
@@ -113,6 +119,15 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	for _, w := range s.offloadingWaits() {
 		p.Offloadings = append(p.Offloadings, KeptOffloading{Namespace: w.namespace, Why: w.why})
 	}
+	kept, _, err := r.probe.store.of(ctx, fc)
+	if err != nil {
+		return nil, err
+	}
+	vols, err := pinnedVolumes(ctx, c, s.clusterID, kept.VirtualNodes)
+	if err != nil {
+		return nil, fmt.Errorf("listing the volumes pinned to %s: %w", name, err)
+	}
+	p.PinnedVolumes, p.Volumes = len(vols), vols[:min(len(vols), liqojanitor.MaxPinnedVolumes)]
 	return p, nil
 }
 

@@ -156,12 +156,17 @@ type surveyor struct {
 	client    client.Client
 	apiReader client.Reader
 	options   Options
+	// store holds the VirtualNode names kept at first sight of the mark (report_volumes.go).
+	store targetStore
 }
 
 // survey records what of the consumer's side of the peering of s's cluster is still there. pods are the
 // pods the pass left on each virtual node of the cluster.
 func (u *surveyor) survey(ctx context.Context, s *scope, left podwatch.Left) (liqojanitor.Unpeering, error) {
 	rec := liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress, LiqoVersion: s.liqo.String(), LiqoVersionFrom: s.liqo.from}
+	if err := u.pinned(ctx, s, &rec); err != nil {
+		return rec, err
+	}
 	namespaces, err := u.tenantNamespaces(ctx, s.fc)
 	if err != nil {
 		return rec, err
@@ -205,6 +210,22 @@ func (u *surveyor) survey(ctx context.Context, s *scope, left podwatch.Left) (li
 	}
 	rec.Left = objs
 	return rec, nil
+}
+
+// pinned adds to rec the volumes pinned to s's cluster (report_volumes.go): they do not hold the unpeering,
+// but their workloads cannot run anywhere until the operator releases them.
+func (u *surveyor) pinned(ctx context.Context, s *scope, rec *liqojanitor.Unpeering) error {
+	kept, _, err := u.store.of(ctx, s.fc)
+	if err != nil {
+		return err
+	}
+	vols, err := pinnedVolumes(ctx, u.apiReader, s.clusterID, kept.VirtualNodes)
+	if err != nil {
+		return err
+	}
+	rec.ClusterID, rec.PinnedVolumes = s.clusterID, len(vols)
+	rec.Volumes = vols[:min(len(vols), liqojanitor.MaxPinnedVolumes)]
+	return nil
 }
 
 // peeringRecheck is how soon a pass looks again while objects the janitor does not watch hold the
@@ -510,6 +531,7 @@ func (p *reporter) unpeered(ctx context.Context, s *scope) {
 	}
 	p.memory.unpeeringLeft(s.fc, next)
 	p.publishUnpeering()
+	pinnedVolumesGauge.Set(float64(p.memory.pinnedVolumes()))
 	if p.options.DryRun {
 		return
 	}
@@ -518,16 +540,24 @@ func (p *reporter) unpeered(ctx context.Context, s *scope) {
 	case next.Complete() && !prev.Complete():
 		ctrl.LoggerFrom(ctx).Info("Unpeering complete", "tenantNamespace", prev.TenantNamespace)
 		p.recorder.Eventf(s.fc, nil, "Normal", "UnpeeringComplete", "Unpeer",
-			"Unpeering complete: the consumer's side of the peering with cluster %s is gone (%s); the ForeignCluster may now be deleted%s",
-			s.clusterID, liqojanitor.UnpeeringCompleteWhat, reasonGiven(s.fc))
+			"Unpeering complete: the consumer's side of the peering with cluster %s is gone (%s); the ForeignCluster may now be deleted%s%s",
+			s.clusterID, liqojanitor.UnpeeringCompleteWhat, reasonGiven(s.fc), pinnedLine(next))
 	case !next.Complete() && leftChanged(prev, next):
 		p.recorder.Eventf(s.fc, nil, "Normal", "UnpeeringInProgress", "Unpeer", "%s", truncate(next.Summary(), maxEventMessage))
 	}
 }
 
+// pinnedLine is the second line of the UnpeeringComplete event: the volumes pinned to the cluster, if any.
+func pinnedLine(u liqojanitor.Unpeering) string {
+	if line := liqojanitor.PinnedVolumesLine(u.PinnedVolumes, u.ClusterID); line != "" {
+		return "\n" + line
+	}
+	return ""
+}
+
 // leftChanged reports whether the objects left, and what holds them, differ between two records.
 func leftChanged(prev, next liqojanitor.Unpeering) bool {
-	return prev.Phase != next.Phase || prev.More != next.More || !slices.Equal(prev.Left, next.Left) || !slices.Equal(prev.Notes, next.Notes)
+	return prev.Phase != next.Phase || prev.More != next.More || prev.PinnedVolumes != next.PinnedVolumes || !slices.Equal(prev.Left, next.Left) || !slices.Equal(prev.Notes, next.Notes)
 }
 
 // maxEventMessage bounds an event's message (the API server refuses more than 1 KiB in a note).

@@ -3,6 +3,8 @@ package janitor
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,15 +76,33 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 		return err
 	case !stored || !rec.HasTargets():
 		t, from := targetsAtFirstSight(ctx, live, fc)
-		if t.APIServer == "" && t.Proxy == "" {
-			return nil // nothing to keep yet: the plan and the status say the mark has no target
-		}
 		if !stored {
 			rec = liqojanitor.KeptRecord{Mark: mark} // a record of an earlier mark is replaced, its return with it
 		}
-		rec.Targets, rec.From, rec.At = t, from, metav1.NewTime(p.clock.Now())
+		changed := false
+		if len(rec.VirtualNodes) == 0 {
+			// the names of the cluster's VirtualNodes, which the unpeering deletes: a volume pinned to the
+			// cluster names one of them (report_volumes.go)
+			vns, err := virtualNodeNames(ctx, live, string(fc.Spec.ClusterID))
+			if err != nil {
+				return err
+			}
+			rec.VirtualNodes, changed = slices.Sorted(maps.Keys(vns)), len(vns) > 0
+		}
+		if t.APIServer != "" || t.Proxy != "" {
+			rec.Targets, rec.From, rec.At, changed = t, from, metav1.NewTime(p.clock.Now()), true
+		}
+		if !changed {
+			return nil // nothing to keep yet: the plan and the status say the mark has no target
+		}
 		if err := p.store.keep(ctx, fc, rec); err != nil {
 			return fmt.Errorf("keeping the probe targets of %s: %w", fc.Name, err)
+		}
+		if !rec.HasTargets() {
+			p.mu.Lock()
+			p.stored[fc.UID] = true
+			p.mu.Unlock()
+			return nil // the targets are looked for again on the next pass
 		}
 	}
 	p.mu.Lock()

@@ -1,0 +1,142 @@
+package janitor_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
+	"github.com/liqo-janitor/liqo-janitor/test/harness"
+)
+
+// volumeLayout creates PVCs and the PVs they are bound to, shaped as Liqo's virtual kubelet shapes its
+// placeholders (pkg/virtualKubelet/reflection/storage/controller.go provisionClaimOperation,
+// storageprovisioner/remoteprovisioner.go ProvisionRemotePVC).
+type volumeLayout struct {
+	t       *testing.T
+	ns      string
+	objects []client.Object
+}
+
+// claim creates a PVC of class in the layout's namespace, selected for node, bound to a PV pinned (by its
+// node affinity) to cluster, a Liqo placeholder when placeholder is set.
+func (l *volumeLayout) claim(name, class, node, cluster string, placeholder bool) *corev1.PersistentVolumeClaim {
+	l.t.Helper()
+	env := harness.Require(l.t)
+	g := NewWithT(l.t)
+	ctx := l.t.Context()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: name, Annotations: map[string]string{liqojanitor.SelectedNodeAnnotation: node}},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}
+	g.Expect(env.Client.Create(ctx, pvc)).To(Succeed())
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pvc-" + string(pvc.UID)},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName: class, AccessModes: pvc.Spec.AccessModes, PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/local"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: liqojanitor.RemoteClusterIDLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{cluster}}},
+			}}}},
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: l.ns, Name: name, UID: pvc.UID},
+		},
+	}
+	if placeholder {
+		pv.Annotations = map[string]string{liqojanitor.ProvisionedByAnnotation: liqojanitor.LiqoStorageProvisioner}
+		pv.Spec.HostPath.Path = liqojanitor.PlaceholderPath
+	}
+	g.Expect(env.Client.Create(ctx, pv)).To(Succeed())
+	l.t.Cleanup(func() { _ = env.Client.Delete(ctx, pv) })
+	g.Expect(env.Client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"spec":{"volumeName":%q}}`, pv.Name)))).To(Succeed())
+	l.objects = append(l.objects, pvc, pv)
+	return pvc
+}
+
+// TestVolumesPinnedToADeadClusterAreListedAndNeverWritten (issue 38, item 1): the plan lists exactly the
+// PVCs pinned to the dead cluster X — of Liqo's virtual class, bound to a placeholder PV pinned to X, selected
+// for X's VirtualNode or for one the janitor kept at first sight of the mark — with their pods, StatefulSet
+// and reclaim policy; a PVC pinned to the live provider Y, one of a local class and one whose PV names X
+// while its selected node is Y's are not listed; no PVC or PV is written.
+func TestVolumesPinnedToADeadClusterAreListedAndNeverWritten(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons := build(t, fixture.Spec{Providers: 2})
+	dead, live := cons.Providers[0], cons.Providers[1]
+	kill(t, dead)
+	for _, sc := range []*storagev1.StorageClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}, Provisioner: liqojanitor.LiqoStorageProvisioner},
+		{ObjectMeta: metav1.ObjectMeta{Name: "local-disks"}, Provisioner: "kubernetes.io/no-provisioner"},
+	} {
+		if err := env.Client.Create(ctx, sc); !apierrors.IsAlreadyExists(err) {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	l := &volumeLayout{t: t, ns: env.Namespace(t)}
+	web := l.claim("data-web-0", "liqo", dead.Node.Name, dead.ID, true)
+	scratch := l.claim("scratch", "liqo", dead.Node.Name, dead.ID, true)
+	gone := l.claim("kept", "liqo", dead.ID+"-gone", dead.ID, true) // its VirtualNode went with the unpeering
+	l.claim("on-live", "liqo", live.Node.Name, live.ID, true)
+	l.claim("local", "local-disks", dead.Node.Name, dead.ID, false)
+	l.claim("elsewhere", "liqo", live.Node.Name, dead.ID, true) // the PV names X, its selected node is Y's
+
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: "web"}, Spec: appsv1.StatefulSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}},
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: web.Spec}},
+	}}
+	g.Expect(env.Client.Create(ctx, sts)).To(Succeed())
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: "web-0"}, Spec: corev1.PodSpec{
+		AutomountServiceAccountToken: ptr.To(false),
+		Containers:                   []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: web.Name}}}},
+	}}
+	g.Expect(env.Client.Create(ctx, pending)).To(Succeed())
+
+	// the janitor's record of the mark's first sight names a VirtualNode that is gone now
+	janitorNS := env.Namespace(t)
+	fc := get(t, dead.ForeignCluster)
+	rec, err := json.Marshal(liqojanitor.KeptRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation], VirtualNodes: []string{dead.ID + "-gone"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: janitorNS, Name: liqojanitor.RecordsConfigMap},
+		Data: map[string]string{string(fc.UID): string(rec)}})).To(Succeed())
+
+	before := rvs(t, l.objects...)
+	mc, err := metadata.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	plan, err := janitor.PlanCluster(ctx, env.Client, mc, dead.ForeignCluster.Name, janitor.Options{Namespace: janitorNS})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(plan.PinnedVolumes).To(Equal(3))
+	g.Expect(plan.Volumes).To(Equal([]liqojanitor.PinnedVolume{
+		{Namespace: l.ns, Name: "data-web-0", UID: string(web.UID), PV: "pvc-" + string(web.UID), ReclaimPolicy: "Delete",
+			Pods: []string{"web-0 (Pending)"}, StatefulSet: "web"},
+		{Namespace: l.ns, Name: "kept", UID: string(gone.UID), PV: "pvc-" + string(gone.UID), ReclaimPolicy: "Delete"},
+		{Namespace: l.ns, Name: "scratch", UID: string(scratch.UID), PV: "pvc-" + string(scratch.UID), ReclaimPolicy: "Delete"},
+	}))
+	g.Expect(rvs(t, l.objects...)).To(Equal(before), "no PVC or PV is written")
+
+	// the live provider has none
+	plan, err = janitor.PlanCluster(ctx, env.Client, mc, live.ForeignCluster.Name, janitor.Options{Namespace: janitorNS})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(plan.Volumes).To(ConsistOf(HaveField("Name", "on-live")))
+	g.Expect(rvs(t, l.objects...)).To(Equal(before), "no PVC or PV is written")
+}
