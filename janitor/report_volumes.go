@@ -37,18 +37,9 @@ import (
 // pinnedVolumes lists, live through r, the PVCs pinned to clusterID, sorted by namespace and name. kept are
 // the names of the cluster's VirtualNodes the janitor recorded at first sight of the mark.
 func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept []string) ([]liqojanitor.PinnedVolume, error) {
-	var classes storagev1.StorageClassList
-	if err := r.List(ctx, &classes); err != nil {
-		return nil, fmt.Errorf("listing StorageClasses: %w", err)
-	}
-	liqoClasses := map[string]bool{}
-	for _, c := range classes.Items {
-		if c.Provisioner == liqojanitor.LiqoStorageProvisioner {
-			liqoClasses[c.Name] = true
-		}
-	}
-	if len(liqoClasses) == 0 {
-		return nil, nil
+	liqoClasses, err := liqoStorageClasses(ctx, r)
+	if err != nil || len(liqoClasses) == 0 {
+		return nil, err
 	}
 	nodes, err := virtualNodeNames(ctx, r, clusterID)
 	if err != nil {
@@ -57,18 +48,9 @@ func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept 
 	for _, n := range kept {
 		nodes[n] = true
 	}
-	var pvs corev1.PersistentVolumeList
-	if err := r.List(ctx, &pvs); err != nil {
-		return nil, fmt.Errorf("listing PersistentVolumes: %w", err)
-	}
-	placeholders := map[string]*corev1.PersistentVolume{}
-	for i := range pvs.Items {
-		if pv := &pvs.Items[i]; placeholderOf(pv) == clusterID {
-			placeholders[pv.Name] = pv
-		}
-	}
-	if len(placeholders) == 0 {
-		return nil, nil
+	placeholders, err := placeholdersOf(ctx, r, clusterID)
+	if err != nil || len(placeholders) == 0 {
+		return nil, err
 	}
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := r.List(ctx, &pvcs); err != nil {
@@ -79,12 +61,8 @@ func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept 
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
 		pv := placeholders[pvc.Spec.VolumeName]
-		if pv == nil || !liqoClasses[ptrString(pvc.Spec.StorageClassName)] || pv.Name != liqojanitor.PlaceholderPVPrefix+string(pvc.UID) ||
-			!nodes[pvc.Annotations[liqojanitor.SelectedNodeAnnotation]] {
+		if !pinnedClaim(pvc, pv, liqoClasses, nodes) {
 			continue
-		}
-		if ref := pv.Spec.ClaimRef; ref != nil && ref.UID != "" && ref.UID != pvc.UID {
-			continue // the PV is bound to another claim of that name
 		}
 		v := liqojanitor.PinnedVolume{Namespace: pvc.Namespace, Name: pvc.Name, UID: string(pvc.UID), PV: pv.Name,
 			ReclaimPolicy: string(pv.Spec.PersistentVolumeReclaimPolicy)}
@@ -96,6 +74,48 @@ func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept 
 	slices.SortFunc(out, func(a, b liqojanitor.PinnedVolume) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+	return out, nil
+}
+
+// pinnedClaim reports whether pvc, bound to the placeholder pv of the cluster (nil when it is bound to none),
+// is of one of Liqo's classes, is the claim pv was made for (pvc-<its UID>, and pv's claimRef when it names a
+// UID) and was selected for one of the cluster's virtual nodes.
+func pinnedClaim(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, liqoClasses, nodes map[string]bool) bool {
+	if pv == nil || !liqoClasses[ptrString(pvc.Spec.StorageClassName)] || pv.Name != liqojanitor.PlaceholderPVPrefix+string(pvc.UID) ||
+		!nodes[pvc.Annotations[liqojanitor.SelectedNodeAnnotation]] {
+		return false
+	}
+	ref := pv.Spec.ClaimRef
+	return ref == nil || ref.UID == "" || ref.UID == pvc.UID
+}
+
+// liqoStorageClasses are the names of the StorageClasses whose provisioner is Liqo's virtual storage.
+func liqoStorageClasses(ctx context.Context, r client.Reader) (map[string]bool, error) {
+	var classes storagev1.StorageClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("listing StorageClasses: %w", err)
+	}
+	out := map[string]bool{}
+	for _, c := range classes.Items {
+		if c.Provisioner == liqojanitor.LiqoStorageProvisioner {
+			out[c.Name] = true
+		}
+	}
+	return out, nil
+}
+
+// placeholdersOf are the Liqo placeholder PVs pinned to clusterID, by name.
+func placeholdersOf(ctx context.Context, r client.Reader, clusterID string) (map[string]*corev1.PersistentVolume, error) {
+	var pvs corev1.PersistentVolumeList
+	if err := r.List(ctx, &pvs); err != nil {
+		return nil, fmt.Errorf("listing PersistentVolumes: %w", err)
+	}
+	out := map[string]*corev1.PersistentVolume{}
+	for i := range pvs.Items {
+		if pv := &pvs.Items[i]; placeholderOf(pv) == clusterID {
+			out[pv.Name] = pv
+		}
+	}
 	return out, nil
 }
 

@@ -79,15 +79,9 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 		if !stored {
 			rec = liqojanitor.KeptRecord{Mark: mark} // a record of an earlier mark is replaced, its return with it
 		}
-		changed := false
-		if len(rec.VirtualNodes) == 0 {
-			// the names of the cluster's VirtualNodes, which the unpeering deletes: a volume pinned to the
-			// cluster names one of them (report_volumes.go)
-			vns, err := virtualNodeNames(ctx, live, string(fc.Spec.ClusterID))
-			if err != nil {
-				return err
-			}
-			rec.VirtualNodes, changed = slices.Sorted(maps.Keys(vns)), len(vns) > 0
+		changed, err := keepVirtualNodes(ctx, live, fc, &rec)
+		if err != nil {
+			return err
 		}
 		if t.APIServer != "" || t.Proxy != "" {
 			rec.Targets, rec.From, rec.At, changed = t, from, metav1.NewTime(p.clock.Now()), true
@@ -110,6 +104,21 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	p.stored[fc.UID] = true
 	p.mu.Unlock()
 	return nil
+}
+
+// keepVirtualNodes adds to rec, once, the names of fc's cluster's VirtualNodes (spec.clusterID), which the
+// unpeering deletes: a volume pinned to the cluster names one of them (report_volumes.go). It reports
+// whether it added any.
+func keepVirtualNodes(ctx context.Context, live client.Reader, fc *liqov1beta1.ForeignCluster, rec *liqojanitor.KeptRecord) (bool, error) {
+	if len(rec.VirtualNodes) > 0 {
+		return false, nil
+	}
+	vns, err := virtualNodeNames(ctx, live, string(fc.Spec.ClusterID))
+	if err != nil {
+		return false, err
+	}
+	rec.VirtualNodes = slices.Sorted(maps.Keys(vns))
+	return len(vns) > 0, nil
 }
 
 // targetsAtFirstSight is where fc's provider is as Liqo knows it now (liqojanitor.ProviderTargets), or, when
