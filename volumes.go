@@ -1,6 +1,8 @@
 package liqojanitor
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -55,6 +57,9 @@ type PinnedVolume struct {
 	Pods []string `json:"pods,omitempty"`
 	// StatefulSet is the StatefulSet whose volumeClaimTemplates generate it ("" when none does).
 	StatefulSet string `json:"statefulSet,omitempty"`
+	// RemoteNamespace is the namespace on the dead cluster holding its data (a PVC of the same name), as
+	// the janitor recorded it at first sight of the mark ("" when unknown; DataOn).
+	RemoteNamespace string `json:"remoteNamespace,omitempty"`
 }
 
 // Line is the volume in a line: "PVC ns/data-web-0 (uid …) on PV pvc-… (Delete), StatefulSet web, pods: web-0 (Pending)".
@@ -80,4 +85,79 @@ func PinnedVolumesLine(n int, clusterID string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d volume%s pinned to %s: their workloads cannot run anywhere until released", n, plural(n), clusterID)
+}
+
+// Where a pinned volume's data is: the virtual kubelet reflects a PVC into the remote namespace its
+// namespace is offloaded to, under the same name (pkg/virtualKubelet/reflection/storage, v1.0.3 to v1.2.0);
+// the remote namespace is the NamespaceMap's status.currentMapping[local namespace].remoteNamespace (or the
+// NamespaceOffloading's status.remoteNamespaceName), which the janitor records at its first sight of the
+// mark (KeptRecord.RemoteNamespaces) since the unpeering deletes both.
+
+// DataOn says where v's data is on cluster clusterID: "on X in <remote namespace>/<name>", or "on X (remote
+// namespace unknown)" when the janitor did not see the mapping before the unpeering removed it.
+func (v PinnedVolume) DataOn(clusterID string) string {
+	if v.RemoteNamespace == "" {
+		return "on " + clusterID + " (remote namespace unknown)"
+	}
+	return "on " + clusterID + " in " + v.RemoteNamespace + "/" + v.Name
+}
+
+// Released volumes (gate rule 32): `kubectl liqo-janitor release-volumes` deletes a pinned PVC only with the
+// operator's typed data-loss confirmation, and records on the ForeignCluster which remote PVCs' data it
+// abandoned, in VolumesReleasedAnnotation. Only the mutating webhook writes its time and user; the gate
+// refuses it on an unmarked cluster, without the break-glass verb, or when it forgets a volume it listed;
+// unmarking drops it with a warning. The janitor keeps a copy by cluster ID in ReleasedVolumesConfigMap in
+// its namespace (the ForeignCluster may be deleted), from which the gate warns when the cluster is peered
+// again: the provider's new virtual kubelet deletes the remote PVCs it finds with no local claim.
+const (
+	VolumesReleasedAnnotation = AnnotationPrefix + "volumes-released"
+	ReleasedVolumesConfigMap  = "liqo-janitor-released-volumes"
+)
+
+// ReleasedVolume is one PVC released by the operator: the local claim (namespace/name, UID) and the remote
+// claim on the provider holding its data (namespace/name; "" when unknown).
+type ReleasedVolume struct {
+	PVC    string `json:"pvc"`
+	UID    string `json:"uid"`
+	Remote string `json:"remote,omitempty"`
+}
+
+// VolumesReleased is the record in VolumesReleasedAnnotation (JSON): the volumes released under the current
+// mark, the last release's time (RFC 3339, UTC) and user as the mutating webhook stamped them.
+type VolumesReleased struct {
+	At      string           `json:"at"`
+	By      string           `json:"by"`
+	Volumes []ReleasedVolume `json:"volumes"`
+}
+
+// ParseVolumesReleased reads a VolumesReleasedAnnotation value; ok only for a record naming a volume.
+func ParseVolumesReleased(v string) (VolumesReleased, bool) {
+	var r VolumesReleased
+	if json.Unmarshal([]byte(v), &r) != nil || len(r.Volumes) == 0 {
+		return VolumesReleased{}, false
+	}
+	return r, true
+}
+
+// String is the record as the annotation holds it.
+func (r VolumesReleased) String() string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// Remote are the remote PVCs whose data was released, as "namespace/name" (the local claim's when the
+// remote one is unknown).
+func (r VolumesReleased) Remote() []string {
+	out := make([]string, 0, len(r.Volumes))
+	for _, v := range r.Volumes {
+		out = append(out, cmp.Or(v.Remote, v.PVC+" (remote namespace unknown)"))
+	}
+	return out
+}
+
+// RepeerWarning is the gate's warning on unmarking, or peering again, a cluster with released volumes.
+func (r VolumesReleased) RepeerWarning(clusterID string) string {
+	n := len(r.Volumes)
+	return fmt.Sprintf("re-peering lets %s's virtual kubelet delete %d remote PVC%s whose data you released (%s)",
+		clusterID, n, plural(n), strings.Join(r.Remote(), ", "))
 }
