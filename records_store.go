@@ -28,6 +28,10 @@ type KeptRecord struct {
 	// sight of the mark: the pod rule's tie of a Node to the cluster, kept for after the unpeering deleted
 	// them (a volume pinned to the cluster names one of them as its selected node, volumes.go).
 	VirtualNodes []string `json:"virtualNodes,omitempty"`
+	// RemoteNamespaces maps each namespace offloaded to the cluster to its namespace there, at the janitor's
+	// first sight of the mark (the NamespaceMap and NamespaceOffloading go with the unpeering): where a
+	// pinned volume's data is (PinnedVolume.RemoteNamespace).
+	RemoteNamespaces map[string]string `json:"remoteNamespaces,omitempty"`
 	// Return is the provider's return seen for this mark (janitor rule 17), nil until then.
 	Return *KeptReturn `json:"return,omitempty"`
 }

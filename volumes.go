@@ -62,7 +62,8 @@ type PinnedVolume struct {
 	RemoteNamespace string `json:"remoteNamespace,omitempty"`
 }
 
-// Line is the volume in a line: "PVC ns/data-web-0 (uid …) on PV pvc-… (Delete), StatefulSet web, pods: web-0 (Pending)".
+// Line is the volume in a line: "PVC ns/data-web-0 (uid …) on PV pvc-… (Delete), StatefulSet web, pods:
+// web-0 (Pending), data there: remote-ns/data-web-0" (its data on the dead cluster, DataOn).
 func (v PinnedVolume) Line() string {
 	s := fmt.Sprintf("PVC %s/%s (uid %s) on PV %s", v.Namespace, v.Name, v.UID, v.PV)
 	if v.ReclaimPolicy != "" {
@@ -75,7 +76,11 @@ func (v PinnedVolume) Line() string {
 	if len(v.Pods) > 0 {
 		pods = strings.Join(v.Pods, ", ")
 	}
-	return s + ", pods: " + pods
+	data := "remote namespace unknown"
+	if v.RemoteNamespace != "" {
+		data = v.RemoteNamespace + "/" + v.Name
+	}
+	return s + ", pods: " + pods + ", data there: " + data
 }
 
 // PinnedVolumesLine says, for a person, how many volumes are pinned to clusterID: "3 volumes pinned to X:

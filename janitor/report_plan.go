@@ -123,7 +123,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	if err != nil {
 		return nil, err
 	}
-	vols, err := pinnedVolumes(ctx, c, s.clusterID, kept.VirtualNodes)
+	vols, err := pinnedVolumes(ctx, c, s.clusterID, kept)
 	if err != nil {
 		return nil, fmt.Errorf("listing the volumes pinned to %s: %w", name, err)
 	}

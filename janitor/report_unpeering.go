@@ -219,7 +219,7 @@ func (u *surveyor) pinned(ctx context.Context, s *scope, rec *liqojanitor.Unpeer
 	if err != nil {
 		return err
 	}
-	vols, err := pinnedVolumes(ctx, u.apiReader, s.clusterID, kept.VirtualNodes)
+	vols, err := pinnedVolumes(ctx, u.apiReader, s.clusterID, kept)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,9 +35,9 @@ import (
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list
 
-// pinnedVolumes lists, live through r, the PVCs pinned to clusterID, sorted by namespace and name. kept are
-// the names of the cluster's VirtualNodes the janitor recorded at first sight of the mark.
-func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept []string) ([]liqojanitor.PinnedVolume, error) {
+// pinnedVolumes lists, live through r, the PVCs pinned to clusterID, sorted by namespace and name. kept is
+// what the janitor recorded at first sight of the mark: the cluster's VirtualNode names and remote namespaces.
+func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
 	liqoClasses, err := liqoStorageClasses(ctx, r)
 	if err != nil || len(liqoClasses) == 0 {
 		return nil, err
@@ -45,7 +46,7 @@ func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept 
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range kept {
+	for _, n := range kept.VirtualNodes {
 		nodes[n] = true
 	}
 	placeholders, err := placeholdersOf(ctx, r, clusterID)
@@ -65,7 +66,7 @@ func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept 
 			continue
 		}
 		v := liqojanitor.PinnedVolume{Namespace: pvc.Namespace, Name: pvc.Name, UID: string(pvc.UID), PV: pv.Name,
-			ReclaimPolicy: string(pv.Spec.PersistentVolumeReclaimPolicy)}
+			ReclaimPolicy: string(pv.Spec.PersistentVolumeReclaimPolicy), RemoteNamespace: kept.RemoteNamespaces[pvc.Namespace]}
 		if err := users.describe(ctx, pvc, &v); err != nil {
 			return nil, err
 		}
@@ -254,4 +255,51 @@ func ptrString(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// remoteNamespaces maps each namespace offloaded to clusterID to its namespace there: the cluster's
+// NamespaceMaps' status.currentMapping (Liqo's NamespaceMap controller fills it when it asks for the remote
+// namespace; pkg/liqo-controller-manager/offloading/namespacemap-controller, v1.0.3 to v1.2.0), and for a
+// namespace none of them maps, its NamespaceOffloading's status.remoteNamespaceName (the same name on
+// every cluster it is offloaded to).
+func remoteNamespaces(ctx context.Context, r client.Reader, clusterID string) (map[string]string, error) {
+	nms, err := namespaceMaps(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i := range nms {
+		if nms[i].Labels[liqojanitor.RemoteClusterIDLabel] != clusterID {
+			continue
+		}
+		for local, st := range nms[i].Status.CurrentMapping {
+			if st.RemoteNamespace != "" {
+				out[local] = st.RemoteNamespace
+			}
+		}
+	}
+	var nsos offloadingv1beta1.NamespaceOffloadingList
+	if err := r.List(ctx, &nsos); err != nil {
+		return nil, fmt.Errorf("listing NamespaceOffloadings: %w", err)
+	}
+	for _, nso := range nsos.Items {
+		if _, mapped := out[nso.Namespace]; !mapped && nso.Status.RemoteNamespaceName != "" && mentions(&nso, clusterID, nms) {
+			out[nso.Namespace] = nso.Status.RemoteNamespaceName
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// PinnedVolumes lists, live through r, the PVCs pinned to fc's cluster (report_volumes.go's rule), with the
+// VirtualNode names and remote namespaces the janitor recorded at first sight of fc's current mark in its
+// records in namespace (the janitor's). `kubectl liqo-janitor release-volumes` acts on this list.
+func PinnedVolumes(ctx context.Context, r client.Reader, namespace string, fc *liqov1beta1.ForeignCluster) ([]liqojanitor.PinnedVolume, error) {
+	kept, _, err := targetStore{reader: r, namespace: namespace}.of(ctx, fc)
+	if err != nil {
+		return nil, err
+	}
+	return pinnedVolumes(ctx, r, string(fc.Spec.ClusterID), kept)
 }

@@ -79,7 +79,7 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 		if !stored {
 			rec = liqojanitor.KeptRecord{Mark: mark} // a record of an earlier mark is replaced, its return with it
 		}
-		changed, err := keepVirtualNodes(ctx, live, fc, &rec)
+		changed, err := keepFirstSight(ctx, live, fc, &rec)
 		if err != nil {
 			return err
 		}
@@ -106,19 +106,25 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	return nil
 }
 
-// keepVirtualNodes adds to rec, once, the names of fc's cluster's VirtualNodes (spec.clusterID), which the
-// unpeering deletes: a volume pinned to the cluster names one of them (report_volumes.go). It reports
-// whether it added any.
-func keepVirtualNodes(ctx context.Context, live client.Reader, fc *liqov1beta1.ForeignCluster, rec *liqojanitor.KeptRecord) (bool, error) {
-	if len(rec.VirtualNodes) > 0 {
+// keepFirstSight adds to rec, once, what the unpeering deletes and a volume pinned to fc's cluster needs
+// (report_volumes.go): the names of the cluster's VirtualNodes (spec.clusterID), one of which a pinned
+// volume names as its selected node, and where each offloaded namespace is on the cluster (its NamespaceMap's
+// status.currentMapping, else its NamespaceOffloading's status.remoteNamespaceName), where a pinned
+// volume's data is. It reports whether it added any.
+func keepFirstSight(ctx context.Context, live client.Reader, fc *liqov1beta1.ForeignCluster, rec *liqojanitor.KeptRecord) (bool, error) {
+	if len(rec.VirtualNodes) > 0 || len(rec.RemoteNamespaces) > 0 {
 		return false, nil
 	}
 	vns, err := virtualNodeNames(ctx, live, string(fc.Spec.ClusterID))
 	if err != nil {
 		return false, err
 	}
-	rec.VirtualNodes = slices.Sorted(maps.Keys(vns))
-	return len(vns) > 0, nil
+	remote, err := remoteNamespaces(ctx, live, string(fc.Spec.ClusterID))
+	if err != nil {
+		return false, err
+	}
+	rec.VirtualNodes, rec.RemoteNamespaces = slices.Sorted(maps.Keys(vns)), remote
+	return len(vns) > 0 || len(remote) > 0, nil
 }
 
 // targetsAtFirstSight is where fc's provider is as Liqo knows it now (liqojanitor.ProviderTargets), or, when
