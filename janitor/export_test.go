@@ -12,7 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -86,4 +89,20 @@ func Pass(ctx context.Context, c client.Client, live client.Reader, mc metadata.
 		return res, end.err
 	}
 	return res, end.tally.failure()
+}
+
+// ReconcileFor runs the reconciler's Reconcile for the ForeignCluster named name at every step of a fake
+// clock, from now until d has passed (the janitor as it would run for d, every step a pass), and returns
+// how many passes it ran; the first error ends it. c and live are as for Pass.
+func ReconcileFor(ctx context.Context, c client.Client, live client.Reader, mc metadata.Interface, name string, o Options, d, step time.Duration) (int, error) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	r := newReconciler(c, live, podwatch.NewLive(mc), &events.FakeRecorder{}, clk, o)
+	passes := 0
+	for end := clk.Now().Add(d); !clk.Now().After(end); clk.SetTime(clk.Now().Add(step)) {
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
+			return passes, err
+		}
+		passes++
+	}
+	return passes, nil
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -69,6 +71,22 @@ func (l *volumeLayout) claim(name, class, node, cluster string, placeholder bool
 	return pvc
 }
 
+// storageClasses creates, once, Liqo's virtual storage class "liqo" (as Liqo's chart makes it) and a local
+// class "local-disks".
+func storageClasses(t *testing.T) {
+	t.Helper()
+	env := harness.Require(t)
+	for _, sc := range []*storagev1.StorageClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}, Provisioner: liqojanitor.LiqoStorageProvisioner,
+			VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)},
+		{ObjectMeta: metav1.ObjectMeta{Name: "local-disks"}, Provisioner: "kubernetes.io/no-provisioner"},
+	} {
+		if err := env.Client.Create(t.Context(), sc); !apierrors.IsAlreadyExists(err) {
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		}
+	}
+}
+
 // TestVolumesPinnedToADeadClusterAreListedAndNeverWritten (issue 38, item 1): the plan lists exactly the
 // PVCs pinned to the dead cluster X — of Liqo's virtual class, bound to a placeholder PV pinned to X, selected
 // for X's VirtualNode or for one the janitor kept at first sight of the mark — with their pods, StatefulSet
@@ -81,14 +99,7 @@ func TestVolumesPinnedToADeadClusterAreListedAndNeverWritten(t *testing.T) {
 	cons := build(t, fixture.Spec{Providers: 2})
 	dead, live := cons.Providers[0], cons.Providers[1]
 	kill(t, dead)
-	for _, sc := range []*storagev1.StorageClass{
-		{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}, Provisioner: liqojanitor.LiqoStorageProvisioner},
-		{ObjectMeta: metav1.ObjectMeta{Name: "local-disks"}, Provisioner: "kubernetes.io/no-provisioner"},
-	} {
-		if err := env.Client.Create(ctx, sc); !apierrors.IsAlreadyExists(err) {
-			g.Expect(err).NotTo(HaveOccurred())
-		}
-	}
+	storageClasses(t)
 	l := &volumeLayout{t: t, ns: env.Namespace(t)}
 	web := l.claim("data-web-0", "liqo", dead.Node.Name, dead.ID, true)
 	scratch := l.claim("scratch", "liqo", dead.Node.Name, dead.ID, true)
@@ -139,4 +150,82 @@ func TestVolumesPinnedToADeadClusterAreListedAndNeverWritten(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(plan.Volumes).To(ConsistOf(HaveField("Name", "on-live")))
 	g.Expect(rvs(t, l.objects...)).To(Equal(before), "no PVC or PV is written")
+}
+
+// TestARunningJanitorReportsPinnedVolumesWithTheirDataAndNeverWritesThem (issue 38, item 1): a janitor that
+// sees the mark records the cluster's VirtualNode names and where each offloaded namespace is on the cluster
+// (the NamespaceMap's currentMapping first, the NamespaceOffloading's remoteNamespaceName for a namespace
+// it does not map); its unpeering record lists each pinned volume with its data there and says how many, the
+// metric counts them, and once the VirtualNode is gone (the unpeering deletes it) they are still listed by
+// the record kept at first sight. For a further hour of fake time, a pass every minute, no PVC or PV is
+// written.
+func TestARunningJanitorReportsPinnedVolumesWithTheirDataAndNeverWritesThem(t *testing.T) {
+	env := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	cons := build(t, fixture.Spec{Providers: 1, OffloadedNamespaces: 2})
+	p := cons.Providers[0]
+	mapped, unmapped := cons.Namespaces[0], cons.Namespaces[1]
+	nm := get(t, p.NamespaceMap)
+	nm.Status.CurrentMapping = map[string]offloadingv1beta1.RemoteNamespaceStatus{mapped: {RemoteNamespace: mapped + "-on-x", Phase: "Accepted"}}
+	g.Expect(env.Client.Status().Update(ctx, nm)).To(Succeed())
+	storageClasses(t)
+	la, lb := &volumeLayout{t: t, ns: mapped}, &volumeLayout{t: t, ns: unmapped}
+	a := la.claim("data-db-0", "liqo", p.Node.Name, p.ID, true)
+	b := lb.claim("scratch", "liqo", p.Node.Name, p.ID, true)
+	objects := append(la.objects, lb.objects...)
+	before := rvs(t, objects...)
+
+	kill(t, p)
+	janitorNS := env.OwnNamespace(t)
+	stop := startJanitor(t, janitor.Options{Namespace: janitorNS})
+	g.Expect(fixture.Mark(ctx, env.Client, p)).To(Succeed())
+
+	kept := func() liqojanitor.KeptRecord {
+		cm := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: janitorNS, Name: liqojanitor.RecordsConfigMap}, cm); err != nil {
+			return liqojanitor.KeptRecord{}
+		}
+		rec, _ := liqojanitor.KeptRecordOf(cm, p.ForeignCluster.UID, get(t, p.ForeignCluster).Annotations)
+		return rec
+	}
+	g.Eventually(kept).WithTimeout(time.Minute).Should(And(
+		HaveField("VirtualNodes", Equal([]string{p.VirtualNode.Name})),
+		HaveField("RemoteNamespaces", Equal(map[string]string{mapped: mapped + "-on-x", unmapped: unmapped + "-consumer"})),
+	), "at first sight the janitor keeps the VirtualNode names and where each offloaded namespace is on the cluster")
+
+	listed := And(HaveField("ClusterID", p.ID), HaveField("PinnedVolumes", 2), HaveField("Volumes", Equal([]liqojanitor.PinnedVolume{
+		{Namespace: mapped, Name: "data-db-0", UID: string(a.UID), PV: "pvc-" + string(a.UID), ReclaimPolicy: "Delete", RemoteNamespace: mapped + "-on-x"},
+		{Namespace: unmapped, Name: "scratch", UID: string(b.UID), PV: "pvc-" + string(b.UID), ReclaimPolicy: "Delete", RemoteNamespace: unmapped + "-consumer"},
+	})))
+	g.Eventually(unpeeringRecord(t, p)).WithTimeout(time.Minute).Should(listed)
+	g.Expect(unpeeringRecord(t, p)().Summary()).To(HaveSuffix("\n2 volumes pinned to " + p.ID + ": their workloads cannot run anywhere until released"))
+	g.Eventually(func() float64 { return counter("liqo_janitor_pinned_volumes", nil) }).Should(Equal(2.0))
+
+	// The unpeering deletes the VirtualNode (Liqo's deletion routine, once the janitor drained it).
+	g.Eventually(func() int { return podsLeft(t, p) }).WithTimeout(time.Minute).Should(BeZero())
+	dropFinalizer(ctx, t, env.Client, p.VirtualNode, fixture.VirtualNodeFinalizer)
+	g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, p.VirtualNode))).To(Succeed())
+	g.Eventually(gone(t, p.VirtualNode)).Should(BeTrue())
+	g.Consistently(unpeeringRecord(t, p)).WithTimeout(3*time.Second).Should(listed,
+		"without the VirtualNode the volumes are still X's, by the names kept at first sight")
+	g.Expect(rvs(t, objects...)).To(Equal(before), "the running janitor wrote no PVC and no PV")
+	stop()
+
+	mc, err := metadata.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	passes, err := janitor.ReconcileFor(ctx, env.Client, env.Client, mc, p.ForeignCluster.Name, janitor.Options{Namespace: janitorNS}, time.Hour, time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(passes).To(Equal(61))
+	g.Expect(unpeeringRecord(t, p)()).To(listed)
+	g.Expect(rvs(t, objects...)).To(Equal(before), "an hour of passes wrote no PVC and no PV")
+}
+
+// unpeeringRecord reads the janitor's unpeering record on p's ForeignCluster.
+func unpeeringRecord(t *testing.T, p *fixture.Provider) func() liqojanitor.Unpeering {
+	t.Helper()
+	return func() liqojanitor.Unpeering {
+		u, _ := liqojanitor.UnpeeringOf(get(t, p.ForeignCluster).Annotations)
+		return u
+	}
 }

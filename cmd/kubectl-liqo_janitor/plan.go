@@ -194,6 +194,7 @@ func (r *planReport) escaped() *planReport {
 	for i := range p.Offloadings {
 		p.Offloadings[i].Namespace, p.Offloadings[i].Why = output.Printable(p.Offloadings[i].Namespace), output.Printable(p.Offloadings[i].Why)
 	}
+	p.Volumes = printableVolumes(p.Volumes)
 	out.Plan = &p
 	if r.Grace != nil {
 		g := *r.Grace
@@ -223,6 +224,7 @@ func printPlan(out io.Writer, p *janitor.Plan, grace *graceWindow) {
 	for _, wt := range p.Offloadings {
 		fmt.Fprintf(out, "  NamespaceOffloading %s/offloading would be kept for Liqo: %s\n", output.Printable(wt.Namespace), output.Printable(wt.Why))
 	}
+	printPinnedVolumes(out, p.PinnedVolumes, printableVolumes(p.Volumes), output.Printable(p.ClusterID))
 	fmt.Fprintf(out, "\nIn the words of the cleanup annotation: %s\n", output.Printable(p.Summary))
 }
 

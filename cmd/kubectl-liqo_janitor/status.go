@@ -326,4 +326,22 @@ func printUnpeering(out io.Writer, u *liqojanitor.Unpeering) {
 	for _, n := range u.Notes {
 		fmt.Fprintf(out, "  note: %s\n", n)
 	}
+	printPinnedVolumes(out, u.PinnedVolumes, u.Volumes, u.ClusterID)
+}
+
+// printPinnedVolumes prints the volumes pinned to the dead cluster clusterID (n of them, vols the first
+// ones; issue 38): the line that says their workloads cannot run, each volume, and the command that
+// releases them. vols are printable already.
+func printPinnedVolumes(out io.Writer, n int, vols []liqojanitor.PinnedVolume, clusterID string) {
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(out, "  %s\n", liqojanitor.PinnedVolumesLine(n, clusterID))
+	for _, v := range vols {
+		fmt.Fprintf(out, "    - %s\n", v.Line())
+	}
+	if n > len(vols) {
+		fmt.Fprintf(out, "    - and %d more\n", n-len(vols))
+	}
+	fmt.Fprintf(out, "  releasing one abandons its data on %s: kubectl liqo-janitor release-volumes shows the plan\n", clusterID)
 }

@@ -147,5 +147,24 @@ func printableUnpeering(u liqojanitor.Unpeering) *liqojanitor.Unpeering {
 	for _, n := range u.Notes {
 		out.Notes = append(out.Notes, output.Printable(n))
 	}
+	out.ClusterID, out.Volumes = output.Printable(u.ClusterID), printableVolumes(u.Volumes)
 	return &out
+}
+
+// printableVolumes are pinned volumes with every text escaped as the tables escape it.
+func printableVolumes(vols []liqojanitor.PinnedVolume) []liqojanitor.PinnedVolume {
+	if vols == nil {
+		return nil
+	}
+	out := make([]liqojanitor.PinnedVolume, 0, len(vols))
+	for _, v := range vols {
+		p := liqojanitor.PinnedVolume{Namespace: output.Printable(v.Namespace), Name: output.Printable(v.Name), UID: output.Printable(v.UID),
+			PV: output.Printable(v.PV), ReclaimPolicy: output.Printable(v.ReclaimPolicy), StatefulSet: output.Printable(v.StatefulSet),
+			RemoteNamespace: output.Printable(v.RemoteNamespace)}
+		for _, pod := range v.Pods {
+			p.Pods = append(p.Pods, output.Printable(pod))
+		}
+		out = append(out, p)
+	}
+	return out
 }
