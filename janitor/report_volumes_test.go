@@ -1,20 +1,16 @@
 package janitor_test
 
 import (
+	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,9 +21,8 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
-// volumeLayout creates PVCs and the PVs they are bound to, shaped as Liqo's virtual kubelet shapes its
-// placeholders (pkg/virtualKubelet/reflection/storage/controller.go provisionClaimOperation,
-// storageprovisioner/remoteprovisioner.go ProvisionRemotePVC).
+// volumeLayout creates PVCs and the PVs they are bound to in one namespace (fixture.Bind), and remembers
+// them.
 type volumeLayout struct {
 	t       *testing.T
 	ns      string
@@ -39,52 +34,17 @@ type volumeLayout struct {
 func (l *volumeLayout) claim(name, class, node, cluster string, placeholder bool) *corev1.PersistentVolumeClaim {
 	l.t.Helper()
 	env := harness.Require(l.t)
-	g := NewWithT(l.t)
-	ctx := l.t.Context()
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: name, Annotations: map[string]string{liqojanitor.SelectedNodeAnnotation: node}},
-		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}
-	g.Expect(env.Client.Create(ctx, pvc)).To(Succeed())
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "pvc-" + string(pvc.UID)},
-		Spec: corev1.PersistentVolumeSpec{
-			StorageClassName: class, AccessModes: pvc.Spec.AccessModes, PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/local"}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: liqojanitor.RemoteClusterIDLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{cluster}}},
-			}}}},
-			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: l.ns, Name: name, UID: pvc.UID},
-		},
-	}
-	if placeholder {
-		pv.Annotations = map[string]string{liqojanitor.ProvisionedByAnnotation: liqojanitor.LiqoStorageProvisioner}
-		pv.Spec.HostPath.Path = liqojanitor.PlaceholderPath
-	}
-	g.Expect(env.Client.Create(ctx, pv)).To(Succeed())
-	l.t.Cleanup(func() { _ = env.Client.Delete(ctx, pv) })
-	g.Expect(env.Client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"spec":{"volumeName":%q}}`, pv.Name)))).To(Succeed())
+	pvc, pv, err := fixture.Bind(l.t.Context(), env.Client, fixture.Claim{Namespace: l.ns, Name: name, Class: class, Node: node, Cluster: cluster, Placeholder: placeholder})
+	NewWithT(l.t).Expect(err).NotTo(HaveOccurred())
+	l.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
 	l.objects = append(l.objects, pvc, pv)
 	return pvc
 }
 
-// storageClasses creates, once, Liqo's virtual storage class "liqo" (as Liqo's chart makes it) and a local
-// class "local-disks".
+// storageClasses creates, once, Liqo's virtual storage class and a local one.
 func storageClasses(t *testing.T) {
 	t.Helper()
-	env := harness.Require(t)
-	for _, sc := range []*storagev1.StorageClass{
-		{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}, Provisioner: liqojanitor.LiqoStorageProvisioner,
-			VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)},
-		{ObjectMeta: metav1.ObjectMeta{Name: "local-disks"}, Provisioner: "kubernetes.io/no-provisioner"},
-	} {
-		if err := env.Client.Create(t.Context(), sc); !apierrors.IsAlreadyExists(err) {
-			NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		}
-	}
+	NewWithT(t).Expect(fixture.StorageClasses(t.Context(), harness.Require(t).Client)).To(Succeed())
 }
 
 // TestVolumesPinnedToADeadClusterAreListedAndNeverWritten (issue 38, item 1): the plan lists exactly the
