@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -58,6 +59,9 @@ type Plan struct {
 	// first liqojanitor.MaxPinnedVolumes of them.
 	PinnedVolumes int                        `json:"pinnedVolumes,omitempty"`
 	Volumes       []liqojanitor.PinnedVolume `json:"volumes,omitempty"`
+	// VolumesNotListed says why the volumes could not be listed (the reader may not list them), "" when
+	// they were.
+	VolumesNotListed string `json:"volumesNotListed,omitempty"`
 	// Summary is the plan in the words of the cleanup annotation ("would release pods 4, …; blocked 1";
 	// while the provider's fence holds the cluster, led by "waiting for the provider's fence until …, then
 	// it").
@@ -124,7 +128,11 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 		return nil, err
 	}
 	vols, err := pinnedVolumes(ctx, c, s.clusterID, kept)
-	if err != nil {
+	switch {
+	case apierrors.IsForbidden(err): // the plan's reader may lack the storage read rights; the plan stands
+		p.VolumesNotListed = fmt.Sprintf("%v (listing pinned volumes needs list on PersistentVolumeClaims, PersistentVolumes, "+
+			"StorageClasses and StatefulSets)", err)
+	case err != nil:
 		return nil, fmt.Errorf("listing the volumes pinned to %s: %w", name, err)
 	}
 	p.PinnedVolumes, p.Volumes = len(vols), vols[:min(len(vols), liqojanitor.MaxPinnedVolumes)]

@@ -194,7 +194,7 @@ func (r *planReport) escaped() *planReport {
 	for i := range p.Offloadings {
 		p.Offloadings[i].Namespace, p.Offloadings[i].Why = output.Printable(p.Offloadings[i].Namespace), output.Printable(p.Offloadings[i].Why)
 	}
-	p.Volumes = printableVolumes(p.Volumes)
+	p.Volumes, p.VolumesNotListed = printableVolumes(p.Volumes), output.Printable(p.VolumesNotListed)
 	out.Plan = &p
 	if r.Grace != nil {
 		g := *r.Grace
@@ -225,6 +225,9 @@ func printPlan(out io.Writer, p *janitor.Plan, grace *graceWindow) {
 		fmt.Fprintf(out, "  NamespaceOffloading %s/offloading would be kept for Liqo: %s\n", output.Printable(wt.Namespace), output.Printable(wt.Why))
 	}
 	printPinnedVolumes(out, p.PinnedVolumes, printableVolumes(p.Volumes), output.Printable(p.ClusterID))
+	if p.VolumesNotListed != "" {
+		fmt.Fprintf(out, "  volumes pinned to the cluster: not listed: %s\n", output.Printable(p.VolumesNotListed))
+	}
 	fmt.Fprintf(out, "\nIn the words of the cleanup annotation: %s\n", output.Printable(p.Summary))
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -330,4 +331,47 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(regexp.QuoteMeta("  return probe: "+url+"; no CA of the provider is known: any TLS answer counts, unverified; "+
 		"kept by liqo-janitor at ") + `\S+ from the ForeignCluster's status\n`))
 	g.Expect(probe.APIServer).To(Equal(url))
+}
+
+// TestPlanAndStatusListTheVolumesPinnedToTheDeadCluster (issue 38, item 1): plan and status say how many
+// volumes are pinned to the dead cluster, list each with its data on the cluster, and point at
+// release-volumes; -o yaml carries them.
+func TestPlanAndStatusListTheVolumesPinnedToTheDeadCluster(t *testing.T) {
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	dead, _ := deadAndLive(t)
+	g.Expect(fixture.StorageClasses(ctx, testEnv.Client)).To(Succeed())
+	ns := testEnv.Namespace(t)
+	pvc, pv, err := fixture.Bind(ctx, testEnv.Client, fixture.Claim{Namespace: ns, Name: "data-db-0", Class: fixture.LiqoStorageClass,
+		Node: dead.Node.Name, Cluster: dead.ID, Placeholder: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), pv) })
+	want := liqojanitor.PinnedVolume{Namespace: ns, Name: pvc.Name, UID: string(pvc.UID), PV: pv.Name, ReclaimPolicy: "Delete"}
+	line := "1 volume pinned to " + dead.ID + ": their workloads cannot run anywhere until released"
+
+	stop, err := testEnv.StartJanitor(janitor.Options{Namespace: janitorNamespace(t)})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = stop() })
+	_, _, err = kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "flooded", "--yes")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	out, _, err := kubectl(t, alice, "", "plan", dead.ForeignCluster.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("  " + line + "\n    - " + want.Line() + "\n"))
+	g.Expect(out).To(ContainSubstring("kubectl liqo-janitor release-volumes shows the plan"))
+
+	document := func() *liqojanitor.Unpeering {
+		out, _, err := kubectl(t, alice, "", "status", dead.ForeignCluster.Name, "-o", "yaml")
+		g.Expect(err).NotTo(HaveOccurred())
+		var report statusReport
+		g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
+		g.Expect(report.Clusters).To(HaveLen(1))
+		return report.Clusters[0].Unpeering
+	}
+	g.Eventually(document).WithTimeout(30*time.Second).Should(And(Not(BeNil()), HaveField("PinnedVolumes", 1),
+		HaveField("Volumes", Equal([]liqojanitor.PinnedVolume{want}))), "status -o yaml carries the janitor's record of the pinned volume")
+	out, _, err = kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("  " + line + "\n    - " + want.Line() + "\n"))
 }
