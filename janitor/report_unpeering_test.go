@@ -111,6 +111,14 @@ func unpeerOnLiqo(t *testing.T, version string) {
 	deadFabric, deadRoute, deadFirewall := networking(ctx, t, c, dead)
 	liveFabric, liveRoute, liveFirewall := networking(ctx, t, c, live)
 
+	// A StatefulSet's volume on the dead cluster (Liqo's virtual storage): it does not hold the unpeering,
+	// and once the unpeering is complete the record and the event say it is pinned there (issue 38).
+	g.Expect(fixture.StorageClasses(ctx, c)).To(Succeed())
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta("u-app")})).To(Succeed())
+	pvc, _, err := fixture.Bind(ctx, c, fixture.Claim{Namespace: "u-app", Name: "data-db-0", Class: fixture.LiqoStorageClass,
+		Node: dead.Node.Name, Cluster: dead.ID, Placeholder: true})
+	g.Expect(err).NotTo(HaveOccurred())
+
 	g.Expect(fixture.Kill(ctx, c, dead)).To(Succeed())
 	const settle = 20 * time.Second // Liqo's fabric's turn first
 	stop, err := env.StartJanitor(janitor.Options{Namespace: env.OwnNamespace(t), FabricSettle: settle, ReleaseIdentitySecrets: true})
@@ -179,6 +187,12 @@ func unpeerOnLiqo(t *testing.T, version string) {
 	// then see that it stays one.
 	g.Eventually(completeEvents).WithTimeout(30*time.Second).Should(Equal(1), "UnpeeringComplete is sent")
 	g.Consistently(completeEvents).WithTimeout(3*time.Second).Should(Equal(1), "UnpeeringComplete is sent exactly once")
+	pinned := "1 volume pinned to " + dead.ID + ": their workloads cannot run anywhere until released"
+	g.Expect(unpeeringOf(ctx, c, dead)()).To(And(HaveField("PinnedVolumes", 1),
+		HaveField("Volumes", ConsistOf(And(HaveField("Name", pvc.Name), HaveField("UID", string(pvc.UID)))))),
+		"the volume is still the dead cluster's, by the VirtualNode kept at first sight, now that the VirtualNode is gone")
+	g.Expect(noteOf(ctx, t, c, dead, "UnpeeringComplete")).To(And(HavePrefix("Unpeering complete: "), HaveSuffix("\n"+pinned)),
+		"unpeering complete stays, and a second line says the volume is pinned")
 	g.Expect(rvsIn(ctx, t, c, liveFabric, liveRoute, liveFirewall)).To(Equal(liveRVs),
 		"a live cluster's networking objects are never written, its InternalFabric's legacy finalizer included")
 	g.Expect(finalizersOf(ctx, c, liveFabric)).To(ContainElement(legacyFabricFinalizer))
@@ -220,6 +234,20 @@ func rvsIn(ctx context.Context, t *testing.T, c client.Client, objs ...client.Ob
 
 // reasonCount counts the events of reason about p's ForeignCluster: each occurrence, those the events
 // library merged into a series included.
+// noteOf is the note of the (last) event with reason about p's ForeignCluster, "" when there is none.
+func noteOf(ctx context.Context, t *testing.T, c client.Client, p *fixture.Provider, reason string) string {
+	t.Helper()
+	var evs eventsv1.EventList
+	NewWithT(t).Expect(c.List(ctx, &evs)).To(Succeed())
+	note := ""
+	for _, e := range evs.Items {
+		if e.Reason == reason && e.Regarding.UID == p.ForeignCluster.UID {
+			note = e.Note
+		}
+	}
+	return note
+}
+
 func reasonCount(ctx context.Context, t *testing.T, c client.Client, p *fixture.Provider, reason string) int {
 	t.Helper()
 	var evs eventsv1.EventList
