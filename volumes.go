@@ -14,20 +14,28 @@ import (
 // reports them (PinnedVolume, in the unpeering record and the plan); it never writes a PVC or a PV.
 
 // Liqo's virtual storage: the provisioner name of its StorageClass (deployments/liqo/templates/
-// liqo-storage-class.yaml, v1.0.3 to v1.2.0), and the shape of the placeholder PV a virtual kubelet creates
-// for a claim bound on its node (pkg/virtualKubelet/reflection/storage/controller.go provisionClaimOperation:
-// name "pvc-" + the claim's UID, annotation annDynamicallyProvisioned pv.kubernetes.io/provisioned-by set to
-// the class's provisioner; pkg/liqo-controller-manager/offloading/storageprovisioner/remoteprovisioner.go
-// ProvisionRemotePVC: hostPath /tmp/liqo-placeholder, nodeAffinity liqo.io/remote-cluster-id In
-// [the cluster ID read from the selected Node's labels]; the same in v1.0.3, v1.1.0 and v1.2.0).
+// liqo-storage-class.yaml, v1.0.3 to v1.2.0: no reclaimPolicy, so the API server's default, Delete), and the
+// shape of the placeholder PV a virtual kubelet creates for a claim it provisions on its provider
+// (pkg/virtualKubelet/reflection/storage/controller.go provisionClaimOperation: name "pvc-" + the claim's
+// UID, claimRef the claim's with its UID, annotation annDynamicallyProvisioned pv.kubernetes.io/provisioned-by
+// set to the class's provisioner, no finalizer; persistentvolumeclaim.go Handle then sets the claim's
+// volumeName; pkg/liqo-controller-manager/offloading/storageprovisioner/remoteprovisioner.go
+// ProvisionRemotePVC: hostPath /tmp/liqo-placeholder, nodeAffinity liqo.io/remote-cluster-id In [the cluster
+// ID read from the selected Node's labels], reclaim policy the class's; the same in v1.0.3, v1.1.0 and
+// v1.2.0). Deleting the claim releases the PV, and Liqo's controller manager deletes it when its storage is
+// on (--enable-storage, the chart's default): the Delete of its provisioner (storageprovisioner/delete.go)
+// finds no real claim for a placeholder and returns nil, so sig-storage-lib-external-provisioner deletes the
+// PV object (test/harness TestLiqoDeletesThePlaceholderOfAReleasedClaim, with Liqo v1.2.0's binary).
+// docs/volumes.md has the facts with their citations.
 const (
 	LiqoStorageProvisioner  = "liqo.io/storage"
 	PlaceholderPath         = "/tmp/liqo-placeholder"
 	ProvisionedByAnnotation = "pv.kubernetes.io/provisioned-by"
 	PlaceholderPVPrefix     = "pvc-"
 	// SelectedNodeAnnotation is where the scheduler records the node a WaitForFirstConsumer claim is
-	// provisioned for (k8s.io/component-helpers storage/volume AnnSelectedNode); the virtual kubelet
-	// provisions only the claims whose selected node is its own.
+	// provisioned for (k8s.io/component-helpers storage/volume AnnSelectedNode); a virtual kubelet provisions
+	// only the claims whose selected node is one of its provider's (the Node's liqo.io/remote-cluster-id
+	// label, persistentvolumeclaim.go Handle).
 	SelectedNodeAnnotation = "volume.kubernetes.io/selected-node"
 )
 
@@ -93,7 +101,8 @@ func PinnedVolumesLine(n int, clusterID string) string {
 }
 
 // Where a pinned volume's data is: the virtual kubelet reflects a PVC into the remote namespace its
-// namespace is offloaded to, under the same name (pkg/virtualKubelet/reflection/storage, v1.0.3 to v1.2.0);
+// namespace is offloaded to, under the same name (storageprovisioner/remoteprovisioner.go
+// remotePersistentVolumeClaim, applied by ProvisionRemotePVC, v1.0.3 to v1.2.0);
 // the remote namespace is the NamespaceMap's status.currentMapping[local namespace].remoteNamespace (or the
 // NamespaceOffloading's status.remoteNamespaceName), which the janitor records at its first sight of the
 // mark (KeptRecord.RemoteNamespaces) since the unpeering deletes both.
@@ -113,7 +122,10 @@ func (v PinnedVolume) DataOn(clusterID string) string {
 // refuses it on an unmarked cluster, without the break-glass verb, or when it forgets a volume it listed;
 // unmarking drops it with a warning. The janitor keeps a copy by cluster ID in ReleasedVolumesConfigMap in
 // its namespace (the ForeignCluster may be deleted), from which the gate warns when the cluster is peered
-// again: the provider's new virtual kubelet deletes the remote PVCs it finds with no local claim.
+// again: the new virtual kubelet for that provider deletes each remote PVC it reflected (labels
+// offloading.liqo.io/origin and destination) that has no local claim of its name, once its namespace is
+// offloaded there again (pkg/virtualKubelet/reflection/storage/persistentvolumeclaim.go Handle, v1.0.3 to
+// v1.2.0).
 const (
 	VolumesReleasedAnnotation = AnnotationPrefix + "volumes-released"
 	ReleasedVolumesConfigMap  = "liqo-janitor-released-volumes"

@@ -75,7 +75,11 @@ type LiqoControllerManager struct {
 // ConfigMap must exist: InstallLocalClusterID), with the arguments of its chart's Deployment for a cluster
 // that only offloads (the cluster ID, the namespace, --default-limits-enforcement=None, storage off, the
 // networking module off) and args after them (a later flag wins); it returns once every controller of
-// LiqoControllers has started. It is stopped by Stop, or else by Env.Stop. One runs at a time per API
+// LiqoControllers has started. "--enable-storage=true" in args runs its storage provisioner too, as its chart
+// does by default (storage.enabled), with the flags' defaults the chart's values share (class liqo, storage
+// namespace liqo-storage, no real class): a sig-storage-lib-external-provisioner controller
+// (cmd/liqo-controller-manager/modules/offloading.go of Liqo), not a controller-runtime one, which the
+// return does not wait for. It is stopped by Stop, or else by Env.Stop. One runs at a time per API
 // server: a provider cluster runs one.
 //
 // The networking module is off because it needs Liqo's IPAM server and the fabric; the offloading module's
@@ -109,7 +113,8 @@ func (e *Env) StartLiqoControllerManager(ctx context.Context, ns string, args ..
 	m.metrics = "http://" + metricsAddr + "/metrics"
 	// Those of the arguments of templates/liqo-controller-manager-deployment.yaml that matter here, with the
 	// chart's default values but for networking.enabled (and the API server's IP remapping, a networking
-	// feature); the rest configure networking, storage classes or what a virtual node advertises. Its
+	// feature) and storage.enabled (on in the chart); the rest configure networking, storage classes or what
+	// a virtual node advertises. Its
 	// probes are off, and its metrics and webhook ports (8082, 9443) are free ones of this machine's
 	// loopback, where other processes of the machine may hold the defaults.
 	m.args = append([]string{"--cluster-id=" + cm.Data[liqojanitor.ClusterIDConfigMapKey], "--liqo-namespace=" + ns,
