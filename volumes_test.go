@@ -9,8 +9,12 @@ import (
 
 func TestVolumesReleased(t *testing.T) {
 	t.Parallel()
-	v := func(uid string) ReleasedVolume { return ReleasedVolume{PVC: "ns/" + uid, UID: uid, Remote: "remote/" + uid} }
-	rec := func(at, by string, vols ...ReleasedVolume) VolumesReleased { return VolumesReleased{At: at, By: by, Volumes: vols} }
+	v := func(uid string) ReleasedVolume {
+		return ReleasedVolume{PVC: "ns/" + uid, UID: uid, Remote: "remote/" + uid}
+	}
+	rec := func(at, by string, vols ...ReleasedVolume) VolumesReleased {
+		return VolumesReleased{At: at, By: by, Volumes: vols}
+	}
 	tests := map[string]struct {
 		kept, in    VolumesReleased
 		wantMerged  VolumesReleased
