@@ -11,8 +11,8 @@ import (
 )
 
 // The mutating webhook's decision: what it writes and removes on a request that sets or removes the mark,
-// or records a fence or released volumes (rules 6, 7, 15, 18 and 32). The validating webhook checks what it wrote (checkStamped,
-// checkFenceRecord).
+// or records a fence or released volumes (rules 6, 7, 15, 18 and 32). The validating webhook checks what it
+// wrote (checkStamped, checkFenceRecord, checkReleaseRecord).
 
 // fenceRecord is the operator's fence record as the mutating webhook writes it (rule 15): now, by the
 // requester, naming the janitor's recorded return, with the counts the request carried (from either
