@@ -4,7 +4,11 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Volumes pinned to a dead provider (issue 38, design revision 5 "Stateful workloads"): a PVC of Liqo's
@@ -177,4 +181,64 @@ func (r VolumesReleased) RepeerWarning(clusterID string) string {
 	n := len(r.Volumes)
 	return fmt.Sprintf("re-peering lets %s's virtual kubelet delete %d remote PVC%s whose data you released (%s)",
 		clusterID, n, plural(n), strings.Join(r.Remote(), ", "))
+}
+
+// StampedAt is the record's time, ok when it carries a readable time (RFC 3339) and a user: the form the
+// mutating webhook writes (gate rule 32).
+func (r VolumesReleased) StampedAt() (time.Time, bool) {
+	at, err := time.Parse(time.RFC3339, r.At)
+	return at, err == nil && r.By != ""
+}
+
+// Dropped are the volumes of old that r no longer lists, by UID: what a change of the record would forget
+// (gate rule 32 refuses it).
+func (r VolumesReleased) Dropped(old VolumesReleased) []ReleasedVolume {
+	kept := make(map[string]bool, len(r.Volumes))
+	for _, v := range r.Volumes {
+		kept[v.UID] = true
+	}
+	var out []ReleasedVolume
+	for _, v := range old.Volumes {
+		if !kept[v.UID] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Merge is r with every volume of in it lacks (by UID) appended, never dropping one, and in's time and user
+// when it added any; added says whether it did.
+func (r VolumesReleased) Merge(in VolumesReleased) (merged VolumesReleased, added bool) {
+	merged = VolumesReleased{At: r.At, By: r.By, Volumes: slices.Clone(r.Volumes)}
+	for _, v := range in.Volumes {
+		if !slices.ContainsFunc(merged.Volumes, func(m ReleasedVolume) bool { return m.UID == v.UID }) {
+			merged.Volumes, added = append(merged.Volumes, v), true
+		}
+	}
+	if added {
+		merged.At, merged.By = in.At, in.By
+	}
+	return merged, added
+}
+
+// The janitor's copy of the records (gate rule 32, janitor rule 23): ConfigMap ReleasedVolumesConfigMap in
+// its namespace, one key per cluster ID, each a VolumesReleased as JSON listing every volume released under
+// any mark of that cluster (the janitor merges and never deletes an entry). The janitor writes it; the gate
+// reads it to warn when the cluster is peered again — in the janitor's namespace only.
+
+// ReleasedVolumesOf is the record cm keeps for clusterID, if one parses.
+func ReleasedVolumesOf(cm *corev1.ConfigMap, clusterID string) (VolumesReleased, bool) {
+	return ParseVolumesReleased(cm.Data[clusterID])
+}
+
+// ReleasedVolumesRecords reads every record of the ConfigMap, by cluster ID; a value that does not parse is
+// left out.
+func ReleasedVolumesRecords(cm *corev1.ConfigMap) map[string]VolumesReleased {
+	out := map[string]VolumesReleased{}
+	for id, value := range cm.Data {
+		if r, ok := ParseVolumesReleased(value); ok {
+			out[id] = r
+		}
+	}
+	return out
 }

@@ -32,10 +32,12 @@ type reconciler struct {
 	options   Options
 	sightings *sightings
 	probe     *returnProbe
-	memory    *memory
-	pacing    *pacing
-	releaser  *releaser
-	reporter  *reporter
+	// released keeps the janitor's copy of the released-volumes records (janitor rule 23).
+	released *releasedCopy
+	memory   *memory
+	pacing   *pacing
+	releaser *releaser
+	reporter *reporter
 	// versions tells the installed Liqo version; surveyor follows a dead cluster's unpeering.
 	versions *liqoVersions
 	surveyor *surveyor
@@ -54,7 +56,7 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 	probe := newReturnProbe(c, targetStore{client: c, reader: live, namespace: o.Namespace}, clk, o)
 	return &reconciler{
 		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), memory: mem, pacing: pace,
-		probe: probe,
+		probe: probe, released: newReleasedCopy(probe.store, o),
 		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods, now: clk.Now, settle: o.FabricSettle},
 			recorder: recorder, options: o},
 		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, pacing: pace, options: o, kept: probe.unfencedKept},
@@ -75,7 +77,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	live, l, v, err := r.assessLive(ctx, fc.Name)
 	if err == nil && live != nil && l.Wait != WaitNotMarked {
-		err = r.firstSight(ctx, live)
+		err = errors.Join(r.firstSight(ctx, live), r.released.keep(ctx, live))
 	}
 	switch {
 	case err != nil:

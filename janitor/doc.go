@@ -195,6 +195,16 @@
 //     operator's break-glass override as the gate stamped it in the marking request (gate rule 31: the
 //     override naming the cluster ID, its stamp naming the marked-by user at marked-at; fenceOverridden);
 //     an override written past the gate lifts nothing.
+//  23. The volumes released from a cluster are never forgotten (return_targets.go releasedCopy): when a
+//     pass sees, on a marked ForeignCluster, the released-volumes record the gate stamps (gate rule 32:
+//     liqo-janitor.io/volumes-released, a liqojanitor.VolumesReleased that parses and carries a readable
+//     time and a user), it merges the record's volumes, by UID, into its copy under the cluster ID in the
+//     ConfigMap liqo-janitor-released-volumes of its own namespace (created if missing; read live, patched
+//     under the optimistic lock; a record that adds no volume writes nothing). It never drops a volume nor
+//     deletes an entry: the unmark drops the record from the ForeignCluster and the ForeignCluster may be
+//     deleted, and the gate warns from this copy when the cluster ID is peered again (the provider's new
+//     virtual kubelet would delete the remote PVCs holding the released data). A dry run keeps nothing. The
+//     janitor itself never writes a PVC or a PV.
 //
 // # Reading order
 //
@@ -214,7 +224,8 @@
 //     keys (report_publish.go), what the reports remember between passes (report_memory.go), the metrics,
 //     the unpeering (report_unpeering.go), and the plan for the plugin (report_plan.go, PlanCluster).
 //   - return_ — a provider that answers again (return_seen.go), the janitor's own probe
-//     (return_probe.go), and the probe targets and returns it keeps in its namespace (return_targets.go).
+//     (return_probe.go), and the probe targets, returns and released volumes it keeps in its namespace
+//     (return_targets.go).
 //
 // Two leaves below it are self-contained and one-way: internal/release (every write to an object the
 // janitor does not own, and the reading of another admission webhook's refusal) and internal/podwatch

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -85,4 +86,75 @@ func (s targetStore) drop(ctx context.Context, uid types.UID) error {
 	patch, _ := json.Marshal(map[string]any{"data": map[string]any{string(uid): nil}})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: liqojanitor.RecordsConfigMap}}
 	return client.IgnoreNotFound(s.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)))
+}
+
+// The volumes released from a cluster are never forgotten (janitor rule 23). `kubectl liqo-janitor
+// release-volumes` records on the ForeignCluster which remote PVCs' data it abandoned, and the gate stamps
+// the record (gate rule 32); but unmarking drops it, and the ForeignCluster may be deleted. So the janitor
+// merges every stamped record it sees on a marked ForeignCluster into ConfigMap
+// liqojanitor.ReleasedVolumesConfigMap in its namespace, under the cluster ID, never dropping a volume, and
+// the gate warns from there when that cluster ID is peered again.
+
+// releasedCopy keeps the janitor's copy of the released-volumes records, remembering the record it last
+// merged for each cluster ID so that a pass writes only a new one.
+type releasedCopy struct {
+	store  targetStore
+	dryRun bool
+	mu     sync.Mutex
+	merged map[string]string
+}
+
+func newReleasedCopy(store targetStore, o Options) *releasedCopy {
+	return &releasedCopy{store: store, dryRun: o.DryRun, merged: map[string]string{}}
+}
+
+// keep merges fc's released-volumes record into the janitor's copy, when fc is marked and the record is
+// the gate's (it parses and carries its stamp); a dry run keeps nothing.
+func (c *releasedCopy) keep(ctx context.Context, fc *liqov1beta1.ForeignCluster) error {
+	value := fc.Annotations[liqojanitor.VolumesReleasedAnnotation]
+	rec, ok := liqojanitor.ParseVolumesReleased(value)
+	if _, stamped := rec.StampedAt(); c.dryRun || !ok || !stamped || !liqojanitor.IsMarked(fc.Annotations) {
+		return nil
+	}
+	id := string(fc.Spec.ClusterID)
+	c.mu.Lock()
+	done := c.merged[id] == value
+	c.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := c.store.mergeReleased(ctx, id, rec); err != nil {
+		return fmt.Errorf("keeping the volumes released from %s: %w", id, err)
+	}
+	c.mu.Lock()
+	c.merged[id] = value
+	c.mu.Unlock()
+	return nil
+}
+
+// mergeReleased merges rec into the copy of clusterID's released volumes (creating the ConfigMap the first
+// time), read live and patched under the optimistic lock: a concurrent write is a conflict, retried by the
+// next pass, never a lost volume. A record that adds no volume writes nothing.
+func (s targetStore) mergeReleased(ctx context.Context, clusterID string, rec liqojanitor.VolumesReleased) error {
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: s.namespace, Name: liqojanitor.ReleasedVolumesConfigMap}
+	switch err := s.reader.Get(ctx, key, cm); {
+	case apierrors.IsNotFound(err):
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: liqojanitor.ReleasedVolumesConfigMap,
+			Labels: map[string]string{"app.kubernetes.io/name": liqojanitor.Name}}, Data: map[string]string{clusterID: rec.String()}}
+		return s.client.Create(ctx, cm)
+	case err != nil:
+		return fmt.Errorf("reading ConfigMap %s: %w", key, err)
+	}
+	kept, _ := liqojanitor.ReleasedVolumesOf(cm, clusterID)
+	merged, added := kept.Merge(rec)
+	if !added {
+		return nil
+	}
+	orig := cm.DeepCopy()
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[clusterID] = merged.String()
+	return s.client.Patch(ctx, cm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }

@@ -140,6 +140,18 @@ func fences(old, fc *liqov1beta1.ForeignCluster) bool {
 	return transitionOf(old, fc) == staysMarked && sets(old, fc, liqojanitor.FencedAnnotation)
 }
 
+// releases reports whether the request sets or changes the released-volumes record on a cluster that stays
+// marked (rule 32): the record of data abandoned on the provider, which the plugin writes.
+func releases(old, fc *liqov1beta1.ForeignCluster) bool {
+	return transitionOf(old, fc) == staysMarked && sets(old, fc, liqojanitor.VolumesReleasedAnnotation)
+}
+
+// touchesRelease reports whether the request sets, changes or removes the released-volumes record on a
+// cluster that stays marked (rule 32: removing it is refused while marked).
+func touchesRelease(r *inputs) bool {
+	return transitionOf(r.Old, r.New) == staysMarked && changed(r, liqojanitor.VolumesReleasedAnnotation)
+}
+
 // armingKeys are the keys that, set ahead of the mark, count for a later mark that does not carry them —
 // liqoctl force unpeer's bare mark (rule 19): the confirmation (rule 1) and the reason the clean-up's
 // events quote as the marker's.
@@ -181,10 +193,12 @@ func overridesDeadline(fc *liqov1beta1.ForeignCluster) bool {
 
 // needsPermission reports whether the request must pass the break-glass SubjectAccessReview: it sets or
 // removes the mark (rule 5), unpauses a marked cluster (rule 10), records a fence on one (rule 15), sets
-// the deletion override on one (rule 17) or arms a bare mark on an unmarked one (rule 19).
+// the deletion override on one (rule 17), arms a bare mark on an unmarked one (rule 19) or records released
+// volumes on a marked one (rule 32).
 func needsPermission(old, fc *liqov1beta1.ForeignCluster) bool {
 	t := transitionOf(old, fc)
-	return t == marking || t == unmarking || unpauses(old, fc) || fences(old, fc) || setsOverride(old, fc) || arms(old, fc)
+	return t == marking || t == unmarking || unpauses(old, fc) || fences(old, fc) || setsOverride(old, fc) || arms(old, fc) ||
+		releases(old, fc)
 }
 
 // needsClusterContext reports whether the decision needs the local cluster ID and the other
@@ -248,6 +262,10 @@ const (
 	reasonUnpeering        = "UnpeeringRuns"
 	reasonUnfencedReturn   = "UnfencedReturn"
 	reasonDeleted          = "Deleted"
+	reasonReleaseRecord    = "VolumesReleasedRecord"
+	reasonReleaseUnmarked  = "VolumesReleasedWithoutMark"
+	reasonReleaseKept      = "VolumesReleasedKept"
+	reasonReleased         = "VolumesReleased"
 	reasonOther            = "Other"
 )
 
@@ -278,6 +296,7 @@ func decide(r *inputs, opts Options) verdict {
 		v.checkPermission(r, t)
 		if v.Allowed() {
 			v.Warnings = append(v.Warnings, warnUnmarked(r.New))
+			v.Warnings = append(v.Warnings, warnReleasedOnUnmark(r.Old)...)
 		}
 		allowed = reasonUnmarked
 	case staysMarked:
@@ -300,6 +319,9 @@ func decide(r *inputs, opts Options) verdict {
 			v.checkPermission(r, t)
 			allowed = reasonOverrideSet
 		}
+		if touchesRelease(r) {
+			allowed = v.decideRelease(r)
+		}
 	case notMarked:
 		v.deny(reasonConfirmation, checkConfirmation(r, false))
 		v.deny(reasonStamps, checkNoStampsWithoutMark(r))
@@ -308,6 +330,7 @@ func decide(r *inputs, opts Options) verdict {
 		v.deny(reasonEvidenceEarly, checkNoEvidenceBeforeTheMark(r))
 		v.deny(reasonAckEarly, checkNoAckBeforeTheMark(r))
 		v.deny(reasonDeadlineEarly, checkNoDeadlineOverrideBeforeTheMark(r))
+		v.deny(reasonReleaseUnmarked, checkNoReleaseWithoutMark(r))
 		if arms(r.Old, r.New) {
 			v.checkPermission(r, t)
 			allowed = reasonArmed
@@ -317,6 +340,27 @@ func decide(r *inputs, opts Options) verdict {
 		v.Reason = allowed
 	}
 	return v
+}
+
+// decideRelease applies rule 32 to a request that sets, changes or removes the released-volumes record on a
+// cluster that stays marked, and returns the reason of the verdict if it is allowed.
+func (v *verdict) decideRelease(r *inputs) string {
+	v.deny(reasonReleaseKept, checkReleaseKept(r))
+	if releases(r.Old, r.New) {
+		v.deny(reasonReleaseRecord, checkReleaseRecord(r))
+		v.checkPermission(r, staysMarked)
+	}
+	return reasonReleased
+}
+
+// warnReleasedOnUnmark is the warning on unmarking a cluster whose record names released volumes (rule 32):
+// peered again, the provider's virtual kubelet deletes their remote PVCs.
+func warnReleasedOnUnmark(old *liqov1beta1.ForeignCluster) []string {
+	rec, ok := liqojanitor.ParseVolumesReleased(old.Annotations[liqojanitor.VolumesReleasedAnnotation])
+	if !ok {
+		return nil
+	}
+	return []string{rec.RepeerWarning(string(old.Spec.ClusterID))}
 }
 
 // decideMarking applies the rules that hold for a request that sets the mark, and returns the reason of
@@ -342,6 +386,7 @@ func (v *verdict) decideMarking(r *inputs, opts Options) string {
 	v.deny(reasonNotStamped, checkDeadlineOverrideStamped(r))
 	v.deny(reasonFenceUnmarked, checkNoFenceIntoTheMark(r))
 	v.deny(reasonOverrideEarly, checkNoOverrideIntoTheMark(r))
+	v.deny(reasonReleaseUnmarked, checkNoReleaseIntoTheMark(r))
 	if r.NotUninstaller != "" {
 		v.Warnings = append(v.Warnings, warnNotUninstaller(r.User.Username, r.NotUninstaller))
 	}

@@ -17,7 +17,8 @@
 // records and its renewal records in its namespace, the break-glass SubjectAccessReview, the probe). decision.go is the
 // decision on CREATE and UPDATE: its inputs, what the request does to the mark (transition), the verdict
 // and its reasons, and decide, which runs the checks of rules.go (one or more per rule below). stamp.go is
-// the mutating webhook's decision, deletion.go the decision on DELETE (rules 16, 17 and 30). messages.go words
+// the mutating webhook's decision, deletion.go the decision on DELETE (rules 16, 17 and 30), released.go the
+// peering warning of rule 32 (a fourth webhook, which only warns). messages.go words
 // every refusal and warning with its next step; metrics.go counts the verdicts by reason. The tables of
 // decision_test.go, storm_decision_test.go, stamp_test.go and deletion_test.go try the pure decisions;
 // gate_test.go and the other tests of package webhook_test try them through a real API server with the
@@ -25,11 +26,11 @@
 //
 // # The gate's rules
 //
-// Rules 1 to 15, 18 to 23 and 31 apply to CREATE and UPDATE of ForeignClusters, 16, 17 and 30 to DELETE;
-// "setting the mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable and the
-// old one did not. The code cites them by number; rules 20 and 21 (issue 28), 22 on (issue 35) and 31
-// (issue 37) came last, numbered after the others so that no citation changes (30 is the DELETE rule of
-// issue 35).
+// Rules 1 to 15, 18 to 23, 31 and 32 apply to CREATE and UPDATE of ForeignClusters, 16, 17 and 30 to
+// DELETE; "setting the mark" means the new object carries liqo.io/foreign-cluster-permanently-unreachable
+// and the old one did not. The code cites them by number; rules 20 and 21 (issue 28), 22 on (issue 35), 31
+// (issue 37) and 32 (issue 38) came last, numbered after the others so that no citation changes (30 is the
+// DELETE rule of issue 35).
 //
 //  1. Setting the mark needs liqo-janitor.io/confirm-cluster-id equal to spec.clusterID (it may come
 //     earlier, from a holder of rule 5's verb: rule 19). A wrong confirmation is refused wherever it is
@@ -55,11 +56,12 @@
 //  7. Removing the mark is answered with a warning (nothing released is restored), and removes the stamps,
 //     the confirmation, the no-evidence key, the janitor's grace-window record and plan, its record of the
 //     unpeering, the deletion override (rule 17) and the storm's acknowledgement and its stamp (rule 21)
-//     with it, and the fence deadline's override and its stamp (rule 31) (the summary of a clean-up that
-//     happened stays).
+//     with it, the fence deadline's override and its stamp (rule 31), and the released-volumes record (rule
+//     32, with its warning) (the summary of a clean-up that happened stays).
 //  8. Everything else passes, and matchConditions keep it from reaching the gate at all: Liqo's status (a
 //     subresource), Liqo's labels and annotations on an unmarked ForeignCluster, pausing, removing a fence
-//     record, and deleting an unmarked ForeignCluster never block when the gate is down.
+//     record, creating a ForeignCluster (rule 32's warning comes from a webhook that fails open), and
+//     deleting an unmarked ForeignCluster never block when the gate is down.
 //  9. One cluster ID, one ForeignCluster, the one Liqo finds: the mark goes only on a ForeignCluster whose
 //     liqo.io/remote-cluster-id label equals its spec.clusterID (Liqo's GetForeignClusterByID selects by
 //     that label, the oldest match wins: it probes, drains and replicates for that object only), and no
@@ -232,6 +234,28 @@
 //     mark), is immutable while marked with its stamp, and goes with the mark (rule 7). The gate gets that
 //     one ConfigMap by name in the release namespace (the chart's templates/brake-rbac.yaml); only the
 //     janitor's ServiceAccount writes it.
+//  32. The released-volumes record is the gate's. kubectl liqo-janitor release-volumes deletes the PVCs
+//     of Liqo's virtual storage pinned to a dead provider, on the operator's typed data-loss confirmation,
+//     and records on the ForeignCluster which remote PVCs' data it abandoned there
+//     (liqo-janitor.io/volumes-released: liqojanitor.VolumesReleased, JSON, every volume released under the
+//     current mark). As the fence record (rule 15): setting or changing it on a ForeignCluster unmarked after
+//     the request is refused, for everyone (removing it there is anyone's), and the mutating webhook drops it
+//     from a request that sets the mark (the validating webhook refuses a mark still carrying one). On a
+//     marked ForeignCluster setting or changing it needs rule 5's permission; the mutating webhook rewrites
+//     its at (now, RFC 3339, UTC) and by (the requester), keeping its volumes, and the validating webhook
+//     accepts only that form: one that does not parse, names no volume, another user or a time more than a
+//     few seconds old (or ahead) is refused. While marked it only grows: a change that drops a volume it
+//     listed (by UID), or removes it, is refused, saying what it would lose. Removing the mark removes it
+//     (rule 7) and is answered with liqojanitor.VolumesReleased.RepeerWarning: peered again, the provider's
+//     new virtual kubelet deletes the remote PVCs it finds with no local claim — the data released. The
+//     janitor keeps a copy of every stamped record it sees on a marked ForeignCluster, merged by cluster ID
+//     and never dropping a volume (janitor rule 23), in ConfigMap liqojanitor.ReleasedVolumesConfigMap in its
+//     own namespace (Options.Namespace, and nowhere else); a fourth webhook, failurePolicy Ignore (it only
+//     warns: peering never waits for the gate, rule 8), answers a CREATE of a ForeignCluster, or an UPDATE
+//     that sets or changes spec.clusterID, whose cluster ID that copy names with the same warning (or, when
+//     the copy cannot be read, a warning that the gate cannot tell). The gate gets that one ConfigMap by name,
+//     live, in the release namespace (the chart's templates/brake-rbac.yaml); only the janitor's
+//     ServiceAccount writes it.
 //
 // The ValidatingAdmissionPolicy in manifests/policy enforces, with the gate absent, what CEL can: rules 1,
 // 2, 5, 10, 15 and 19 through the authorizer, 6's immutability, 11, 13, 14; of 20, the mark refused while
@@ -256,5 +280,7 @@
 // cannot read the pod). Not 31: CEL reads no ConfigMap, so with the gate absent the provider's fence
 // deadline is held by the janitor alone (it releases and force-deletes nothing before it), while Liqo ≥
 // v1.1 acts on the mark at once; an override or its stamp written then does not count for a mark the gate
-// judges later (refused as pre-placed).
+// judges later (refused as pre-placed). Not 32: CEL cannot parse the record's JSON nor read the janitor's
+// copy; with the gate absent a record is neither stamped nor kept append-only, and the janitor copies only a
+// record that carries a readable time and a user.
 package webhook

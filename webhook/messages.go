@@ -232,6 +232,8 @@ func msgPermissionDenied(old, fc *liqov1beta1.ForeignCluster, user string, t tra
 		action = fmt.Sprintf("unpause it (remove %s), which resumes irreversible releases", liqojanitor.PausedAnnotation)
 	case t == staysMarked && fences(old, fc):
 		action = fmt.Sprintf("record a fence (%s), which ends the count of its returned provider and its alert", liqojanitor.FencedAnnotation)
+	case t == staysMarked && releases(old, fc):
+		action = fmt.Sprintf("record released volumes (%s), which abandons their data on the provider", liqojanitor.VolumesReleasedAnnotation)
 	case t == staysMarked:
 		action = fmt.Sprintf("set the break-glass override %s, which lets it be deleted while its unpeering runs", liqojanitor.AllowDeleteAnnotation)
 	case t == notMarked:
@@ -278,6 +280,54 @@ func msgFenceRecord(fc *liqov1beta1.ForeignCluster) string {
 		"(\"<RFC 3339> by <user>: <counts>; fences the return at <RFC 3339>\"); one naming another user, another time or "+
 		"another return is refused: run kubectl liqo-janitor fence %s --provider-kubeconfig <provider kubeconfig>",
 		describe(fc), liqojanitor.FencedAnnotation, fc.Spec.ClusterID)
+}
+
+func msgReleaseWithoutMark(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s is not marked permanently unreachable: %s records the volumes released from a dead provider "+
+		"under the current mark, written by kubectl liqo-janitor release-volumes and stamped by the gate; on an unmarked "+
+		"cluster there is nothing to release; leave it out (to remove one: kubectl annotate foreigncluster %s %s-)",
+		describe(fc), liqojanitor.VolumesReleasedAnnotation, fc.Name, liqojanitor.VolumesReleasedAnnotation)
+}
+
+func msgReleaseIntoTheMark(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: a mark never starts with volumes released: %s names volumes released under the current mark; "+
+		"liqo-janitor's mutating webhook drops it when the mark is set, so it did not run (check: kubectl get "+
+		"mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor); remove it first: kubectl annotate "+
+		"foreigncluster %s %s-", describe(fc), liqojanitor.VolumesReleasedAnnotation, fc.Name, liqojanitor.VolumesReleasedAnnotation)
+}
+
+func msgReleaseRemoved(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: %s cannot be removed while the cluster is marked: it is the record of the remote PVCs whose "+
+		"data was abandoned, which the gate warns of when the cluster is unmarked or peered again; nothing was changed "+
+		"(it goes with the mark: kubectl annotate foreigncluster %s %s-)",
+		describe(fc), liqojanitor.VolumesReleasedAnnotation, fc.Name, liqojanitor.MarkAnnotation)
+}
+
+func msgReleaseDropped(fc *liqov1beta1.ForeignCluster, dropped []liqojanitor.ReleasedVolume) string {
+	names := make([]string, 0, len(dropped))
+	for _, v := range dropped {
+		names = append(names, v.PVC+" (uid "+v.UID+")")
+	}
+	return fmt.Sprintf("%s: %s only grows while the cluster is marked: this change drops %s, released earlier; nothing "+
+		"was changed and nothing is lost: read the current record (kubectl get foreigncluster %s -o "+
+		"jsonpath='{.metadata.annotations.%s}') and append to it (kubectl liqo-janitor release-volumes does)",
+		describe(fc), liqojanitor.VolumesReleasedAnnotation, strings.Join(names, ", "), fc.Name,
+		strings.ReplaceAll(liqojanitor.VolumesReleasedAnnotation, ".", `\.`))
+}
+
+func msgReleaseRecord(fc *liqov1beta1.ForeignCluster) string {
+	return fmt.Sprintf("%s: %s is the record of released volumes, written by kubectl liqo-janitor release-volumes and "+
+		"stamped by the gate with the time and the requesting user ({\"at\":\"<RFC 3339>\",\"by\":\"<user>\",\"volumes\":"+
+		"[{\"pvc\":\"<namespace>/<name>\",\"uid\":\"<uid>\",\"remote\":\"<namespace>/<name>\"}]}); one that does not "+
+		"parse, names no volume, or names another user or another time is refused: run kubectl liqo-janitor "+
+		"release-volumes %s", describe(fc), liqojanitor.VolumesReleasedAnnotation, fc.Spec.ClusterID)
+}
+
+func warnReleasedUnknown(fc *liqov1beta1.ForeignCluster, err error) string {
+	return fmt.Sprintf("%s: liqo-janitor cannot tell whether volumes were released from cluster %s (%v): if kubectl "+
+		"liqo-janitor release-volumes released any, peering it again lets its virtual kubelet delete their remote PVCs; "+
+		"check: kubectl get configmap %s -n <liqo-janitor's namespace> -o yaml",
+		describe(fc), fc.Spec.ClusterID, err, liqojanitor.ReleasedVolumesConfigMap)
 }
 
 func msgOverrideWrong(fc *liqov1beta1.ForeignCluster) string {

@@ -31,6 +31,7 @@ var (
 	ackedByPath     = annotationsPath.Key(liqojanitor.AcknowledgedByAnnotation)
 	deadlinePath    = annotationsPath.Key(liqojanitor.OverrideFenceDeadlineAnnotation)
 	overriddenPath  = annotationsPath.Key(liqojanitor.FenceDeadlineOverriddenAnnotation)
+	releasedPath    = annotationsPath.Key(liqojanitor.VolumesReleasedAnnotation)
 )
 
 // lockedLabels are Liqo's labels that decide which ForeignCluster Liqo's lookup finds and whether Liqo's
@@ -424,6 +425,51 @@ func checkFenceRecord(r *inputs) field.ErrorList {
 		return nil
 	}
 	return field.ErrorList{field.Forbidden(fencedPath, msgFenceRecord(r.New))}
+}
+
+// checkNoReleaseWithoutMark: the released-volumes record is the gate's (rule 32); it names the volumes
+// released from a dead provider under the current mark, so on a ForeignCluster unmarked after the request
+// there is nothing it could name. Setting or changing it is refused, for everyone; removing it is anyone's.
+func checkNoReleaseWithoutMark(r *inputs) field.ErrorList {
+	if !sets(r.Old, r.New, liqojanitor.VolumesReleasedAnnotation) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(releasedPath, msgReleaseWithoutMark(r.New))}
+}
+
+// checkNoReleaseIntoTheMark: a mark never starts with volumes released (rule 32). The mutating webhook drops
+// the record from any request that sets the mark; one still there means it did not run.
+func checkNoReleaseIntoTheMark(r *inputs) field.ErrorList {
+	if _, carried := r.New.Annotations[liqojanitor.VolumesReleasedAnnotation]; !carried {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(releasedPath, msgReleaseIntoTheMark(r.New))}
+}
+
+// checkReleaseKept: while marked, the record only grows (rule 32): removing it, or a change that drops a
+// volume it listed (by UID), would lose what tells the operator which remote PVCs a re-peering deletes.
+func checkReleaseKept(r *inputs) field.ErrorList {
+	value, kept := r.New.Annotations[liqojanitor.VolumesReleasedAnnotation]
+	if !kept {
+		return field.ErrorList{field.Forbidden(releasedPath, msgReleaseRemoved(r.New))}
+	}
+	old, _ := liqojanitor.ParseVolumesReleased(r.Old.Annotations[liqojanitor.VolumesReleasedAnnotation])
+	rec, _ := liqojanitor.ParseVolumesReleased(value)
+	if dropped := rec.Dropped(old); len(dropped) > 0 {
+		return field.ErrorList{field.Forbidden(releasedPath, msgReleaseDropped(r.New, dropped))}
+	}
+	return nil
+}
+
+// checkReleaseRecord: a released-volumes record parses, names the requester and is fresh, as the mutating
+// webhook writes it (rule 32): nobody records a release in another's name, backdated or future-dated.
+func checkReleaseRecord(r *inputs) field.ErrorList {
+	rec, ok := liqojanitor.ParseVolumesReleased(r.New.Annotations[liqojanitor.VolumesReleasedAnnotation])
+	at, stamped := rec.StampedAt()
+	if ok && stamped && rec.By == r.User.Username && !at.After(r.Now.Add(clockSkew)) && r.Now.Sub(at) <= stampWindow {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(releasedPath, msgReleaseRecord(r.New))}
 }
 
 // checkOverrideValue: the deletion override, set on a marked ForeignCluster, names its cluster ID exactly
