@@ -291,7 +291,7 @@ func testReleaseStatefulSetAndDeployment(t *testing.T) {
 	l := pinned(t)
 	web := l.claim("data-web-0", l.dead.Node.Name, l.dead.ID, nil, nil)
 	pending := l.statefulSet("web", web)
-	db := l.claim("db", l.dead.Node.Name, l.dead.ID, map[string]string{"app": "db"},
+	l.claim("db", l.dead.Node.Name, l.dead.ID, map[string]string{"app": "db"},
 		map[string]string{"liqo.io/remote-storage-class": "fast", "example.io/note": "the operator's"})
 	db, err := getPVC(t, l.ns, "db") // as the binder left it
 	g.Expect(err).NotTo(HaveOccurred())

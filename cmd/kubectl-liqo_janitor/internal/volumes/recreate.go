@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
-
 )
 
 // How long volumeLeft waits for the PV to leave Bound, and how often it looks.
@@ -96,4 +95,3 @@ func successor(old *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim 
 	}
 	return pvc
 }
-

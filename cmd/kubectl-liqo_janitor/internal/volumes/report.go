@@ -119,4 +119,3 @@ func plural(n int) string {
 	}
 	return "s"
 }
-
