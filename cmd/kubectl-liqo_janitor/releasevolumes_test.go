@@ -322,6 +322,7 @@ func testReleaseStatefulSetAndDeployment(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pvc.UID).NotTo(Equal(web.UID))
 		g.Expect(pvc.Spec.VolumeName).To(BeEmpty())
+		g.Expect(pvc.Labels).To(HaveKeyWithValue("app", "web"), "the StatefulSet controller's (its selector's labels), not a copy of the old")
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the StatefulSet controller created a new claim")
 
 	// the Deployment's: re-created with its labels and spec, unbound, keeping only Liqo's remote overrides
