@@ -253,6 +253,7 @@ func testReleaseNeedsTheClusterID(t *testing.T) {
 
 	out, _, err := kubectl(t, alice, "", "release-volumes", name)
 	t.Log("release-volumes " + name + ":\n" + out)
+	g.Expect(versions(t, objs...)).To(Equal(before), "without --confirm-data-loss no PVC or PV is written")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(And(
 		ContainSubstring(fmt.Sprintf("ForeignCluster %s (cluster ID %s): 2 volumes pinned to it", name, l.dead.ID)),
@@ -264,6 +265,7 @@ func testReleaseNeedsTheClusterID(t *testing.T) {
 		ContainSubstring("Nothing was changed. To release them, abandoning their data on "+l.dead.ID+", run:\n  "+command+"\n")))
 
 	out, stderr, err := kubectl(t, alice, "", "release-volumes", name, "--confirm-data-loss=provider-typo")
+	g.Expect(versions(t, objs...)).To(Equal(before), "with a wrong --confirm-data-loss no PVC or PV is written")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("data-web-0"), "the plan is shown")
 	g.Expect(stderr).To(Equal("error: --confirm-data-loss=provider-typo is not the cluster ID of ForeignCluster " + name + ": nothing was changed\n" +
