@@ -432,9 +432,9 @@ func testReleaseOnlyFromADeadCluster(t *testing.T) {
 	second := l.claim("b-second", l.dead.Node.Name, l.dead.ID, nil, nil)
 	liveBefore := versions(t, objects(onLive)...)
 	_, stderr, err := kubectl(t, alice, "", "release-volumes", l.live.ForeignCluster.Name, "--confirm-data-loss="+l.live.ID)
+	g.Expect(versions(t, objects(onLive)...)).To(Equal(liveBefore), "nothing is released from a cluster not marked dead")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("is not marked permanently unreachable and confirmed"))
-	g.Expect(versions(t, objects(onLive)...)).To(Equal(liveBefore))
 
 	returned := func() {
 		record := liqojanitor.ReturnedPrefix + time.Now().UTC().Format(time.RFC3339Nano) + " (Liqo's APIServerStatus turned Established)"
@@ -456,8 +456,8 @@ func testReleaseOnlyFromADeadCluster(t *testing.T) {
 
 	secondBefore := versions(t, objects(second)...)
 	_, stderr, err = kubectl(t, alice, "", "release-volumes", l.dead.ForeignCluster.Name, "--confirm-data-loss="+l.dead.ID)
+	g.Expect(versions(t, objects(second)...)).To(Equal(secondBefore), "nothing is released while the return is not fenced")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("no fence of that return is recorded"))
 	g.Expect(stderr).To(ContainSubstring("kubectl liqo-janitor fence " + l.dead.ForeignCluster.Name))
-	g.Expect(versions(t, objects(second)...)).To(Equal(secondBefore))
 }
