@@ -228,6 +228,7 @@ func TestReleaseVolumes(t *testing.T) {
 	}}
 	for _, o := range []client.Object{role, harness.ClusterRoleBinding(role.Name, role.Name, alice)} {
 		g.Expect(client.IgnoreAlreadyExists(testEnv.Client.Create(t.Context(), o))).To(Succeed())
+		t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), o) }) // the package's other tests run without it
 	}
 	t.Run("without the typed cluster ID nothing changes", testReleaseNeedsTheClusterID)
 	t.Run("a StatefulSet's and a Deployment's volumes are released", testReleaseStatefulSetAndDeployment)
