@@ -68,7 +68,9 @@ func (s *scope) awaitPodsGone(ctx context.Context, w io.Writer, pods []corev1.Po
 			output.Printable(pod.Namespace), output.Printable(pod.Name), output.Printable(s.clusterID), output.Printable(pod.Spec.NodeName), timeout)
 	}
 	var left []string
-	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+	// reads with ctx, not the wait's: a read near the wait's deadline would fail for it (the client's rate
+	// limiter refuses a wait past a deadline), not because the pod is there
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(context.Context) (bool, error) {
 		var err error
 		left, err = s.podsLeft(ctx, pods)
 		return len(left) == 0, err

@@ -62,7 +62,7 @@ func (o *Options) recreate(ctx context.Context, w io.Writer, s *scope, v liqojan
 // awaitClaimGone waits, up to timeout, until v's PVC of the planned UID is gone.
 func (s *scope) awaitClaimGone(ctx context.Context, v liqojanitor.PinnedVolume, timeout, poll time.Duration) error {
 	var holders []string
-	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(context.Context) (bool, error) { // reads with ctx: see awaitPodsGone
 		pvc := &corev1.PersistentVolumeClaim{}
 		err := s.c.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: v.Name}, pvc)
 		if apierrors.IsNotFound(err) || (err == nil && string(pvc.UID) != v.UID) {

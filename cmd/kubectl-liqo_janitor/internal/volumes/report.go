@@ -64,6 +64,9 @@ func (r *Result) released(w io.Writer, v liqojanitor.PinnedVolume, what, pv stri
 // skipped adds v, skipped for err, to r.
 func (r *Result) skipped(w io.Writer, v liqojanitor.PinnedVolume, err error) {
 	why := strings.TrimPrefix(err.Error(), errSkipped.Error()+": ")
+	if lines, ok := err.(output.Lines); ok { //nolint:errorlint // only the plugin's own, unwrapped, is on several lines
+		why = strings.Join(lines, " ")
+	}
 	fmt.Fprintf(w, "  skipped: %s\n", output.Printable(why))
 	r.Skipped = append(r.Skipped, Outcome{PVC: output.Printable(v.Namespace + "/" + v.Name), UID: output.Printable(v.UID),
 		What: output.Printable(why), DataOn: output.Printable(v.DataOn(r.ClusterID))})

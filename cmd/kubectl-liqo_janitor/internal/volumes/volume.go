@@ -119,7 +119,7 @@ func (s *scope) deleteClaim(ctx context.Context, v liqojanitor.PinnedVolume) err
 // sees the claim gone).
 func (s *scope) volumeLeft(ctx context.Context, v liqojanitor.PinnedVolume) string {
 	pv := &corev1.PersistentVolume{}
-	_ = wait.PollUntilContextTimeout(ctx, pvPoll, pvWait, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, pvPoll, pvWait, true, func(context.Context) (bool, error) { // reads with ctx: see awaitPodsGone
 		err := s.c.Get(ctx, client.ObjectKey{Name: v.PV}, pv)
 		if apierrors.IsNotFound(err) {
 			pv = nil
@@ -130,9 +130,9 @@ func (s *scope) volumeLeft(ctx context.Context, v liqojanitor.PinnedVolume) stri
 	if pv == nil {
 		return "PV " + v.PV + " is gone"
 	}
-	s2 := fmt.Sprintf("PV %s still there: %s", v.PV, pv.Status.Phase)
+	line := fmt.Sprintf("PV %s still there: %s", v.PV, pv.Status.Phase)
 	if pv.Status.Reason != "" || pv.Status.Message != "" {
-		s2 += " (" + strings.TrimSpace(pv.Status.Reason+" "+pv.Status.Message) + ")"
+		line += " (" + strings.TrimSpace(pv.Status.Reason+" "+pv.Status.Message) + ")"
 	}
-	return s2 + ", reclaim policy " + string(pv.Spec.PersistentVolumeReclaimPolicy) + ": left to Liqo's provisioner, never deleted here"
+	return line + ", reclaim policy " + string(pv.Spec.PersistentVolumeReclaimPolicy) + ": left to Liqo's provisioner, never deleted here"
 }
