@@ -226,7 +226,7 @@ func TestReleaseVolumes(t *testing.T) {
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"list"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"list"}},
 	}}
-	for _, o := range []client.Object{role, harness.ClusterRoleBinding(role.Name, role.Name, alice)} {
+	for _, o := range []client.Object{role, harness.ClusterRoleBinding(role.Name, role.Name, alice, bob)} {
 		g.Expect(client.IgnoreAlreadyExists(testEnv.Client.Create(t.Context(), o))).To(Succeed())
 		t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), o) }) // the package's other tests run without it
 	}
@@ -272,6 +272,12 @@ func testReleaseNeedsTheClusterID(t *testing.T) {
 	g.Expect(stderr).To(Equal("error: --confirm-data-loss=provider-typo is not the cluster ID of ForeignCluster " + name + ": nothing was changed\n" +
 		"To release the volumes above, abandoning their data there, run:\n  " + command + "\n"))
 
+	_, stderr, err = kubectl(t, bob, "", "release-volumes", name, "--confirm-data-loss="+l.dead.ID)
+	g.Expect(versions(t, objs...)).To(Equal(before), "without the break-glass verb the record needs, no PVC or PV is written")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(stderr).To(ContainSubstring("you do not hold the break-glass verb mark-unreachable on ForeignCluster " + name +
+		", which recording a release needs (gate rule 32): nothing was changed"))
+
 	out, _, err = kubectl(t, alice, "", "release-volumes", name, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
 	var report volumes.Report
@@ -300,6 +306,10 @@ func testReleaseStatefulSetAndDeployment(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(db.Annotations).To(HaveKey("pv.kubernetes.io/bind-completed"), "the binder's annotations are there to be dropped")
 	onDead := l.pod("db-0", "db", l.dead.Node.Name)
+	earlier := liqojanitor.VolumesReleased{At: "2026-12-06T10:00:00Z", By: alice,
+		Volumes: []liqojanitor.ReleasedVolume{{PVC: l.ns + "/earlier", UID: "uid-of-an-earlier-release"}}}.String()
+	g.Expect(fixture.Annotate(ctx, testEnv.Client, l.dead.ForeignCluster,
+		map[string]*string{liqojanitor.VolumesReleasedAnnotation: &earlier})).To(Succeed(), "an earlier release's record")
 
 	var out syncBuffer
 	done := make(chan error, 1)
@@ -350,6 +360,7 @@ func testReleaseStatefulSetAndDeployment(t *testing.T) {
 	rec, ok := liqojanitor.ParseVolumesReleased(annotations(t, l.dead)[liqojanitor.VolumesReleasedAnnotation])
 	g.Expect(ok).To(BeTrue())
 	g.Expect(rec.Volumes).To(ConsistOf(
+		liqojanitor.ReleasedVolume{PVC: l.ns + "/earlier", UID: "uid-of-an-earlier-release"},
 		liqojanitor.ReleasedVolume{PVC: l.ns + "/data-web-0", UID: string(web.UID), Remote: remoteNS + "/data-web-0"},
 		liqojanitor.ReleasedVolume{PVC: l.ns + "/db", UID: string(db.UID), Remote: remoteNS + "/db"}))
 	g.Expect(rec.By).NotTo(BeEmpty())

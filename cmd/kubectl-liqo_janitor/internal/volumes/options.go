@@ -51,8 +51,8 @@ func (o *Options) Validate() error {
 }
 
 // Run is `release-volumes`: the scope and its checks, the plan and the exact command; with the right
-// --confirm-data-loss, each volume released in turn, the release recorded on the ForeignCluster, the
-// summary.
+// --confirm-data-loss, the check that the release can be recorded, each volume released in turn, the
+// release recorded on the ForeignCluster, the summary.
 func (o *Options) Run(ctx context.Context) error {
 	s, err := o.newScope(ctx)
 	if err != nil {
@@ -65,8 +65,12 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.confirmed(s, plan); err != nil || len(plan.Volumes) == 0 || o.ConfirmDataLoss == "" {
 		return err
 	}
+	user, err := o.preflight(ctx, s)
+	if err != nil {
+		return err
+	}
 	res := o.releaseAll(ctx, s)
-	recordErr := o.record(ctx, s, res)
+	recordErr := o.record(ctx, s, res, user)
 	if err := o.show(&Report{TypeMeta: output.TypeMeta(reportKind), Result: res}); err != nil {
 		return err
 	}

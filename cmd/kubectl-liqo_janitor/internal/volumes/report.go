@@ -54,11 +54,7 @@ func (r *Result) released(w io.Writer, v liqojanitor.PinnedVolume, what, pv stri
 	fmt.Fprintf(w, "  released: %s\n  %s\n", output.Printable(what), output.Printable(pv))
 	r.Released = append(r.Released, Outcome{PVC: output.Printable(v.Namespace + "/" + v.Name), UID: output.Printable(v.UID),
 		What: output.Printable(what), DataOn: output.Printable(v.DataOn(r.ClusterID)), PV: output.Printable(pv)})
-	rv := liqojanitor.ReleasedVolume{PVC: v.Namespace + "/" + v.Name, UID: v.UID}
-	if v.RemoteNamespace != "" {
-		rv.Remote = v.RemoteNamespace + "/" + v.Name
-	}
-	r.volumes = append(r.volumes, rv)
+	r.volumes = append(r.volumes, releasedVolume(v))
 }
 
 // skipped adds v, skipped for err, to r.
