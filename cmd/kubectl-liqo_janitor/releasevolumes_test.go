@@ -236,6 +236,7 @@ func TestReleaseVolumes(t *testing.T) {
 	t.Run("a pod that does not go holds its volume", testReleaseHeldByAForeignFinalizer)
 	t.Run("a pod on another node refuses the volume", testReleaseRefusesAPodElsewhere)
 	t.Run("only from a dead cluster with no unfenced return", testReleaseOnlyFromADeadCluster)
+	t.Run("a return recorded while the release waits stops it", testReleaseReturnDuringTheWait)
 }
 
 // testReleaseNeedsTheClusterID: without --confirm-data-loss the plan lists the pinned volumes, what would
@@ -448,15 +449,10 @@ func testReleaseOnlyFromADeadCluster(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("is not marked permanently unreachable and confirmed"))
 
-	returned := func() {
-		record := liqojanitor.ReturnedPrefix + time.Now().UTC().Format(time.RFC3339Nano) + " (Liqo's APIServerStatus turned Established)"
-		g.Expect(fixture.Annotate(context.Background(), asJanitor(t), l.dead.ForeignCluster,
-			map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed(), "the janitor's identity records the return")
-	}
 	out, err := releaseWith(t, l.dead.ForeignCluster.Name, l.dead.ID, func(o *volumes.Options) {
 		o.BeforeDelete = func(_ context.Context, v liqojanitor.PinnedVolume) {
 			if v.Name == first.Name {
-				returned()
+				recordReturn(t, l.dead)
 			}
 		}
 	})
@@ -472,4 +468,36 @@ func testReleaseOnlyFromADeadCluster(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("no fence of that return is recorded"))
 	g.Expect(stderr).To(ContainSubstring("kubectl liqo-janitor fence " + l.dead.ForeignCluster.Name))
+}
+
+// recordReturn records, as the janitor's identity, a return of p's provider now (its cleanup annotation).
+func recordReturn(t *testing.T, p *fixture.Provider) {
+	t.Helper()
+	record := liqojanitor.ReturnedPrefix + time.Now().UTC().Format(time.RFC3339Nano) + " (Liqo's APIServerStatus turned Established)"
+	NewWithT(t).Expect(fixture.Annotate(context.Background(), asJanitor(t), p.ForeignCluster,
+		map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed(), "the janitor's identity records the return")
+}
+
+// testReleaseReturnDuringTheWait: the cluster is re-read just before the delete, after the wait for the
+// pods: a return recorded while the release waited for its pod to go stops it, the PVC not deleted.
+func testReleaseReturnDuringTheWait(t *testing.T) {
+	testEnv := harness.Require(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	l := pinned(t)
+	waited := l.claim("waited", l.dead.Node.Name, l.dead.ID, nil, nil)
+	pod := l.pod("waited-0", "waited", l.dead.Node.Name)
+	var out syncBuffer
+	done := make(chan error, 1)
+	cmd := newRootCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+	cmd.SetArgs([]string{"--kubeconfig", testEnv.KubeconfigPath, "--as", alice, "release-volumes", l.dead.ForeignCluster.Name,
+		"--confirm-data-loss=" + l.dead.ID, "--timeout=1m"})
+	go func() { done <- run(ctx, cmd) }()
+	g.Eventually(out.String).WithTimeout(30*time.Second).Should(ContainSubstring("waiting for pod "+l.ns+"/waited-0"))
+	recordReturn(t, l.dead)
+	g.Expect(testEnv.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed(), "the janitor's pod rule")
+	g.Eventually(done).WithTimeout(time.Minute).Should(Receive(HaveOccurred()))
+	t.Log(out.String())
+	g.Expect(getPVC(t, l.ns, waited.Name)).To(And(HaveField("UID", waited.UID), HaveField("DeletionTimestamp", BeNil())), "not deleted")
+	g.Expect(out.String()).To(ContainSubstring("skipped: the provider of ForeignCluster " + l.dead.ForeignCluster.Name + " answered again after the mark"))
 }

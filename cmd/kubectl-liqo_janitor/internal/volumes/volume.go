@@ -51,23 +51,18 @@ func (o *Options) releaseAll(ctx context.Context, s *scope) *Result {
 	return res
 }
 
-// release releases one volume: its claim as planned, its pods, its delete with a UID precondition, then
-// its re-creation unless a StatefulSet generates it. It says what it did.
+// release releases one volume: its claim as planned, its pods gone, the last checks, its delete with a
+// UID precondition, then its re-creation unless a StatefulSet generates it. It says what it did.
 func (o *Options) release(ctx context.Context, w io.Writer, s *scope, v liqojanitor.PinnedVolume) (string, error) {
 	old, err := s.samePVC(ctx, v)
 	if err != nil {
 		return "", err
 	}
-	pods, err := s.users(ctx, v)
-	if err != nil {
-		return "", skip("%s", err.Error())
-	}
-	left, err := s.awaitPodsGone(ctx, w, pods, o.Timeout, o.poll())
-	if err != nil {
+	if err := o.awaitUsersGone(ctx, w, s, v); err != nil {
 		return "", err
 	}
-	if len(left) > 0 {
-		return "", skip("still used on %s after %s, never forced: %s", s.clusterID, o.Timeout, strings.Join(left, "; "))
+	if err := s.lastChecks(ctx, v); err != nil {
+		return "", err
 	}
 	if o.BeforeDelete != nil {
 		o.BeforeDelete(ctx, v)
@@ -80,6 +75,39 @@ func (o *Options) release(ctx context.Context, w io.Writer, s *scope, v liqojani
 		return "deleted; StatefulSet " + v.StatefulSet + " creates a new PVC for its Pending pod", nil
 	}
 	return o.recreate(ctx, w, s, v, old)
+}
+
+// awaitUsersGone refuses v when a pod bound to another node uses it, and waits for those on the dead
+// cluster's virtual nodes to be gone; a pod that does not go makes it a skip.
+func (o *Options) awaitUsersGone(ctx context.Context, w io.Writer, s *scope, v liqojanitor.PinnedVolume) error {
+	pods, err := s.users(ctx, v)
+	if err != nil {
+		return skip("%s", err.Error())
+	}
+	left, err := s.awaitPodsGone(ctx, w, pods, o.Timeout, o.poll())
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return skip("still used on %s after %s, never forced: %s", s.clusterID, o.Timeout, strings.Join(left, "; "))
+	}
+	return nil
+}
+
+// lastChecks are made just before the delete, since the wait for the pods may have been long: the
+// cluster is still dead (a return may have been recorded meanwhile), and no pod bound to a node uses
+// the claim (one may have come meanwhile).
+func (s *scope) lastChecks(ctx context.Context, v liqojanitor.PinnedVolume) error {
+	if err := s.stillDead(ctx); err != nil {
+		return err
+	}
+	switch pods, err := s.users(ctx, v); {
+	case err != nil:
+		return skip("%s", err.Error())
+	case len(pods) > 0:
+		return skip("pod %s came on %s's virtual node %s while the release waited: not deleted; run the command again", pods[0].Name, s.clusterID, pods[0].Spec.NodeName)
+	}
+	return nil
 }
 
 // samePVC is v's PVC if it is still the one planned: there, with the planned UID.
