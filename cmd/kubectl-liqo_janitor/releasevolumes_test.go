@@ -493,7 +493,7 @@ func testReleaseReturnDuringTheWait(t *testing.T) {
 	cmd.SetArgs([]string{"--kubeconfig", testEnv.KubeconfigPath, "--as", alice, "release-volumes", l.dead.ForeignCluster.Name,
 		"--confirm-data-loss=" + l.dead.ID, "--timeout=1m"})
 	go func() { done <- run(ctx, cmd) }()
-	g.Eventually(out.String).WithTimeout(30*time.Second).Should(ContainSubstring("waiting for pod "+l.ns+"/waited-0"))
+	g.Eventually(out.String).WithTimeout(30 * time.Second).Should(ContainSubstring("waiting for pod " + l.ns + "/waited-0"))
 	recordReturn(t, l.dead)
 	g.Expect(testEnv.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed(), "the janitor's pod rule")
 	g.Eventually(done).WithTimeout(time.Minute).Should(Receive(HaveOccurred()))
