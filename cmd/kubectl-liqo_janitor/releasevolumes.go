@@ -24,7 +24,8 @@ does, and the exact command; it changes nothing unless --` + volumes.ConfirmFlag
 cluster ID. Their data lives only on that provider (a PVC of the same name in the remote namespace):
 releasing a PVC abandons it.
 
-Then, volume by volume, it re-reads that the provider is still dead (marked, confirmed, no unfenced return
+It first checks that the release can be recorded: you hold the break-glass verb mark-unreachable, and the
+API server takes the record (a server-side dry run). Then, volume by volume, it re-reads that the provider is still dead (marked, confirmed, no unfenced return
 recorded), refuses a volume a pod bound to another node uses, waits (--timeout) for the pods using it on
 the provider's virtual nodes to be gone (the janitor deletes them; a pod that does not go is named and the
 volume skipped, never forced), deletes the PVC with a precondition on its UID (one re-created since the plan

@@ -10,7 +10,7 @@
 // scope.go (what one release knows: the ForeignCluster, the janitor's records, the dead cluster's
 // virtual nodes, the pinned volumes), plan.go (what would happen to each, and the exact command),
 // dead.go (the cluster re-read before each volume: still dead, no unfenced return), pods.go (who uses a
-// volume, and the wait for the pods on the dead cluster's nodes), volume.go (the delete with a UID
-// precondition, the wait until gone, the re-creation), record.go (the released volumes on the
-// ForeignCluster) and report.go (the plan and the result, as lines or the -o document).
+// volume, and the wait for the pods on the dead cluster's nodes), volume.go (the last checks, the delete with a
+// UID precondition), recreate.go (the wait until gone, the re-creation), record.go (the released volumes
+// on the ForeignCluster, and the check before anything is deleted that they can be recorded) and report.go (the plan and the result, as lines or the -o document).
 package volumes
