@@ -57,7 +57,7 @@ func TestCompletionOffersForeignClusterNamesAndClusterIDs(t *testing.T) {
 	_, _, err := kubectl(t, alice, "", "mark", deadName, "--reason", "gone", "--yes")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(completions(t, alice, "mark", "")).NotTo(ContainElement(HavePrefix(deadName+"\t")), "mark offers the unmarked ones")
-	for _, cmd := range []string{"unmark", "status", "fence"} {
+	for _, cmd := range []string{"unmark", "status", "fence", "release-volumes"} {
 		got := completions(t, alice, cmd, "")
 		g.Expect(got).To(ContainElement(both(deadName)), "%s offers the marked ones", cmd)
 		g.Expect(got).NotTo(ContainElements(HavePrefix(liveName+"\t"), otherName), "%s offers the marked ones", cmd)

@@ -41,6 +41,8 @@ liqo-janitor's gate with the typed confirmation, and follows the clean-up.
   kubectl liqo-janitor status [<cluster-id>] [--watch]
   kubectl liqo-janitor fence <cluster-id> --provider-kubeconfig <file>   stop, on a marked provider that answers
                                                  again, what this consumer left running there
+  kubectl liqo-janitor release-volumes <cluster-id> [--confirm-data-loss=<cluster-id>]   release the volumes
+                                                 pinned to a dead provider, abandoning their data there
 
 On a provider, with its admin's kubeconfig (the provider fence, docs/provider-fence.md):
 
@@ -67,7 +69,8 @@ On a provider, with its admin's kubeconfig (the provider fence, docs/provider-fe
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.AddCommand(e.planCommand(), e.markCommand(), e.statusCommand(), e.pauseCommand(), e.resumeCommand(),
-		e.unmarkCommand(), e.canICommand(), e.fenceCommand(), e.fenceCredentialCommand(), e.unfenceCommand(), e.versionCommand())
+		e.unmarkCommand(), e.canICommand(), e.fenceCommand(), e.releaseVolumesCommand(), e.fenceCredentialCommand(), e.unfenceCommand(),
+		e.versionCommand())
 	for _, cmd := range root.Commands() {
 		cmd.RunE = commandErrors(cmd.RunE)
 	}

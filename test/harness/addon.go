@@ -82,7 +82,8 @@ const PluginRole = liqojanitor.Name + ":plugin"
 
 // InstallPlanReaders lets users read what `kubectl liqo-janitor plan` reads, as a cluster's view role and
 // Liqo's read roles give it: Liqo's objects, nodes, pods, namespaces, ConfigMaps (the janitor-wide brake
-// `status` shows) and events, and the install's PluginRole, which view aggregates.
+// `status` shows), events and what the plan reads of the volumes pinned to a dead cluster (PVCs, PVs,
+// StorageClasses, StatefulSets), and the install's PluginRole, which view aggregates.
 func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
 	pluginRole := &rbacv1.ClusterRole{} // the janitor's namespace, from the gate's webhook configuration
 	if err := e.Installed("ClusterRole", PluginRole, pluginRole); err != nil {
@@ -95,6 +96,10 @@ func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"core.liqo.io", "offloading.liqo.io", "authentication.liqo.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+		// the volumes pinned to a dead cluster the plan lists (janitor.PinnedVolumes, issue 38)
+		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"list"}},
 	}}
 	if err := e.Client.Create(ctx, pluginRole); client.IgnoreAlreadyExists(err) != nil { // applied with the install, or not yet
 		return fmt.Errorf("creating ClusterRole %s: %w", PluginRole, err)

@@ -1,0 +1,78 @@
+package volumes
+
+import (
+	"context"
+	"fmt"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/janitor"
+)
+
+// scope is what one release knows: the consumer, the dead ForeignCluster as first read, the janitor's
+// namespace, the dead cluster's virtual nodes and the volumes pinned to it.
+type scope struct {
+	c         client.Client
+	fc        *liqov1beta1.ForeignCluster
+	clusterID string
+	janitorNS cli.JanitorNamespace
+	// nodes are the names of the dead cluster's virtual nodes: its VirtualNodes (spec.clusterID) and
+	// those the janitor kept at its first sight of the mark (the unpeering deletes them) — the pod
+	// rule's tie of a Node to a cluster, the one janitor.PinnedVolumes reads.
+	nodes   map[string]bool
+	volumes []liqojanitor.PinnedVolume
+}
+
+// newScope resolves the ForeignCluster, refuses unless it is dead (deadness, dead.go), and lists the
+// volumes pinned to it with the janitor's own rule (janitor.PinnedVolumes).
+func (o *Options) newScope(ctx context.Context) (*scope, error) {
+	c, fc, err := o.Factory.Resolve(ctx, o.ForeignCluster)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := cli.FindJanitorNamespace(ctx, c, o.JanitorNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("%w; release-volumes reads the janitor's records there: nothing was changed", err)
+	}
+	s := &scope{c: c, fc: fc, clusterID: string(fc.Spec.ClusterID), janitorNS: ns}
+	kept, err := s.deadness(ctx, fc)
+	if err != nil {
+		return nil, err
+	}
+	if s.nodes, err = virtualNodes(ctx, c, s.clusterID, kept); err != nil {
+		return nil, err
+	}
+	if s.volumes, err = janitor.PinnedVolumes(ctx, c, ns.Name, fc); err != nil {
+		return nil, fmt.Errorf("listing the volumes pinned to %s: %w", s.clusterID, err)
+	}
+	return s, nil
+}
+
+// virtualNodes are the names of clusterID's virtual nodes: its VirtualNodes without a name another
+// cluster's VirtualNode carries (janitor rule 3's tie, as janitor.PinnedVolumes reads it), and those kept
+// in the janitor's record of the mark.
+func virtualNodes(ctx context.Context, c client.Reader, clusterID string, kept liqojanitor.KeptRecord) (map[string]bool, error) {
+	var vns offloadingv1beta1.VirtualNodeList
+	if err := c.List(ctx, &vns); err != nil {
+		return nil, fmt.Errorf("listing VirtualNodes: %w", err)
+	}
+	out, other := map[string]bool{}, map[string]bool{}
+	for _, vn := range vns.Items {
+		if string(vn.Spec.ClusterID) == clusterID {
+			out[vn.Name] = true
+		} else {
+			other[vn.Name] = true
+		}
+	}
+	for name := range other {
+		delete(out, name)
+	}
+	for _, n := range kept.VirtualNodes {
+		out[n] = true
+	}
+	return out, nil
+}
