@@ -64,6 +64,7 @@ type demo struct {
 	before       map[string]string // resourceVersions of the live providers' objects
 	marked       time.Time
 	fabrics      map[string]fabric // each provider's networking objects in its tenant namespace, by cluster ID
+	stateful     stateful          // the StatefulSet whose volume is pinned to the dead provider
 	// tenantDeleted is when the operator deleted the dead provider's tenant namespace.
 	tenantDeleted time.Time
 }
@@ -82,6 +83,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"The janitor at work", d.watchJanitor},
 		{"Result", d.result},
 		{"The unpeering", d.unpeer},
+		{"Stateful workloads come back", d.statefulChapter},
 		{"The dead provider comes back", d.comeBack},
 		{"At most once: a provider that fences itself", d.fenceItself},
 	}

@@ -84,6 +84,11 @@ func (d *demo) layout(ctx context.Context) error {
 			p.ID, len(p.Pods), 1+len(p.ExtraSlices)))
 	}
 	d.out.done(fmt.Sprintf("namespaces %s offloaded to all three (NamespaceOffloadings)", strings.Join(d.cons.Namespaces, ", ")))
+	if err := d.layoutStateful(ctx); err != nil {
+		return err
+	}
+	d.out.done(fmt.Sprintf("in %s, StatefulSet db: its claim data-db-0 of Liqo's virtual storage class was provisioned on %s "+
+		"(a placeholder PV pinned there, as Liqo's virtual kubelet makes it)", d.stateful.ns, d.dead().ID))
 	if err := d.layoutNetworking(ctx); err != nil {
 		return err
 	}
