@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -239,6 +240,25 @@ func ReleasedVolumesRecords(cm *corev1.ConfigMap) map[string]VolumesReleased {
 		if r, ok := ParseVolumesReleased(value); ok {
 			out[id] = r
 		}
+	}
+	return out
+}
+
+// VirtualNodeNames are the names of clusterID's VirtualNodes among vns (spec.clusterID, the consumer's own
+// field), without a name another cluster's VirtualNode also carries (janitor rule 3's tie of a Node to a
+// cluster makes that Node nobody's): the nodes a volume pinned to the cluster may have been selected for.
+// The janitor and `release-volumes` read them alike.
+func VirtualNodeNames(vns []offloadingv1beta1.VirtualNode, clusterID string) map[string]bool {
+	out, other := map[string]bool{}, map[string]bool{}
+	for _, vn := range vns {
+		if string(vn.Spec.ClusterID) == clusterID {
+			out[vn.Name] = true
+		} else {
+			other[vn.Name] = true
+		}
+	}
+	for name := range other {
+		delete(out, name)
 	}
 	return out
 }

@@ -120,25 +120,13 @@ func placeholdersOf(ctx context.Context, r client.Reader, clusterID string) (map
 	return out, nil
 }
 
-// virtualNodeNames are the names of clusterID's VirtualNodes (spec.clusterID, the consumer's own field),
-// without a name another cluster's VirtualNode also carries (the pod rule makes that Node nobody's).
+// virtualNodeNames are the names of clusterID's VirtualNodes, listed through r (liqojanitor.VirtualNodeNames).
 func virtualNodeNames(ctx context.Context, r client.Reader, clusterID string) (map[string]bool, error) {
 	var vns offloadingv1beta1.VirtualNodeList
 	if err := r.List(ctx, &vns); err != nil {
 		return nil, fmt.Errorf("listing VirtualNodes: %w", err)
 	}
-	out, other := map[string]bool{}, map[string]bool{}
-	for _, vn := range vns.Items {
-		if string(vn.Spec.ClusterID) == clusterID {
-			out[vn.Name] = true
-		} else {
-			other[vn.Name] = true
-		}
-	}
-	for name := range other {
-		delete(out, name)
-	}
-	return out, nil
+	return liqojanitor.VirtualNodeNames(vns.Items, clusterID), nil
 }
 
 // placeholderOf is the cluster ID a Liqo placeholder PV is pinned to (its shape, as the virtual kubelet

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
@@ -13,9 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -40,9 +37,8 @@ import (
 var volumeControllers = []string{"persistentvolumeclaim-protection-controller", "persistentvolume-protection-controller",
 	"persistentvolume-binder-controller", "statefulset-controller", "garbage-collector-controller"}
 
-// liqoClass is the test's StorageClass of Liqo's virtual storage (deployments/liqo/templates/
-// liqo-storage-class.yaml: provisioner liqo.io/storage, WaitForFirstConsumer).
-const liqoClass = "liqo"
+// liqoClass is the test's StorageClass of Liqo's virtual storage (fixture.StorageClasses).
+const liqoClass = fixture.LiqoStorageClass
 
 // remoteNS is the namespace on the dead cluster the test's namespace is offloaded to, as the janitor kept it.
 const remoteNS = "remote-app"
@@ -80,31 +76,10 @@ func (l *pinnedLayout) claim(name, node, cluster string, labels, annotations map
 	testEnv := harness.Require(l.t)
 	g := NewWithT(l.t)
 	ctx := l.t.Context()
-	a := map[string]string{liqojanitor.SelectedNodeAnnotation: node}
-	maps.Copy(a, annotations)
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: name, Labels: labels, Annotations: a},
-		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(liqoClass), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}
-	g.Expect(testEnv.Client.Create(ctx, pvc)).To(Succeed())
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: liqojanitor.PlaceholderPVPrefix + string(pvc.UID),
-			Annotations: map[string]string{liqojanitor.ProvisionedByAnnotation: liqojanitor.LiqoStorageProvisioner}},
-		Spec: corev1.PersistentVolumeSpec{
-			StorageClassName: liqoClass, AccessModes: pvc.Spec.AccessModes, PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: liqojanitor.PlaceholderPath}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: liqojanitor.RemoteClusterIDLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{cluster}}},
-			}}}},
-			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: l.ns, Name: name, UID: pvc.UID},
-		},
-	}
-	g.Expect(testEnv.Client.Create(ctx, pv)).To(Succeed())
+	pvc, pv, err := fixture.Bind(ctx, testEnv.Client, fixture.Claim{Namespace: l.ns, Name: name, Class: liqoClass, Node: node, Cluster: cluster,
+		Placeholder: true, Labels: labels, Annotations: annotations})
+	g.Expect(err).NotTo(HaveOccurred())
 	l.t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), pv) })
-	g.Expect(testEnv.Client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"spec":{"volumeName":%q}}`, pv.Name)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(testEnv.Client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc)).To(Succeed())
 		g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
@@ -215,9 +190,7 @@ func TestReleaseVolumes(t *testing.T) {
 	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	testEnv.StartControllersFor(t, volumeControllers)
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: liqoClass}, Provisioner: liqojanitor.LiqoStorageProvisioner,
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
-	g.Expect(client.IgnoreAlreadyExists(testEnv.Client.Create(t.Context(), sc))).To(Succeed())
+	g.Expect(fixture.StorageClasses(t.Context(), testEnv.Client)).To(Succeed())
 	// what a release needs beyond a plan reader's view: list PVCs, PVs, StorageClasses and StatefulSets,
 	// delete and create PVCs
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "volume-releaser"}, Rules: []rbacv1.PolicyRule{

@@ -257,14 +257,7 @@ func TestStatusNamesWhatHoldsTheUnpeering(t *testing.T) {
 
 	held := liqojanitor.LeftObject{Kind: "FirewallConfiguration", Namespace: dead.TenantNS, Name: firewall.GetName(),
 		HeldBy: "finalizer " + fabricFinalizer, Releasable: false}
-	document := func() *liqojanitor.Unpeering {
-		out, _, err := kubectl(t, alice, "", "status", dead.ForeignCluster.Name, "-o", "yaml")
-		g.Expect(err).NotTo(HaveOccurred())
-		var report statusReport
-		g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
-		g.Expect(report.Clusters).To(HaveLen(1))
-		return report.Clusters[0].Unpeering
-	}
+	document := unpeeringDocument(t, dead.ForeignCluster.Name)
 	g.Eventually(document).WithTimeout(30*time.Second).Should(And(Not(BeNil()),
 		HaveField("Phase", liqojanitor.UnpeeringInProgress),
 		HaveField("LiqoVersion", "v1.2.x"),
@@ -361,17 +354,24 @@ func TestPlanAndStatusListTheVolumesPinnedToTheDeadCluster(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("  " + line + "\n    - " + want.Line() + "\n"))
 	g.Expect(out).To(ContainSubstring("kubectl liqo-janitor release-volumes shows the plan"))
 
-	document := func() *liqojanitor.Unpeering {
-		out, _, err := kubectl(t, alice, "", "status", dead.ForeignCluster.Name, "-o", "yaml")
+	document := unpeeringDocument(t, dead.ForeignCluster.Name)
+	g.Eventually(document).WithTimeout(30*time.Second).Should(And(Not(BeNil()), HaveField("PinnedVolumes", 1),
+		HaveField("Volumes", Equal([]liqojanitor.PinnedVolume{want}))), "status -o yaml carries the janitor's record of the pinned volume")
+	out, _, err = kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("  " + line + "\n    - " + want.Line() + "\n"))
+}
+
+// unpeeringDocument reads the unpeering record of the ForeignCluster name in `status -o yaml`.
+func unpeeringDocument(t *testing.T, name string) func() *liqojanitor.Unpeering {
+	t.Helper()
+	return func() *liqojanitor.Unpeering {
+		g := NewWithT(t)
+		out, _, err := kubectl(t, alice, "", "status", name, "-o", "yaml")
 		g.Expect(err).NotTo(HaveOccurred())
 		var report statusReport
 		g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
 		g.Expect(report.Clusters).To(HaveLen(1))
 		return report.Clusters[0].Unpeering
 	}
-	g.Eventually(document).WithTimeout(30*time.Second).Should(And(Not(BeNil()), HaveField("PinnedVolumes", 1),
-		HaveField("Volumes", Equal([]liqojanitor.PinnedVolume{want}))), "status -o yaml carries the janitor's record of the pinned volume")
-	out, _, err = kubectl(t, alice, "", "status", dead.ForeignCluster.Name)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(ContainSubstring("  " + line + "\n    - " + want.Line() + "\n"))
 }

@@ -60,17 +60,7 @@ func virtualNodes(ctx context.Context, c client.Reader, clusterID string, kept l
 	if err := c.List(ctx, &vns); err != nil {
 		return nil, fmt.Errorf("listing VirtualNodes: %w", err)
 	}
-	out, other := map[string]bool{}, map[string]bool{}
-	for _, vn := range vns.Items {
-		if string(vn.Spec.ClusterID) == clusterID {
-			out[vn.Name] = true
-		} else {
-			other[vn.Name] = true
-		}
-	}
-	for name := range other {
-		delete(out, name)
-	}
+	out := liqojanitor.VirtualNodeNames(vns.Items, clusterID)
 	for _, n := range kept.VirtualNodes {
 		out[n] = true
 	}
