@@ -20,13 +20,14 @@ import (
 // (liqojanitor.ReleasedVolumesConfigMap: the ForeignCluster, and its record, may be gone), and a third
 // validating webhook answers a CREATE of a ForeignCluster, or an UPDATE that sets or changes its
 // spec.clusterID, with liqojanitor.VolumesReleased.RepeerWarning when that copy names the cluster ID. It
-// only warns: its failurePolicy is Ignore, so peering never waits for the gate (rule 8).
+// only warns: its failurePolicy is Ignore, so peering never fails for the gate (rule 8), and its timeout is
+// 2 s (its one read is bounded by 1 s), so a gate that hangs delays a peering by 2 s at most.
 
 // PeeringPath is the path the peering warning is served on (rule 32).
 const PeeringPath = "/warn-liqo-io-v1beta1-foreigncluster-peering"
 
 //nolint:lll // markers are one line each
-// +kubebuilder:webhook:path=/warn-liqo-io-v1beta1-foreigncluster-peering,mutating=false,failurePolicy=ignore,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster-peering.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"peerings","expression":"request.operation == 'CREATE' || (has(object.spec.clusterID) && !(has(oldObject.spec.clusterID) && oldObject.spec.clusterID == object.spec.clusterID))"}]}`
+// +kubebuilder:webhook:path=/warn-liqo-io-v1beta1-foreigncluster-peering,mutating=false,failurePolicy=ignore,sideEffects=None,groups=core.liqo.io,resources=foreignclusters,verbs=create;update,versions=v1beta1,name=vforeigncluster-peering.liqo-janitor.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=2,patch=`{"matchConditions":[{"name":"peerings","expression":"request.operation == 'CREATE' || (has(object.spec.clusterID) && !(has(oldObject.spec.clusterID) && oldObject.spec.clusterID == object.spec.clusterID))"}]}`
 
 // releasedReadTimeout bounds the read of the janitor's copy of the records (rule 32).
 const releasedReadTimeout = time.Second
