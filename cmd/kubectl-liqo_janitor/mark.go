@@ -14,12 +14,8 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 )
-
-// noEvidenceWhy is why a ForeignCluster without an APIServerStatus condition needs a second key.
-const noEvidenceWhy = "Liqo keeps no APIServerStatus for this ForeignCluster (it drops the condition when the cluster has\n" +
-	"  no API server URL: its identity was deleted, authentication is off, or the object was made by hand), so nothing\n" +
-	"  shows whether the provider still answers."
 
 type markOptions struct {
 	reason, dryRun, noEvidence string
@@ -91,11 +87,11 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 	if liqojanitor.IsMarked(fc.Annotations) {
 		return fmt.Errorf("ForeignCluster %s is already marked: kubectl liqo-janitor status %s", fc.Name, fc.Name)
 	}
-	fcs, err := listForeignClusters(ctx, c)
+	fcs, err := view.ListForeignClusters(ctx, c)
 	if err != nil {
 		return err
 	}
-	ev := evidenceOf(fc, fcs, nil)
+	ev := view.EvidenceOf(fc, fcs, nil)
 	ns, err := cli.FindJanitorNamespace(ctx, c, o.janitorNS)
 	if err != nil {
 		return err
@@ -143,16 +139,20 @@ func (e *env) mark(ctx context.Context, arg string, o markOptions) error {
 
 // showPlan prints what the mark would release, the evidence it rests on, and the provider's fence: the
 // deadline before which the gate refuses the mark (gate rule 31), or that there is none.
-func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, ns cli.JanitorNamespace, ev *evidence) error {
-	plan, err := e.plan(ctx, c, fc, ns)
+func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, ns cli.JanitorNamespace, ev *view.Evidence) error {
+	mc, err := e.MetadataClient()
 	if err != nil {
 		return err
 	}
-	printPlan(e.Out, plan, nil)
+	plan, err := view.PlanOf(ctx, c, mc, fc, ns)
+	if err != nil {
+		return err
+	}
+	view.PrintPlan(e.Out, plan, nil)
 	fmt.Fprintln(e.Out, "\nEvidence for this cluster (what \"unreachable\" rests on):")
-	printEvidence(e.Out, "  ", ev, "", time.Now())
+	view.PrintEvidence(e.Out, "  ", ev, "", time.Now())
 	fmt.Fprintln(e.Out)
-	printProviderFence(e.Out, "", providerFenceOf(readJanitorView(ctx, c, ns, liqojanitor.FenceRenewalsConfigMap), fc), false, time.Now())
+	view.PrintProviderFence(e.Out, "", view.ProviderFenceOf(view.ReadJanitor(ctx, c, ns, liqojanitor.FenceRenewalsConfigMap), fc), false, time.Now())
 	return nil
 }
 
@@ -161,9 +161,9 @@ func (e *env) showPlan(ctx context.Context, c client.Client, fc *liqov1beta1.For
 func (e *env) checkEvidence(fc *liqov1beta1.ForeignCluster, o markOptions) error {
 	id := string(fc.Spec.ClusterID)
 	switch {
-	case hasEvidence(fc) && o.noEvidence != "":
+	case view.HasEvidence(fc) && o.noEvidence != "":
 		return fmt.Errorf("--no-reachability-evidence: Liqo keeps reachability evidence (APIServerStatus) for ForeignCluster %s: leave the flag out", fc.Name)
-	case hasEvidence(fc):
+	case view.HasEvidence(fc):
 		return nil
 	case o.noEvidence != "" && o.noEvidence != id:
 		return fmt.Errorf("--no-reachability-evidence=%s is not the cluster ID %s: nothing was written", o.noEvidence, id)
@@ -171,7 +171,7 @@ func (e *env) checkEvidence(fc *liqov1beta1.ForeignCluster, o markOptions) error
 		return fmt.Errorf("ForeignCluster %s has no reachability evidence (no APIServerStatus condition): with --yes, "+
 			"add --no-reachability-evidence=%s to say you know; nothing was written", fc.Name, id)
 	}
-	fmt.Fprintf(e.Out, "\nNo reachability evidence: %s\n", noEvidenceWhy)
+	fmt.Fprintf(e.Out, "\nNo reachability evidence: %s\n", view.NoEvidenceWhy)
 	return nil
 }
 
@@ -216,7 +216,7 @@ func (e *env) confirmMark(fc *liqov1beta1.ForeignCluster, o markOptions) error {
 			return err
 		}
 	}
-	if hasEvidence(fc) || o.noEvidence != "" {
+	if view.HasEvidence(fc) || o.noEvidence != "" {
 		return nil
 	}
 	return e.typed(fmt.Sprintf("Nothing shows the provider is gone. Type the cluster ID (%s) again, for %s: ",

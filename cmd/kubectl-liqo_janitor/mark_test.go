@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -108,12 +109,12 @@ func TestMarkRefusesWhenTheGateDoesNotAnswer(t *testing.T) {
 	out, _, err := kubectl(t, alice, "", "plan", id)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("Gate: NOT ANSWERING: the dry run passed with no liqo-janitor.io/marked-by or marked-at stamp"))
-	g.Expect(out).To(ContainSubstring(checkGateCommand))
+	g.Expect(out).To(ContainSubstring(view.CheckGateCommand))
 
 	out, stderr, err := kubectl(t, alice, id+"\n", "mark", id, "--reason", "gone")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("error: the gate did not answer: the server-side dry run of the mark on ForeignCluster " + name))
-	g.Expect(stderr).To(ContainSubstring("\n  " + checkGateCommand + "\n"))
+	g.Expect(stderr).To(ContainSubstring("\n  " + view.CheckGateCommand + "\n"))
 	g.Expect(stderr).To(ContainSubstring("add --without-gate"))
 	g.Expect(out).NotTo(ContainSubstring("Type the cluster ID"), "refused before asking")
 	_, _, err = kubectl(t, alice, "", "mark", id, "--reason", "gone", "--yes")

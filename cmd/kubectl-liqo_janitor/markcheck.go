@@ -12,14 +12,12 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 )
 
 // stampSkew is how far the gate's marked-at may lie outside the request that set the mark (the gate
 // writes whole seconds, and its clock is not this machine's).
 const stampSkew = 5 * time.Second
-
-// checkGateCommand is how an operator sees whether the gate is installed.
-const checkGateCommand = "kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor"
 
 // markPatch sets the mark and its confirmation in one request, with the reason if any, the storm's
 // acknowledgement if any (gate rule 21) and, for a ForeignCluster Liqo keeps no reachability evidence for,
@@ -33,17 +31,10 @@ func markPatch(fc *liqov1beta1.ForeignCluster, reason, acknowledge string) clien
 	if acknowledge != "" {
 		annotations[liqojanitor.AcknowledgeUnreachableAnnotation] = acknowledge
 	}
-	if !hasEvidence(fc) {
+	if !view.HasEvidence(fc) {
 		annotations[liqojanitor.NoEvidenceAnnotation] = id
 	}
 	return cli.AnnotationsPatch(annotations, nil)
-}
-
-// hasEvidence reports whether Liqo keeps reachability evidence for fc: an APIServerStatus condition
-// (Liqo deletes it when the ForeignCluster has no API server URL: identity deleted, authentication off,
-// a hand-made object).
-func hasEvidence(fc *liqov1beta1.ForeignCluster) bool {
-	return liqojanitor.APIServerStatus(fc) != nil
 }
 
 // mayMark is a SelfSubjectAccessReview for the break-glass verb on the ForeignCluster named name.
@@ -115,7 +106,7 @@ func gateSilent(fc *liqov1beta1.ForeignCluster, missing string) error {
 			output.Printable(fc.Name), output.Printable(missing)),
 		"liqo-janitor's webhooks are not installed, or the API server does not call them for this request; nothing checks this mark.",
 		"Nothing was written. Check the gate with",
-		"  " + checkGateCommand,
+		"  " + view.CheckGateCommand,
 		"and its pods (kubectl get pods -A -l app.kubernetes.io/name=liqo-janitor). To mark without the gate anyway, add --without-gate.",
 	}
 }
@@ -129,7 +120,7 @@ func storedUnstamped(fc *liqov1beta1.ForeignCluster, missing string) error {
 		"Liqo >= v1.1 acts on the bare mark at once. If that is not what you want, remove it now:",
 		"  kubectl liqo-janitor unmark " + name,
 		"and check the gate with",
-		"  " + checkGateCommand,
+		"  " + view.CheckGateCommand,
 	}
 }
 
@@ -141,3 +132,30 @@ being deleted, and its VirtualNode drain force-deletes the pods on the cluster's
 happens with no grace period, no check that the cluster ID is the right one or that the provider is
 really gone, and no marked-by/marked-at stamps to say who did it or when.
 `
+
+// checkGate asks the API server whether the user may mark fc, and the gate, with a server-side dry run of
+// the mark `mark` would send, whether it would take it.
+func (e *env) checkGate(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (view.GateCheck, error) {
+	var g view.GateCheck
+	g.MayMark, _ = mayMark(ctx, c, fc.Name)
+	if liqojanitor.IsMarked(fc.Annotations) {
+		g.Refusal = "already marked permanently unreachable (kubectl liqo-janitor status " + fc.Name + ")"
+		return g, nil
+	}
+	user, err := cli.WhoAmI(ctx, c)
+	if err != nil {
+		return g, err
+	}
+	r, err := sendMark(ctx, c, fc, markPatch(fc, "", ""), user, true)
+	if err != nil {
+		g.Refusal = err.Error() // the gate's refusal is the answer plan shows, not a failure of plan
+		return g, nil           //nolint:nilerr // see above
+	}
+	g.Accepted = true
+	if missing := r.stampsMissing(); missing != "" {
+		g.Refusal = "the dry run passed with " + missing + ": the gate did not answer"
+		return g, nil
+	}
+	g.Answered = true
+	return g, nil
+}

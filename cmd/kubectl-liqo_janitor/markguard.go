@@ -9,6 +9,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 )
 
 // The plugin's own checks of gate rules 20 (the data plane's veto) and 21 (the storm guard), made before
@@ -28,7 +29,7 @@ func checkTunnel(fc *liqov1beta1.ForeignCluster) error {
 	return output.Lines{
 		fmt.Sprintf("ForeignCluster %s: Liqo's data plane to the provider is up (NetworkConnectionStatus %s): its pods still run "+
 			"and reach this cluster, so it is not dead, whatever its API server shows (an upgrade, an expired certificate, a "+
-			"crashed control plane).", name, conditionOf(liqojanitor.TunnelStatus(fc)).describe(time.Now())),
+			"crashed control plane).", name, view.ConditionOf(liqojanitor.TunnelStatus(fc)).Describe(time.Now())),
 		"Nothing was written; the gate refuses such a mark too (rule 20). Find out why its API server does not answer; " +
 			"mark it only once the tunnel is down too:",
 		"  kubectl get foreigncluster " + name + " -o jsonpath='{.status.modules.networking.conditions}'",
@@ -48,8 +49,8 @@ type stormAck struct {
 // acknowledgement (unless --acknowledge-unreachable gives one, for a gate with other flags); during one it
 // explains it and carries the count, typed by the operator or given with --acknowledge-unreachable. A
 // count that is not the one Liqo's evidence shows is refused.
-func (e *env) checkStorm(fc *liqov1beta1.ForeignCluster, ev *evidence, o markOptions) (stormAck, error) {
-	storm := ev.Storm.storm()
+func (e *env) checkStorm(fc *liqov1beta1.ForeignCluster, ev *view.Evidence, o markOptions) (stormAck, error) {
+	storm := ev.Storm.Count()
 	n := len(storm.Unreachable)
 	count := strconv.Itoa(n)
 	switch {
@@ -60,7 +61,7 @@ func (e *env) checkStorm(fc *liqov1beta1.ForeignCluster, ev *evidence, o markOpt
 			fmt.Sprintf("Nothing was written. Check this cluster's own uplink, gateway and DNS first; then give --acknowledge-unreachable=%d.", n),
 		}
 	case !ev.Storm.InStorm && o.acknowledge != 0:
-		fmt.Fprintf(e.Out, "\nNo storm %s: --acknowledge-unreachable=%s is sent for the gate to judge.\n", guardNote, count)
+		fmt.Fprintf(e.Out, "\nNo storm %s: --acknowledge-unreachable=%s is sent for the gate to judge.\n", view.GuardNote, count)
 		return stormAck{count: count}, nil
 	case !ev.Storm.InStorm:
 		return stormAck{}, nil
@@ -87,7 +88,7 @@ and the gate's probe runs from the same side of the cut: marking them would rele
 of workloads that still run on the providers. Check this cluster's own uplink, gateway and DNS first.
 A mark now needs the count acknowledged (%s, gate rule 21);
 the janitor holds a mark made during a storm without it.
-`, storm, guardNote, liqojanitor.AcknowledgeUnreachableAnnotation)
+`, storm, view.GuardNote, liqojanitor.AcknowledgeUnreachableAnnotation)
 }
 
 // confirmStorm asks the operator to type the storm's count, where the mark needs it typed.
