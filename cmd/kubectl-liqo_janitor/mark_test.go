@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/mark"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -56,7 +57,7 @@ func bypassGate(t *testing.T, fc *liqov1beta1.ForeignCluster, mode string) {
 	})
 	g.Eventually(func() (map[string]string, error) {
 		probe := fc.DeepCopy()
-		err := testEnv.Client.Patch(t.Context(), probe, markPatch(fc, "", ""), client.DryRunAll)
+		err := testEnv.Client.Patch(t.Context(), probe, mark.Patch(fc, "", ""), client.DryRunAll)
 		return probe.Annotations, err
 	}).Should(And(HaveKey(liqojanitor.MarkAnnotation), Not(HaveKey(liqojanitor.MarkedByAnnotation))),
 		"the API server no longer calls the gate for the ForeignCluster")

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/mark"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 )
@@ -60,6 +61,6 @@ func (e *env) planReport(ctx context.Context, arg, janitorNS string) (*view.Plan
 	if err != nil {
 		return nil, err
 	}
-	r.Gate, err = e.checkGate(ctx, c, fc)
+	r.Gate, err = mark.CheckGate(ctx, c, fc)
 	return r, err
 }
