@@ -7,6 +7,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/mark"
 )
 
 func (e *env) canICommand() *cobra.Command {
@@ -33,7 +34,7 @@ func (e *env) canICommand() *cobra.Command {
 				}
 				name = fc.Name
 			}
-			ok, err := mayMark(cmd.Context(), c, name)
+			ok, err := mark.MayMark(cmd.Context(), c, name)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -216,7 +217,7 @@ func TestPlanAndStatusShowTheEvidence(t *testing.T) {
 
 	js, _, err := kubectl(t, alice, "", "plan", dead.ID, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report planReport
+	var report view.PlanReport
 	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
 	expectEvidence(g, report.Evidence, apiSince, tunnelSince, dead.ID)
 
@@ -230,7 +231,7 @@ func TestPlanAndStatusShowTheEvidence(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("\n  " + storm))
 	js, _, err = kubectl(t, alice, "", "status", dead.ID, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
-	var status statusReport
+	var status view.StatusReport
 	g.Expect(json.Unmarshal([]byte(js), &status)).To(Succeed())
 	g.Expect(status.Clusters).To(HaveLen(1))
 	expectEvidence(g, status.Clusters[0].Evidence, apiSince, tunnelSince, dead.ID)
@@ -238,10 +239,10 @@ func TestPlanAndStatusShowTheEvidence(t *testing.T) {
 
 // expectEvidence checks an evidence document: APIServerStatus and NetworkConnectionStatus Error since the
 // times given, unreachable only the provider of that cluster ID, of two, by the default guard.
-func expectEvidence(g Gomega, ev *evidence, apiSince, tunnelSince time.Time, unreachable string) {
+func expectEvidence(g Gomega, ev *view.Evidence, apiSince, tunnelSince time.Time, unreachable string) {
 	g.Expect(ev).NotTo(BeNil())
 	g.Expect(ev.APIServer).To(And(HaveField("Status", "Error"), HaveField("Since.Time", BeTemporally("==", apiSince))))
 	g.Expect(ev.Tunnel).To(And(HaveField("Status", "Error"), HaveField("Since.Time", BeTemporally("==", tunnelSince))))
-	g.Expect(ev.Storm).To(Equal(stormShown{Unreachable: []string{unreachable}, Providers: 2,
-		Guard: guardShown{MinUnreachable: 3, MaxUnreachableSharePercent: 50}}))
+	g.Expect(ev.Storm).To(Equal(view.Storm{Unreachable: []string{unreachable}, Providers: 2,
+		Guard: view.Guard{MinUnreachable: 3, MaxUnreachableSharePercent: 50}}))
 }

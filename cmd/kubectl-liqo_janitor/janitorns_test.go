@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -75,12 +76,12 @@ func TestStatusReadsTheBrakeOnlyInTheJanitorsNamespace(t *testing.T) {
 	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: liqojanitor.BrakeConfigMap},
 		Data: map[string]string{liqojanitor.BrakeReasonKey: "FORGED"}}
 	g.Expect(testEnv.Client.Create(t.Context(), forged)).To(Succeed())
-	status := func(args ...string) (string, statusReport) {
+	status := func(args ...string) (string, view.StatusReport) {
 		out, _, err := kubectl(t, alice, "", append([]string{"status"}, args...)...)
 		g.Expect(err).NotTo(HaveOccurred())
 		js, _, err := kubectl(t, alice, "", append([]string{"status", "-o", "json"}, args...)...)
 		g.Expect(err).NotTo(HaveOccurred())
-		var report statusReport
+		var report view.StatusReport
 		g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
 		return out, report
 	}
@@ -101,7 +102,7 @@ func TestStatusReadsTheBrakeOnlyInTheJanitorsNamespace(t *testing.T) {
 		"/liqo-janitor-brake exists (reason: \"checking the provider\"). Delete it to go on: kubectl -n " + janitorNS + " delete configmap liqo-janitor-brake\n"))
 	g.Expect(out).NotTo(ContainSubstring("FORGED"))
 	g.Expect(out).To(ContainSubstring(ignored(other, janitorNS)))
-	g.Expect(report.Brakes).To(Equal([]brakeStatus{{Namespace: janitorNS, Reason: "checking the provider"}}))
+	g.Expect(report.Brakes).To(Equal([]view.Brake{{Namespace: janitorNS, Reason: "checking the provider"}}))
 
 	// --janitor-namespace names it: the operator's word, over the webhook configuration's.
 	out, report = status("--janitor-namespace", other)
@@ -134,9 +135,9 @@ func TestStatusAndPlanIgnoreLookAlikeRecords(t *testing.T) {
 	g.Expect(out).NotTo(ContainSubstring("forged.example"))
 	js, _, err := kubectl(t, alice, "", "plan", name, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report planReport
+	var report view.PlanReport
 	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
-	g.Expect(report.Probe).To(Equal(&probeStatus{APIServer: url, From: "the ForeignCluster's status"}))
+	g.Expect(report.Probe).To(Equal(&view.Probe{APIServer: url, From: "the ForeignCluster's status"}))
 	g.Expect(report.Janitor.Ignored).To(ContainElement(other + "/liqo-janitor-records"))
 	out, _, err = kubectl(t, alice, "", "plan", name)
 	g.Expect(err).NotTo(HaveOccurred())

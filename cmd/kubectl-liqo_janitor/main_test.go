@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -137,10 +138,10 @@ func TestPlanShowsTheJanitorsSelectionAndTheGatesAnswer(t *testing.T) {
 
 	out, _, err = kubectl(t, alice, "", "plan", dead.ForeignCluster.Name, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report planReport
+	var report view.PlanReport
 	g.Expect(json.Unmarshal([]byte(out), &report)).To(Succeed())
 	g.Expect(report.Plan.Kinds).To(ContainElement(janitor.PlannedKind{Kind: "Pod", Release: len(dead.Pods)}))
-	g.Expect(report.Gate).To(Equal(gateCheck{MayMark: true, Accepted: true, Answered: true}))
+	g.Expect(report.Gate).To(Equal(view.GateCheck{MayMark: true, Accepted: true, Answered: true}))
 
 	out, _, err = kubectl(t, bob, "", "plan", id)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -251,7 +252,7 @@ func TestPlanIsWhatTheJanitorThenReleases(t *testing.T) {
 	liveBefore := rvs(t, live)
 	out, _, err := kubectl(t, alice, "", "plan", dead.ForeignCluster.Name, "-o", "yaml")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report planReport
+	var report view.PlanReport
 	g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
 	var parts []string
 	for _, k := range report.Plan.Kinds {

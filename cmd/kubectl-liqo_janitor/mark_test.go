@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/mark"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -55,7 +57,7 @@ func bypassGate(t *testing.T, fc *liqov1beta1.ForeignCluster, mode string) {
 	})
 	g.Eventually(func() (map[string]string, error) {
 		probe := fc.DeepCopy()
-		err := testEnv.Client.Patch(t.Context(), probe, markPatch(fc, "", ""), client.DryRunAll)
+		err := testEnv.Client.Patch(t.Context(), probe, mark.Patch(fc, "", ""), client.DryRunAll)
 		return probe.Annotations, err
 	}).Should(And(HaveKey(liqojanitor.MarkAnnotation), Not(HaveKey(liqojanitor.MarkedByAnnotation))),
 		"the API server no longer calls the gate for the ForeignCluster")
@@ -108,12 +110,12 @@ func TestMarkRefusesWhenTheGateDoesNotAnswer(t *testing.T) {
 	out, _, err := kubectl(t, alice, "", "plan", id)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("Gate: NOT ANSWERING: the dry run passed with no liqo-janitor.io/marked-by or marked-at stamp"))
-	g.Expect(out).To(ContainSubstring(checkGateCommand))
+	g.Expect(out).To(ContainSubstring(view.CheckGateCommand))
 
 	out, stderr, err := kubectl(t, alice, id+"\n", "mark", id, "--reason", "gone")
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(stderr).To(ContainSubstring("error: the gate did not answer: the server-side dry run of the mark on ForeignCluster " + name))
-	g.Expect(stderr).To(ContainSubstring("\n  " + checkGateCommand + "\n"))
+	g.Expect(stderr).To(ContainSubstring("\n  " + view.CheckGateCommand + "\n"))
 	g.Expect(stderr).To(ContainSubstring("add --without-gate"))
 	g.Expect(out).NotTo(ContainSubstring("Type the cluster ID"), "refused before asking")
 	_, _, err = kubectl(t, alice, "", "mark", id, "--reason", "gone", "--yes")

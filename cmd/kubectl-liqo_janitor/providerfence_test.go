@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 )
 
@@ -62,7 +63,7 @@ func TestPlanAndMarkShowTheProvidersFenceDeadline(t *testing.T) {
 
 	js, _, err := kubectl(t, alice, "", "plan", dead.ID, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report planReport
+	var report view.PlanReport
 	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
 	g.Expect(report.ProviderFence.Deadline.Time).To(BeTemporally("==", deadline))
 	g.Expect(report.ProviderFence.Contract.ProviderClusterID).To(Equal(dead.ID))
@@ -113,7 +114,7 @@ func TestStatusShowsTheProvidersFence(t *testing.T) {
 
 	js, _, err := kubectl(t, alice, "", "status", dead.ID, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report statusReport
+	var report view.StatusReport
 	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
 	g.Expect(report.Clusters[0].ProviderFence.StoppedForMark).To(Equal(markedAt))
 	g.Expect(report.Clusters[0].ProviderFence.Deadline.Time).To(BeTemporally("==", deadline))

@@ -23,6 +23,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/view"
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
@@ -51,12 +52,12 @@ func TestPlanAndStatusShowTheGraceWindowTheJanitorRecorded(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		return out
 	}
-	plan := func() (string, planReport) {
+	plan := func() (string, view.PlanReport) {
 		out, _, err := kubectl(t, alice, "", "plan", name)
 		g.Expect(err).NotTo(HaveOccurred())
 		js, _, err := kubectl(t, alice, "", "plan", name, "-o", "json")
 		g.Expect(err).NotTo(HaveOccurred())
-		var report planReport
+		var report view.PlanReport
 		g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
 		return out, report
 	}
@@ -120,7 +121,7 @@ func TestStatusSaysFirstThatTheProviderReturned(t *testing.T) {
 
 	js, _, err := kubectl(t, alice, "", "status", dead.ForeignCluster.Name, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report statusReport
+	var report view.StatusReport
 	g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
 	g.Expect(report.Clusters).To(HaveLen(1))
 	g.Expect(report.Clusters[0].Returned).NotTo(BeNil())
@@ -139,7 +140,7 @@ func TestStatusSaysFirstThatTheProviderReturned(t *testing.T) {
 // namespace where the janitor's events about ForeignClusters land.
 func event(regarding *liqov1beta1.ForeignCluster, uid types.UID, controller, reason, note string) *eventsv1.Event {
 	return &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: regarding.Name + "-", Namespace: eventsNamespace},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: regarding.Name + "-", Namespace: view.EventsNamespace},
 		Regarding: corev1.ObjectReference{APIVersion: liqov1beta1.GroupVersion.String(), Kind: "ForeignCluster",
 			Name: regarding.Name, UID: uid},
 		EventTime: metav1.NowMicro(), ReportingController: controller, ReportingInstance: controller + "-0",
@@ -158,10 +159,10 @@ func TestStatusListsOnlyTheJanitorsEventsAboutThatForeignCluster(t *testing.T) {
 	g.Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(fc), fc)).To(Succeed())
 	g.Expect(testEnv.Client.Get(t.Context(), client.ObjectKeyFromObject(other), other)).To(Succeed())
 	for _, ev := range []*eventsv1.Event{
-		event(fc, fc.UID, janitorController, "Released", "released pods 3\x1b[2J\x1b]0;pwned\x07\nerror: forged line"),
+		event(fc, fc.UID, janitor.ReportingController, "Released", "released pods 3\x1b[2J\x1b]0;pwned\x07\nerror: forged line"),
 		event(fc, fc.UID, "someone-else", "Released", "FORGED BY ANOTHER CONTROLLER"),
-		event(fc, "uid-of-an-earlier-foreigncluster", janitorController, "Released", "ABOUT AN EARLIER FOREIGNCLUSTER"),
-		event(other, other.UID, janitorController, "Released", "ABOUT ANOTHER FOREIGNCLUSTER"),
+		event(fc, "uid-of-an-earlier-foreigncluster", janitor.ReportingController, "Released", "ABOUT AN EARLIER FOREIGNCLUSTER"),
+		event(other, other.UID, janitor.ReportingController, "Released", "ABOUT ANOTHER FOREIGNCLUSTER"),
 	} {
 		g.Expect(testEnv.Client.Create(t.Context(), ev)).To(Succeed())
 	}
@@ -177,7 +178,7 @@ func TestStatusListsOnlyTheJanitorsEventsAboutThatForeignCluster(t *testing.T) {
 
 	out, _, err = kubectl(t, alice, "", "status", fc.Name, "-o", "yaml")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report statusReport
+	var report view.StatusReport
 	g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
 	g.Expect(report.Clusters).To(HaveLen(1))
 	g.Expect(report.Clusters[0].Events).To(ConsistOf(HaveField("Note", `released pods 3\x1b[2J\x1b]0;pwned\a\nerror: forged line`)),
@@ -191,12 +192,12 @@ func TestStatusPrintsTheMarkedClustersAsADocument(t *testing.T) {
 	dead := markedByAlice(t, "gone for good")
 	name := dead.ForeignCluster.Name
 	var out string
-	var report statusReport
+	var report view.StatusReport
 	g.Eventually(func(g Gomega) {
 		var err error
 		out, _, err = kubectl(t, alice, "", "status", name, "-o", "yaml")
 		g.Expect(err).NotTo(HaveOccurred())
-		report = statusReport{}
+		report = view.StatusReport{}
 		g.Expect(yaml.UnmarshalStrict([]byte(out), &report)).To(Succeed())
 		g.Expect(report.Clusters).To(HaveLen(1))
 		g.Expect(report.Clusters[0].Grace).NotTo(BeNil())
@@ -220,7 +221,7 @@ func TestStatusPrintsTheMarkedClustersAsADocument(t *testing.T) {
 
 	js, _, err := kubectl(t, alice, "", "status", "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred())
-	var all statusReport
+	var all view.StatusReport
 	g.Expect(json.Unmarshal([]byte(js), &all)).To(Succeed())
 	g.Expect(all.APIVersion).To(Equal(output.APIVersion))
 	g.Expect(all.Clusters).To(ContainElement(HaveField("ForeignCluster", name)), "every marked cluster is in it")
@@ -288,19 +289,19 @@ func TestPlanAndStatusSayWhereTheReturnProbeLooks(t *testing.T) {
 	_, _, err := kubectl(t, alice, "", "mark", name, "--reason", "gone", "--yes")
 	g.Expect(err).NotTo(HaveOccurred())
 	ns := testEnv.OwnNamespace(t) // the janitor's own namespace, granted as the release namespace is
-	status := func() (string, *probeStatus) {
+	status := func() (string, *view.Probe) {
 		out, _, err := kubectl(t, alice, "", "status", name, "--janitor-namespace", ns)
 		g.Expect(err).NotTo(HaveOccurred())
 		js, _, err := kubectl(t, alice, "", "status", name, "-o", "json", "--janitor-namespace", ns)
 		g.Expect(err).NotTo(HaveOccurred())
-		var report statusReport
+		var report view.StatusReport
 		g.Expect(json.Unmarshal([]byte(js), &report)).To(Succeed())
 		g.Expect(report.Clusters).To(HaveLen(1))
 		return out, report.Clusters[0].Probe
 	}
 	out, probe := status()
 	g.Expect(out).To(ContainSubstring("  return probe: NONE: no API-server URL is known for this provider"))
-	g.Expect(probe).To(Equal(&probeStatus{None: true}))
+	g.Expect(probe).To(Equal(&view.Probe{None: true}))
 	planOut, _, err := kubectl(t, alice, "", "plan", name, "--janitor-namespace", ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(planOut).To(ContainSubstring("\n  return probe: NONE: no API-server URL is known"))
@@ -369,7 +370,7 @@ func unpeeringDocument(t *testing.T, name string) func() *liqojanitor.Unpeering 
 		g := NewWithT(t)
 		out, _, err := kubectl(t, alice, "", "status", name, "-o", "yaml")
 		g.Expect(err).NotTo(HaveOccurred())
-		var report statusReport
+		var report view.StatusReport
 		g.Expect(yaml.Unmarshal([]byte(out), &report)).To(Succeed())
 		g.Expect(report.Clusters).To(HaveLen(1))
 		return report.Clusters[0].Unpeering

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/install"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
@@ -20,10 +21,10 @@ func TestVersionShowsTheJanitorsDeployment(t *testing.T) {
 	testEnv := harness.Require(t)
 	g := NewWithT(t)
 	ns := testEnv.Namespace(t)
-	labels := map[string]string{nameLabel: appName, "app.kubernetes.io/instance": "liqo-janitor"}
+	labels := map[string]string{install.NameLabel: install.AppName, "app.kubernetes.io/instance": "liqo-janitor"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "liqo-janitor", Namespace: ns, Labels: map[string]string{
-			nameLabel: appName, "app.kubernetes.io/instance": "liqo-janitor", versionLabel: "v0.9.1"}},
+			install.NameLabel: install.AppName, "app.kubernetes.io/instance": "liqo-janitor", install.VersionLabel: "v0.9.1"}},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
@@ -45,11 +46,11 @@ func TestVersionShowsTheJanitorsDeployment(t *testing.T) {
 
 	out, _, err = kubectl(t, alice, "", "--as-group", "system:masters", "version", "-o", "yaml")
 	g.Expect(err).NotTo(HaveOccurred())
-	var report versionReport
+	var report install.Report
 	g.Expect(yaml.UnmarshalStrict([]byte(out), &report)).To(Succeed())
 	g.Expect(report.TypeMeta).To(Equal(output.TypeMeta("VersionReport")))
 	g.Expect(report.ClientVersion).To(Equal("dev"))
-	g.Expect(report.Servers).To(ContainElement(serverVersion{Version: "v0.9.1", Deployment: ns + "/liqo-janitor",
+	g.Expect(report.Servers).To(ContainElement(install.Server{Version: "v0.9.1", Deployment: ns + "/liqo-janitor",
 		Image: "ghcr.io/liqo-janitor/liqo-janitor:v0.9.1"}))
 
 	out, _, err = kubectl(t, bob, "", "version")
@@ -75,7 +76,7 @@ func TestImageTag(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			NewWithT(t).Expect(imageTag(tc.image)).To(Equal(tc.want))
+			NewWithT(t).Expect(install.ImageTag(tc.image)).To(Equal(tc.want))
 		})
 	}
 }

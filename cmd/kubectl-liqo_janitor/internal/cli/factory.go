@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,4 +95,13 @@ func (f *Factory) Client() (client.Client, error) {
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: liqojanitor.NewScheme()})
+}
+
+// MetadataClient is a metadata-only client of the consumer, as the janitor's plan lists with it.
+func (f *Factory) MetadataClient() (metadata.Interface, error) {
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return metadata.NewForConfig(cfg)
 }

@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
-// janitorView is where `status` and `plan` read the janitor's ConfigMaps (its brake, its records and its
+// Janitor is where `status` and `plan` read the janitor's ConfigMaps (its brake, its records and its
 // renewals of providers' fence Leases): in
 // its namespace only (cli.FindJanitorNamespace), and the look-alikes they ignored elsewhere.
-type janitorView struct {
+type Janitor struct {
 	// Namespace is liqo-janitor's namespace, From how the plugin learned it.
 	Namespace string `json:"namespace"`
 	From      string `json:"from"`
@@ -31,10 +31,10 @@ type janitorView struct {
 	renewalsUnread string
 }
 
-// readJanitorView reads, in the janitor's namespace ns, the ConfigMaps called names (of the janitor's:
+// ReadJanitor reads, in the janitor's namespace ns, the ConfigMaps called names (of the janitor's:
 // liqojanitor.BrakeConfigMap, liqojanitor.RecordsConfigMap, liqojanitor.FenceRenewalsConfigMap).
-func readJanitorView(ctx context.Context, c client.Client, ns cli.JanitorNamespace, names ...string) *janitorView {
-	v := &janitorView{Namespace: output.Printable(ns.Name), From: output.Printable(ns.From)}
+func ReadJanitor(ctx context.Context, c client.Client, ns cli.JanitorNamespace, names ...string) *Janitor {
+	v := &Janitor{Namespace: output.Printable(ns.Name), From: output.Printable(ns.From)}
 	for _, name := range names {
 		read, err := cli.ReadJanitorConfigMap(ctx, c, ns.Name, name)
 		if err != nil {
@@ -57,15 +57,15 @@ func readJanitorView(ctx context.Context, c client.Client, ns cli.JanitorNamespa
 }
 
 // brakes is the janitor-wide brake when it is set (janitor rule 14): none, or the one in its namespace.
-func (v *janitorView) brakes() []brakeStatus {
+func (v *Janitor) brakes() []Brake {
 	if v.brake == nil {
 		return nil
 	}
-	return []brakeStatus{{Namespace: v.Namespace, Reason: output.Printable(v.brake.Data[liqojanitor.BrakeReasonKey])}}
+	return []Brake{{Namespace: v.Namespace, Reason: output.Printable(v.brake.Data[liqojanitor.BrakeReasonKey])}}
 }
 
-// printIgnored names the look-alikes, one line each.
-func (v *janitorView) printIgnored(out io.Writer) {
+// PrintIgnored names the look-alikes, one line each.
+func (v *Janitor) PrintIgnored(out io.Writer) {
 	if v == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
-// probeStatus is where liqo-janitor's return probe looks for a marked cluster's provider (janitor rules 10
+// Probe is where liqo-janitor's return probe looks for a marked cluster's provider (janitor rules 10
 // and 16): an answer there is a return, which stops every release for the mark and raises the alarm.
-type probeStatus struct {
+type Probe struct {
 	// APIServer and Proxy are the provider's API server and the proxy Liqo reaches it through.
 	APIServer string `json:"apiServer,omitempty"`
 	Proxy     string `json:"proxy,omitempty"`
@@ -34,18 +34,18 @@ type probeStatus struct {
 	Unread string `json:"unread,omitempty"`
 }
 
-// probeStatusOf is where the janitor probes fc's provider: the targets it kept for the mark (in its records,
+// probeOf is where the janitor probes fc's provider: the targets it kept for the mark (in its records,
 // liqojanitor.RecordsConfigMap in its namespace: records, nil when there is none), else where Liqo says
 // the provider is now. unread says why the records could not be read, if they could not.
-func probeStatusOf(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, records *corev1.ConfigMap, unread string) *probeStatus {
+func probeOf(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster, records *corev1.ConfigMap, unread string) *Probe {
 	if records != nil {
 		if rec, ok := liqojanitor.KeptRecordOf(records, fc.UID, fc.Annotations); ok && rec.HasTargets() {
 			t := rec.Targets
-			return &probeStatus{APIServer: output.Printable(t.APIServer), Proxy: output.Printable(t.Proxy), CAKnown: len(t.CA) > 0,
+			return &Probe{APIServer: output.Printable(t.APIServer), Proxy: output.Printable(t.Proxy), CAKnown: len(t.CA) > 0,
 				Kept: true, KeptAt: &metav1.Time{Time: rec.At.UTC()}, From: output.Printable(rec.From)}
 		}
 	}
-	p := &probeStatus{Unread: output.Printable(unread)}
+	p := &Probe{Unread: output.Printable(unread)}
 	t, from := liqojanitor.ProviderTargets(ctx, c, fc)
 	if t.APIServer == "" && t.Proxy == "" {
 		p.None = true
@@ -56,7 +56,7 @@ func probeStatusOf(ctx context.Context, c client.Client, fc *liqov1beta1.Foreign
 }
 
 // String says it for a person.
-func (p *probeStatus) String() string {
+func (p *Probe) String() string {
 	s := ""
 	switch {
 	case p.None:
@@ -86,7 +86,7 @@ func (p *probeStatus) String() string {
 }
 
 // line is String, or "" for no probe status at all.
-func (p *probeStatus) line() string {
+func (p *Probe) line() string {
 	if p == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"encoding/json"
@@ -13,14 +13,14 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
 )
 
-// graceWindow is the janitor's grace period for a ForeignCluster's current mark, as the janitor itself
+// GraceWindow is the janitor's grace period for a ForeignCluster's current mark, as the janitor itself
 // recorded it in liqo-janitor.io/grace-ends-at. The plugin never assumes a grace period: only the janitor
 // knows its --grace-period and when it first saw the mark.
-type graceWindow struct {
+type GraceWindow struct {
 	// EndsAt is the janitor's record; nil while it has written none for this mark.
 	EndsAt *metav1.Time `json:"endsAt,omitempty"`
 	// Left is EndsAt − now, while that is positive ("59m58s").
-	Left duration `json:"left,omitempty"`
+	Left Duration `json:"left,omitempty"`
 	// Over: EndsAt has passed.
 	Over bool `json:"over,omitempty"`
 	// MarkedAt is the gate's stamp: the window ends no sooner than MarkedAt + the janitor's --grace-period.
@@ -29,9 +29,9 @@ type graceWindow struct {
 	Ignored string `json:"ignored,omitempty"`
 }
 
-// graceOf reads fc's grace window at now.
-func graceOf(fc *liqov1beta1.ForeignCluster, now time.Time) graceWindow {
-	var g graceWindow
+// GraceOf reads fc's grace window at now.
+func GraceOf(fc *liqov1beta1.ForeignCluster, now time.Time) GraceWindow {
+	var g GraceWindow
 	markedAt, stamped := liqojanitor.MarkedAt(fc)
 	if stamped {
 		g.MarkedAt = &metav1.Time{Time: markedAt.UTC()}
@@ -43,14 +43,14 @@ func graceOf(fc *liqov1beta1.ForeignCluster, now time.Time) graceWindow {
 		g.Ignored = err.Error()
 	default:
 		g.EndsAt = &metav1.Time{Time: ends.UTC()}
-		g.Left = duration(max(ends.Sub(now), 0))
+		g.Left = Duration(max(ends.Sub(now), 0))
 		g.Over = g.Left == 0
 	}
 	return g
 }
 
 // String says where the window stands, for a person.
-func (g graceWindow) String() string {
+func (g GraceWindow) String() string {
 	switch {
 	case g.EndsAt != nil && g.Over:
 		return fmt.Sprintf("grace period over (the janitor's ended at %s)", g.EndsAt.UTC().Format(time.RFC3339))
@@ -67,22 +67,22 @@ func (g graceWindow) String() string {
 	return s
 }
 
-// duration is a time.Duration that a document carries as Go writes it, to the second ("1h2m3s"), as
+// Duration is a time.Duration that a document carries as Go writes it, to the second ("1h2m3s"), as
 // Kubernetes' own documents carry durations (metav1.Duration), rather than as nanoseconds.
-type duration time.Duration
+type Duration time.Duration
 
 // MarshalJSON writes d rounded to the second.
-func (d duration) MarshalJSON() ([]byte, error) {
+func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).Round(time.Second).String())
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
-func (d *duration) UnmarshalJSON(data []byte) error {
+func (d *Duration) UnmarshalJSON(data []byte) error {
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
 		return err
 	}
 	parsed, err := time.ParseDuration(s)
-	*d = duration(parsed)
+	*d = Duration(parsed)
 	return err
 }

@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"testing"
@@ -60,9 +60,9 @@ func TestGraceWindowIsTheOneTheJanitorRecorded(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			w := graceOf(tc.fc, now)
+			w := GraceOf(tc.fc, now)
 			g.Expect(w.String()).To(Equal(tc.says))
-			g.Expect(w.Left).To(Equal(duration(tc.left)))
+			g.Expect(w.Left).To(Equal(Duration(tc.left)))
 			g.Expect(w.Over).To(Equal(tc.over))
 			g.Expect(w.EndsAt != nil).To(Equal(tc.recorded))
 		})

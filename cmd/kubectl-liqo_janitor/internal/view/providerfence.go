@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"fmt"
@@ -18,8 +18,8 @@ import (
 // by which the provider has surely fenced this consumer — before which the gate refuses the mark (gate rule
 // 31) — and what the provider recorded of its fence.
 
-// providerFenceStatus is what the plugin knows of a provider's fence of this consumer.
-type providerFenceStatus struct {
+// ProviderFence is what the plugin knows of a provider's fence of this consumer.
+type ProviderFence struct {
 	// None: the janitor keeps no renewal record for the provider: no provider-side fence, its copies of
 	// this consumer's workloads may still run there after the mark.
 	None bool `json:"none,omitempty"`
@@ -41,19 +41,19 @@ type providerFenceStatus struct {
 	ProviderFenced string `json:"providerFenced,omitempty"`
 }
 
-// providerFenceOf is fc's provider's fence as the janitor's renewal record in v says (v.renewals; when
+// ProviderFenceOf is fc's provider's fence as the janitor's renewal record in v says (v.renewals; when
 // v.Unread is set it may be missing because it could not be read).
-func providerFenceOf(v *janitorView, fc *liqov1beta1.ForeignCluster) *providerFenceStatus {
+func ProviderFenceOf(v *Janitor, fc *liqov1beta1.ForeignCluster) *ProviderFence {
 	r, found, err := liqojanitor.ReadFenceRenewal(v.renewals, string(fc.Spec.ClusterID))
 	switch {
 	case err != nil:
-		return &providerFenceStatus{Unread: output.Printable(err.Error()) + "; the gate refuses a mark until it can read it (gate rule 31)"}
+		return &ProviderFence{Unread: output.Printable(err.Error()) + "; the gate refuses a mark until it can read it (gate rule 31)"}
 	case !found && v.renewalsUnread != "":
-		return &providerFenceStatus{Unread: v.renewalsUnread}
+		return &ProviderFence{Unread: v.renewalsUnread}
 	case !found:
-		return &providerFenceStatus{None: true}
+		return &ProviderFence{None: true}
 	}
-	s := &providerFenceStatus{StoppedForMark: output.Printable(r.StoppedForMark)}
+	s := &ProviderFence{StoppedForMark: output.Printable(r.StoppedForMark)}
 	if c, err := liqojanitor.ParseFenceContract(r.Contract); err == nil {
 		c.ProviderClusterID, c.Version = output.Printable(c.ProviderClusterID), output.Printable(c.Version)
 		s.Contract = &c
@@ -78,12 +78,12 @@ func providerFenceOf(v *janitorView, fc *liqov1beta1.ForeignCluster) *providerFe
 }
 
 // pending reports whether the deadline is still ahead at now: the gate refuses a mark until it.
-func (s *providerFenceStatus) pending(now time.Time) bool {
+func (s *ProviderFence) pending(now time.Time) bool {
 	return s != nil && s.Deadline != nil && s.Deadline.After(now)
 }
 
 // lines says it for a person, at now.
-func (s *providerFenceStatus) lines(now time.Time) []string {
+func (s *ProviderFence) lines(now time.Time) []string {
 	switch {
 	case s == nil:
 		return nil
@@ -126,9 +126,9 @@ func (s *providerFenceStatus) lines(now time.Time) []string {
 	return out
 }
 
-// printProviderFence prints s's lines, each after indent; for a cluster not marked yet, what the gate does
+// PrintProviderFence prints s's lines, each after indent; for a cluster not marked yet, what the gate does
 // with a mark before the deadline.
-func printProviderFence(out io.Writer, indent string, s *providerFenceStatus, marked bool, now time.Time) {
+func PrintProviderFence(out io.Writer, indent string, s *ProviderFence, marked bool, now time.Time) {
 	for _, l := range s.lines(now) {
 		fmt.Fprintln(out, indent+l)
 	}

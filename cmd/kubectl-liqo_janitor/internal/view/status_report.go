@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"time"
@@ -13,35 +13,35 @@ import (
 	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
-// statusReport is `status -o json|yaml`, kind StatusReport: the status of the marked ForeignClusters (of
+// StatusReport is `status -o json|yaml`, kind StatusReport: the status of the marked ForeignClusters (of
 // the one named, marked or not), as status prints it for a person. Every text that comes from the
 // cluster is escaped as the tables escape it (output.Printable).
-type statusReport struct {
+type StatusReport struct {
 	metav1.TypeMeta `json:",inline"`
 	// Time is when the plugin read it: Grace.Left counts from it.
 	Time metav1.Time `json:"time"`
 	// Janitor is where the plugin read liqo-janitor's brake and records (its namespace, and nowhere else),
 	// and the look-alikes of the same names it ignored in other namespaces.
-	Janitor *janitorView `json:"janitor"`
+	Janitor *Janitor `json:"janitor"`
 	// Brakes is the janitor-wide brake when it is set (janitor rule 14): the ConfigMap liqo-janitor-brake
 	// in liqo-janitor's namespace, and the operator's reason; at most one. While it is set, liqo-janitor
 	// releases nothing.
-	Brakes []brakeStatus `json:"brakes,omitempty"`
+	Brakes []Brake `json:"brakes,omitempty"`
 	// Clusters are the marked ForeignClusters, by name; empty when none is marked.
-	Clusters []clusterStatus `json:"clusters"`
+	Clusters []ClusterStatus `json:"clusters"`
 }
 
-// brakeStatus is one janitor-wide brake that is set.
-type brakeStatus struct {
+// Brake is one janitor-wide brake that is set.
+type Brake struct {
 	Namespace string `json:"namespace"`
 	Reason    string `json:"reason,omitempty"`
 }
 
-// DeepCopyObject makes statusReport a runtime.Object, for cli-runtime's printers.
-func (r *statusReport) DeepCopyObject() runtime.Object { return output.DeepCopyJSON(r) }
+// DeepCopyObject makes StatusReport a runtime.Object, for cli-runtime's printers.
+func (r *StatusReport) DeepCopyObject() runtime.Object { return output.DeepCopyJSON(r) }
 
-// clusterStatus is one ForeignCluster's status.
-type clusterStatus struct {
+// ClusterStatus is one ForeignCluster's status.
+type ClusterStatus struct {
 	// ForeignCluster is its name, ClusterID its spec.clusterID.
 	ForeignCluster string `json:"foreignCluster"`
 	ClusterID      string `json:"clusterID"`
@@ -56,7 +56,7 @@ type clusterStatus struct {
 	// Reason is the operator's, as given to mark --reason.
 	Reason string `json:"reason,omitempty"`
 	// Grace is the janitor's recorded grace window for the mark (marked clusters only).
-	Grace *graceWindow `json:"grace,omitempty"`
+	Grace *GraceWindow `json:"grace,omitempty"`
 	// Cleanup is the janitor's summary (liqo-janitor.io/cleanup): its plan in the grace window ("grace:
 	// would release …", without the countdown it wrote with it, stale when read), its progress, what it
 	// waits for, then what it released.
@@ -66,23 +66,23 @@ type clusterStatus struct {
 	// liqo-janitor releases it, the next step; complete once nothing Liqo re-creates the ForeignCluster from is left.
 	Unpeering *liqojanitor.Unpeering `json:"unpeering,omitempty"`
 	// Returned is the janitor's record that the provider answered again after the mark (janitor.RecordedReturn).
-	Returned *returnedStatus `json:"returned,omitempty"`
+	Returned *Return `json:"returned,omitempty"`
 	// Probe is where the janitor's return probe looks for the provider (a marked cluster whose return is not
 	// recorded): the targets it kept for the mark, or where Liqo says the provider is, or none at all.
-	Probe *probeStatus `json:"probe,omitempty"`
+	Probe *Probe `json:"probe,omitempty"`
 	// Evidence is what the verdict "unreachable" rests on for this cluster: Liqo's APIServerStatus and
 	// NetworkConnectionStatus, the storm count now, and the count the mark acknowledged.
-	Evidence *evidence `json:"evidence,omitempty"`
+	Evidence *Evidence `json:"evidence,omitempty"`
 	// ProviderFence is the provider's fence of this consumer as the janitor's renewal record says: the
 	// contract, the last acknowledged renewal, whether the mark stopped them, the deadline before which the
 	// gate refuses a mark (gate rule 31), the provider's own record; none: no provider-side fence.
-	ProviderFence *providerFenceStatus `json:"providerFence,omitempty"`
+	ProviderFence *ProviderFence `json:"providerFence,omitempty"`
 	// Events are the janitor's last events about this ForeignCluster (by its UID), oldest first.
-	Events []statusEvent `json:"events,omitempty"`
+	Events []Event `json:"events,omitempty"`
 }
 
-// returnedStatus is a return of the provider the janitor recorded, and the operator's fence of it.
-type returnedStatus struct {
+// Return is a return of the provider the janitor recorded, and the operator's fence of it.
+type Return struct {
 	// At is when the janitor saw the provider answer, How what showed it.
 	At  metav1.Time `json:"at"`
 	How string      `json:"how"`
@@ -90,8 +90,8 @@ type returnedStatus struct {
 	Fenced string `json:"fenced,omitempty"`
 }
 
-// statusEvent is one of the janitor's events.
-type statusEvent struct {
+// Event is one of the janitor's events.
+type Event struct {
 	Time   metav1.Time `json:"time"`
 	Type   string      `json:"type"`
 	Reason string      `json:"reason"`
@@ -99,9 +99,9 @@ type statusEvent struct {
 }
 
 // clusterStatusOf is fc's status at now, with the janitor's events about it.
-func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, now time.Time) clusterStatus {
+func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, now time.Time) ClusterStatus {
 	a := fc.Annotations
-	cs := clusterStatus{
+	cs := ClusterStatus{
 		ForeignCluster: output.Printable(fc.Name),
 		ClusterID:      output.Printable(string(fc.Spec.ClusterID)),
 		Marked:         liqojanitor.IsMarked(a),
@@ -115,18 +115,20 @@ func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, no
 		cs.MarkedAt = &metav1.Time{Time: at.UTC()}
 	}
 	if cs.Marked {
-		g := graceOf(fc, now)
+		g := GraceOf(fc, now)
 		g.Ignored = output.Printable(g.Ignored)
 		cs.Grace = &g
 	}
 	if u, ok := liqojanitor.UnpeeringOf(a); ok {
 		cs.Unpeering = printableUnpeering(u)
 	}
+	// The janitor package reads its own record of a return (the one read of it here beside the plan) until
+	// the root owns that record's reader (issue 39 item 1).
 	if r, ok := janitor.RecordedReturn(fc); ok {
-		cs.Returned = &returnedStatus{At: metav1.NewTime(r.At.UTC()), How: output.Printable(r.How), Fenced: output.Printable(r.Fenced)}
+		cs.Returned = &Return{At: metav1.NewTime(r.At.UTC()), How: output.Printable(r.How), Fenced: output.Printable(r.Fenced)}
 	}
 	for _, ev := range events {
-		cs.Events = append(cs.Events, statusEvent{Time: metav1.NewTime(eventTime(ev).UTC()), Type: output.Printable(ev.Type),
+		cs.Events = append(cs.Events, Event{Time: metav1.NewTime(eventTime(ev).UTC()), Type: output.Printable(ev.Type),
 			Reason: output.Printable(ev.Reason), Note: output.Printable(ev.Note)})
 	}
 	return cs
@@ -167,4 +169,14 @@ func printableVolumes(vols []liqojanitor.PinnedVolume) []liqojanitor.PinnedVolum
 		out = append(out, p)
 	}
 	return out
+}
+
+// withoutCountdown is a cleanup annotation without a grace-window plan's countdown (the janitor writes the
+// time left once per change of the plan: read later, it is stale; the grace period line shows the
+// window): "grace: would release …".
+func withoutCountdown(cleanup string) string {
+	if plan, ok := liqojanitor.ParseGracePlan(cleanup); ok {
+		return "grace: " + plan.Plan
+	}
+	return cleanup
 }
