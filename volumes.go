@@ -15,8 +15,10 @@ import (
 // Volumes pinned to a dead provider (issue 38, design revision 5 "Stateful workloads"): a PVC of Liqo's
 // virtual storage class that a provider's virtual kubelet provisioned is bound to a local placeholder PV
 // whose node affinity names that provider; once the provider is dead the PVC's workload cannot be
-// scheduled anywhere ("volume node affinity conflict"), and nothing in Liqo releases it. The janitor
-// reports them (PinnedVolume, in the unpeering record and the plan); it never writes a PVC or a PV.
+// scheduled anywhere (kube-scheduler: "node(s) didn't match PersistentVolume's node affinity", "node(s)
+// had volume node affinity conflict" before kubernetes/kubernetes#129887), and nothing in Liqo releases
+// it. The janitor reports them (PinnedVolume, in the unpeering record and the plan); it never writes a PVC
+// or a PV.
 
 // Liqo's virtual storage: the provisioner name of its StorageClass (deployments/liqo/templates/
 // liqo-storage-class.yaml, v1.0.3 to v1.2.0: no reclaimPolicy, so the API server's default, Delete), and the

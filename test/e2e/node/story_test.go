@@ -40,6 +40,11 @@ func TestTheInstalledJanitorReleasesADeadProvider(t *testing.T) {
 	cons, err := fixture.Build(ctx, env.Client, fixture.Spec{Prefix: "node", Providers: 2, PodsPerProvider: 5, OffloadedNamespaces: 1})
 	g.Expect(err).NotTo(HaveOccurred())
 	dead, live := cons.Providers[0], cons.Providers[1]
+	t.Cleanup(func() { // later tests' marks count no storm with them
+		for _, p := range cons.Providers {
+			NewWithT(t).Expect(fixture.Retire(context.Background(), env.Client, p.ForeignCluster)).To(Succeed())
+		}
+	})
 	link, remote := partitionedProvider(t, dead)
 	liveObjects := []client.Object{live.ResourceSlice, live.NamespaceMap, live.Renew, live.VirtualNode, live.IdentitySecret}
 	before, err := fixture.ResourceVersions(ctx, env.Client, liveObjects...)
@@ -139,15 +144,16 @@ func partitionedProvider(t *testing.T, p *fixture.Provider) (*harness.Outage, *p
 	return link, &provider{env: env, laid: laid}
 }
 
-// runPlugin runs the kubectl plugin as the consumer's admin, with stdin (what the admin types), and fails
-// the test if it fails.
-func runPlugin(t *testing.T, plugin, stdin string, args ...string) {
+// runPlugin runs the kubectl plugin as the consumer's admin, with stdin (what the admin types), fails the
+// test if it fails, and returns what it printed.
+func runPlugin(t *testing.T, plugin, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), plugin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+harness.Require(t).KubeconfigPath)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "kubectl liqo-janitor %s: %s", strings.Join(args, " "), out)
+	return string(out)
 }
 
 // awaitReasons waits until an event with reason regards fc.
