@@ -42,7 +42,7 @@ func (s stateful) claimName() string { return "data-" + s.set.Name + "-0" }
 
 // layoutStateful lays out, in the first offloaded namespace, a StatefulSet db of one replica whose claim
 // data-db-0 Liqo's virtual storage provisioned on the dead provider (the placeholder PV pinned there, as its
-// virtual kubelet makes it), its pod Pending: "volume node affinity conflict".
+// virtual kubelet makes it), its pod Pending: "node(s) didn't match PersistentVolume's node affinity".
 func (d *demo) layoutStateful(ctx context.Context) error {
 	if _, err := d.env.StartControllers(volumeControllers); err != nil {
 		return err
@@ -95,8 +95,8 @@ func (d *demo) grantVolumes(ctx context.Context, ns string) error {
 func (d *demo) statefulChapter(ctx context.Context) error {
 	s := d.stateful
 	d.out.note(fmt.Sprintf("StatefulSet %s/%s kept its data on %s: its claim %s is bound to the placeholder PV Liqo's virtual "+
-		"kubelet made there, pinned to %s by its node affinity, so its pod %s-0 is Pending for ever (\"volume node affinity "+
-		"conflict\"), on every Liqo version: nothing in Liqo releases it, and liqoctl move volume needs the dead cluster.",
+		"kubelet made there, pinned to %s by its node affinity, so its pod %s-0 is Pending for ever (\"node(s) didn't "+
+		"match PersistentVolume's node affinity\"), on every Liqo version: nothing in Liqo releases it, and liqoctl move volume needs the dead cluster.",
 		s.ns, s.set.Name, d.dead().ID, s.claimName(), d.dead().ID, s.set.Name))
 	if err := d.awaitPinned(ctx); err != nil {
 		return err
@@ -160,7 +160,7 @@ func (d *demo) awaitNewClaim(ctx context.Context) error {
 // nudge updates the Pending pod's PodScheduled condition as kube-scheduler does when it tries again.
 func (d *demo) nudge(ctx context.Context, key client.ObjectKey) error {
 	patch := fmt.Appendf(nil, `{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable",`+
-		`"message":"volume node affinity conflict","lastTransitionTime":%q}]}}`, time.Now().UTC().Format(time.RFC3339))
+		`"message":"0/4 nodes are available: node(s) didn't match PersistentVolume's node affinity","lastTransitionTime":%q}]}}`, time.Now().UTC().Format(time.RFC3339))
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	return client.IgnoreNotFound(d.env.Client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch)))
 }
