@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 )
 
 // The formats of the janitor's annotations, written and read here only: the janitor writes them, the gate
@@ -466,6 +468,46 @@ func ReturnRecordedAt(annotations map[string]string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return rec.At, true
+}
+
+// Return is the janitor's record of a provider that answered again after the current mark, as the plugin
+// shows it.
+type Return struct {
+	// At is when the janitor saw the provider answer; How what showed it.
+	At  time.Time
+	How string
+	// Fenced is the operator's fence record of this return ("by <user>: <counts>"), empty until then.
+	Fenced string
+}
+
+// RecordedReturn reads the janitor's record of a return of fc's current mark (its cleanup annotation,
+// which only the janitor's identity writes: gate rule 14, ReturnRecordedAt) and the operator's fence of it
+// as of now (FencedBy); false when fc carries no mark.
+func RecordedReturn(fc *liqov1beta1.ForeignCluster, now time.Time) (Return, bool) {
+	at, ok := ReturnRecordedAt(fc.Annotations)
+	if !ok || !IsMarked(fc.Annotations) {
+		return Return{}, false
+	}
+	rec, _ := ParseReturnRecord(fc.Annotations[CleanupAnnotation])
+	f, _ := FencedBy(fc.Annotations, at, now)
+	return Return{At: at, How: rec.How, Fenced: f}, true
+}
+
+// FenceStampSkew is how far ahead of the reader's clock the gate's stamp of a fence record (another
+// replica's clock) may be.
+const FenceStampSkew = 5 * time.Second
+
+// FencedBy reads the operator's fence record (FencedAnnotation) of the return recorded at returnAt: "by
+// <user>: <counts>", when the gate stamped it for this very return (gate rule 15: FenceRecord names the
+// janitor's recorded return, to the millisecond it wrote), at or after the return and not after now (beyond
+// FenceStampSkew). A record of another return, of the plugin's unstamped spelling (written past the gate),
+// stamped before the return or in the future does not count: the return stays unfenced, and its alert on.
+func FencedBy(annotations map[string]string, returnAt, now time.Time) (string, bool) {
+	rec, ok := ParseFenceRecord(annotations[FencedAnnotation])
+	if !ok || !rec.Fences(returnAt) || rec.At.After(now.Add(FenceStampSkew)) {
+		return "", false
+	}
+	return "by " + rec.By + ": " + rec.Counts, true
 }
 
 // The gate's record of where the provider was when it admitted the mark (gate rule 23): the

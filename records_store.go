@@ -22,7 +22,7 @@ type KeptRecord struct {
 	At      metav1.Time `json:"at"`
 	// VirtualNodes are the names of the cluster's VirtualNodes (spec.clusterID) at the janitor's first
 	// sight of the mark: the pod rule's tie of a Node to the cluster, kept for after the unpeering deleted
-	// them (a volume pinned to the cluster names one of them as its selected node, volumes.go).
+	// them (a volume pinned to the cluster names one of them as its selected node, PinnedVolume).
 	VirtualNodes []string `json:"virtualNodes,omitempty"`
 	// RemoteNamespaces maps each namespace offloaded to the cluster to its namespace there, at the janitor's
 	// first sight of the mark (the NamespaceMap and NamespaceOffloading go with the unpeering): where a

@@ -50,7 +50,7 @@ type Unpeering struct {
 	// Notes say what the operator must know beyond the objects (e.g. a reflector Liqo leaks).
 	Notes []string `json:"notes,omitempty"`
 	// ClusterID is the dead cluster's ID, and PinnedVolumes how many PVCs of Liqo's virtual storage class
-	// are pinned to it (volumes.go), the first MaxPinnedVolumes of them in Volumes. The janitor writes none
+	// are pinned to it (PinnedVolume, below), the first MaxPinnedVolumes of them in Volumes. The janitor writes none
 	// of them: releasing one abandons its data, the operator's decision.
 	ClusterID     string         `json:"clusterID,omitempty"`
 	PinnedVolumes int            `json:"pinnedVolumes,omitempty"`
