@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"slices"
 
-	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // What fence selects on the provider: Liqo's own labels and annotations, the same strings in Liqo v1.0.3,
