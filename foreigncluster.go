@@ -128,7 +128,7 @@ func UnreachableByLiqo(fc *liqov1beta1.ForeignCluster) bool {
 	return !Reachable(fc) && !TunnelUp(fc)
 }
 
-// Lookups, as Liqo looks up.
+// The lookups, each as Liqo does it: reads through a client.Reader, writing nothing.
 
 // LocalClusterID reads this cluster's Liqo cluster ID: CLUSTER_ID of the ConfigMap in Liqo's namespace
 // labelled as Liqo labels it (app.kubernetes.io/name=clusterid-configmap), selected by label as Liqo does
@@ -204,6 +204,9 @@ func VirtualNodeNames(vns []offloadingv1beta1.VirtualNode, clusterID string) map
 	}
 	return out
 }
+
+// What is left of a peering: the objects of PeeringKinds (liqo.go) that make Liqo re-create a deleted
+// ForeignCluster.
 
 // PeeringCommands are the kubectl commands that show, for a person, every object of PeeringKinds that
 // carries clusterID.
