@@ -12,9 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// FenceCredentialTokenSecret is the token Secret of a consumer's fence credential (FenceCredentialName).
-const FenceCredentialTokenSecret = FenceCredentialName + "-token"
-
 // ApplyFenceCredential makes, in a consumer's tenant namespace ns on a provider, its fence credential,
 // idempotently (server-side apply by fieldOwner, its fields forced): the ServiceAccount, the Role that may
 // only get, update and patch the Lease FenceLeaseName, their RoleBinding, and the ServiceAccount's token

@@ -13,12 +13,6 @@ import (
 // renewal record of a provider read from FenceRenewalsConfigMap, failing on one that is there but cannot be
 // read, and the gate's stamp of OverrideFenceDeadlineAnnotation.
 
-// FenceDeadlineOverriddenAnnotation is the gate's stamp of OverrideFenceDeadlineAnnotation (gate rule 31):
-// who set the mark before the provider's fence deadline, when, and the deadline then
-// (FenceDeadlineOverride). Only the mutating webhook writes it, in the request that sets the mark with the
-// override; it goes with the mark (gate rule 7).
-const FenceDeadlineOverriddenAnnotation = AnnotationPrefix + "fence-deadline-overridden"
-
 // ReadFenceRenewal is the janitor's renewal record of the provider clusterID in cm (FenceRenewalsConfigMap;
 // nil: there is none): found false when cm holds none for it. An error when the record is there but is not
 // a FenceRenewal, or when a renewal may have landed under a contract that does not parse: the provider's

@@ -15,23 +15,8 @@ import (
 // setting of its own, never a comparison of the two clusters' clocks — the time after its last acknowledged
 // renewal by which the provider has surely fenced itself (FenceContract.SafeAfter), and takes no
 // irreversible step before it.
-const (
-	// FenceLeaseName is the coordination.k8s.io/v1 Lease, in the provider's tenant namespace of a consumer,
-	// that the consumer renews and the provider's agent observes.
-	FenceLeaseName = "liqo-janitor-fence"
-
-	// FenceAfterAnnotation is the provider's admin's opt-in, on the consumer's Tenant: how long the agent
-	// may go without observing a renewal before it fences the consumer (a Go duration, e.g. "120s").
-	FenceAfterAnnotation = AnnotationPrefix + "fence-after"
-	// FenceContractAnnotation is the agent's contract on the Lease: a FenceContract as JSON.
-	FenceContractAnnotation = AnnotationPrefix + "fence-contract"
-	// ArmedAtAnnotation is when the agent first observed a renewal (RFC 3339, its clock): before it, the
-	// consumer is never fenced.
-	ArmedAtAnnotation = AnnotationPrefix + "armed-at"
-	// SeenRVAnnotation is the resourceVersion of the last renewal the agent observed: the consumer counts a
-	// renewal as acknowledged when the next one's response carries the previous one's resourceVersion here.
-	SeenRVAnnotation = AnnotationPrefix + "seen-rv"
-)
+// Its keys (FenceLeaseName, FenceAfterAnnotation, FenceContractAnnotation, ArmedAtAnnotation,
+// SeenRVAnnotation) are in keys.go.
 
 // Bounds of the deadline the consumer computes from a contract (issue 37): the rate at which a clock may
 // drift (1 %), each cluster's own skew between the nodes its controllers run on (2 s per side), and a

@@ -13,21 +13,8 @@ import (
 // Lease FenceLeaseName on each provider it holds a fence credential for, and keeps, in its own namespace,
 // what it needs to compute when that provider has surely fenced itself. The gate refuses a mark, and the
 // janitor every release, before that deadline.
-const (
-	// ProviderFenceSecretLabel labels, in the janitor's namespace, the Secret holding a provider's fence
-	// credential (the kubeconfig `kubectl liqo-janitor fence-credential` prints on the provider), with the
-	// provider's cluster ID as value.
-	ProviderFenceSecretLabel = AnnotationPrefix + "provider-fence"
-	// ProviderFenceKubeconfigKey is the Secret's key of that kubeconfig (as Liqo's identity Secrets hold
-	// theirs).
-	ProviderFenceKubeconfigKey = "kubeconfig"
-	// FenceRenewalsConfigMap is the ConfigMap in the janitor's namespace holding, per provider cluster ID,
-	// a FenceRenewal as JSON: only the janitor writes it; the gate and the plugin read it there.
-	FenceRenewalsConfigMap = "liqo-janitor-fence-renewals"
-	// OverrideFenceDeadlineAnnotation, set to the cluster ID with the break-glass verb, lets a mark be set
-	// before the provider's fence has surely completed; the gate stamps it.
-	OverrideFenceDeadlineAnnotation = AnnotationPrefix + "override-fence-deadline"
-)
+// Its keys (ProviderFenceSecretLabel, ProviderFenceKubeconfigKey, FenceRenewalsConfigMap,
+// OverrideFenceDeadlineAnnotation) are in keys.go.
 
 // FenceRenewal is the janitor's record of its renewals of one provider's fence Lease. Times are the
 // consumer's own clock (the janitor's), never compared with the provider's.

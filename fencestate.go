@@ -12,31 +12,8 @@ import (
 // observations and its fence live in FenceStateLeaseName beside it, which only the agent (and the
 // provider's admin) writes, and on the Tenant. The consumer's Lease only gets copies, for the consumer to
 // read (issue 37).
-const (
-	// FenceStateLeaseName is the agent's own Lease in the tenant namespace of a consumer: its
-	// FenceStateAnnotation is the agent's last observation and its fence, so that a new leader fences at
-	// the same deadline and a fence stays latched.
-	FenceStateLeaseName = "liqo-janitor-fence-state"
-	// FenceStateAnnotation holds a FenceState as JSON on FenceStateLeaseName.
-	FenceStateAnnotation = AnnotationPrefix + "fence-state"
-	// FenceStatusAnnotation is, on the consumer's Lease, why the agent does not arm (the computed minimum
-	// in the message), or empty once it is armed.
-	FenceStatusAnnotation = AnnotationPrefix + "fence-status"
-	// ProviderFencedAnnotation is, on the consumer's Lease, a copy of the agent's fence record
-	// (ProviderFence as JSON), for the consumer to read with its fence credential.
-	ProviderFencedAnnotation = AnnotationPrefix + "provider-fenced"
-	// FencedAtAnnotation is, on the Tenant, when the agent fenced that consumer (RFC 3339, its clock).
-	FencedAtAnnotation = AnnotationPrefix + "fenced-at"
-	// CordonedByFenceAnnotation is, on the Tenant, when the agent set it Cordoned: only a Tenant the fence
-	// cordoned is set Active again by `kubectl liqo-janitor unfence`.
-	CordonedByFenceAnnotation = AnnotationPrefix + "cordoned-by-fence"
-
-	// FenceCredentialName names, in the tenant namespace of a consumer, the ServiceAccount, Role and
-	// RoleBinding of the consumer's fence credential (the Role may only get, update and patch the Lease
-	// FenceLeaseName); FenceCredentialName + "-token" is its token Secret. Deleting the ServiceAccount
-	// revokes it.
-	FenceCredentialName = "liqo-janitor-fence"
-)
+// Their keys (FenceStateLeaseName, FenceStateAnnotation, FenceStatusAnnotation, ProviderFencedAnnotation,
+// FencedAtAnnotation, CordonedByFenceAnnotation) and the fence credential's names are in keys.go.
 
 // FenceState is the agent's record of one consumer: what it last observed, whether it armed, and its fence.
 // Times are the agent's clock at the moment it observed or acted.

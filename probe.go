@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Our own look at the provider: the gate's before it accepts a mark (gate rule 4), the janitor's at a low
+// The prober, the one piece of shared behaviour in this package (the rest are declarations, formats,
+// read-only lookups and the fence credential's apply). Our own look at the provider: the gate's before it accepts a mark (gate rule 4), the janitor's at a low
 // rate while a cluster is marked (a provider that answers again has returned). Liqo's APIServerStatus is
 // evidence Liqo keeps current only while its controller runs, only on a transition, and only for the
 // ForeignCluster its lookup finds (foreigncluster-controller/apiserverchecker.go checkAndUpdateCallback

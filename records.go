@@ -1,18 +1,24 @@
 package liqojanitor
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 )
 
 // The formats of the janitor's annotations, written and read here only: the janitor writes them, the gate
 // and the chart's policy match their prefixes (GracePlanPrefix, ReturnedPrefix), the plugin shows them.
 // Each is a typed value with one String and one Parse; a change of spelling is a change here, tested by
-// records_test.go, and every reader follows at compile time. The fence record (FenceRecord, returned.go)
-// and the unpeering record (Unpeering, unpeering.go) are the others.
+// records_test.go, and every reader follows at compile time. The unpeering record (Unpeering) is in
+// records_unpeering.go, the janitor's ConfigMap records in records_store.go, the provider fence's in
+// fence*.go.
 
 // RecordTime formats t for the janitor's time records (first-seen-at, grace-ends-at, the time of a
 // return): RFC 3339 in UTC with milliseconds, rounded up to the millisecond, so that a recorded first sight
@@ -23,6 +29,19 @@ func RecordTime(t time.Time) string {
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
+
+// GracePlanPrefix starts the cleanup annotation while a confirmed mark waits out the grace period and the
+// annotation shows the plan ("grace 22s left: would release …"); the gate removes such a plan with the mark.
+const GracePlanPrefix = "grace "
+
+// ReturnedPrefix starts the cleanup annotation once the janitor saw the provider of a marked ForeignCluster
+// answer after the mark: "provider returned at 2026-12-02T01:50:00Z; …" (ReturnRecord).
+const ReturnedPrefix = "provider returned at "
+
+// EndedMarkPrefix starts a cleanup annotation whose record belongs to a mark that was removed while the
+// gate was down (janitor rule 15): the janitor keeps an earlier mark's return record as history under it,
+// EndedMarkPrefix + the record, which no reader takes for a current return (ParseReturnRecord does not).
+const EndedMarkPrefix = "ended with its mark: "
 
 // ErrNoRecord is MarkTimeRecord's error when the annotation is absent.
 var ErrNoRecord = errors.New("no record")
@@ -359,4 +378,262 @@ func ParseAcknowledgement(v string) (Acknowledgement, bool) {
 		return Acknowledgement{}, false
 	}
 	return Acknowledgement{At: at, By: rest[:i], Count: count}, true
+}
+
+// A provider that answers again after its mark (issue 18, design "Non-goals"): the janitor records the
+// return first in its cleanup annotation ("provider returned at <RFC 3339>; …") — the one record only its
+// identity writes (gate rule 14), so nobody else can start or end a return — and the operator's
+// `kubectl liqo-janitor fence` records on the ForeignCluster what it stopped on the provider, in a record
+// the gate stamps (gate rule 15): when, by whom, and which recorded return it fences
+// (FencedAnnotation, keys.go).
+
+// fencesReturnPart ends a stamped fence record: the time of the janitor's recorded return it fences.
+const fencesReturnPart = "; fences the return at "
+
+// FenceRecord is the operator's fence record (FencedAnnotation). `kubectl liqo-janitor fence` sends At,
+// By and Counts; the gate stamps it (gate rule 15): it writes At (the request's time), By (the requesting
+// user) and Return (the janitor's recorded return of the current mark, ReturnRecordedAt) whatever the
+// request carried, and keeps the request's Counts. Only a stamped record fences a return (Stamped).
+type FenceRecord struct {
+	// At is when the record was written (stamped: when the gate stamped it).
+	At time.Time
+	// By is the user whose request recorded the fence.
+	By string
+	// Return is the time of the janitor's record of the return this fence stops; zero in the plugin's
+	// request, before the gate stamps it.
+	Return time.Time
+	// Counts says what the fence stopped, e.g. "shadowpods 12, pods 12".
+	Counts string
+}
+
+// String is the record's FencedAnnotation value: "<At> by <By>: <Counts>", and "; fences the return at
+// <Return>" once stamped (RFC 3339, UTC; At in whole seconds, Return to the fraction the janitor recorded,
+// so that it reads back as the very instant of the janitor's record).
+func (r FenceRecord) String() string {
+	s := fmt.Sprintf("%s by %s: %s", r.At.UTC().Format(time.RFC3339), r.By, r.Counts)
+	if r.Return.IsZero() {
+		return s
+	}
+	return s + fencesReturnPart + r.Return.UTC().Format(time.RFC3339Nano)
+}
+
+// Stamped reports whether the record is in the form the gate stamps: it names its user and the return it
+// fences. Any other record fences no return.
+func (r FenceRecord) Stamped() bool { return r.By != "" && !r.Return.IsZero() }
+
+// Fences reports whether the record fences the return recorded at returnAt: stamped, naming exactly that
+// return, and stamped no earlier than it (a record older than the return cannot stop its copies). The gate
+// (rule 30) and the janitor (rule 10) read a fence so.
+func (r FenceRecord) Fences(returnAt time.Time) bool {
+	return r.Stamped() && !returnAt.IsZero() && r.Return.Equal(returnAt) && !r.At.Before(returnAt.Truncate(time.Second))
+}
+
+// ParseFenceRecord reads a FencedAnnotation value in either form: ok when it carries a readable time and
+// "by <user>: " (the user ends at the first ": "; it may be empty, which no stamped record is), Counts
+// after it. Return is the return it fences when the last part names a readable time, zero otherwise (an
+// unreadable one is part of the counts).
+func ParseFenceRecord(v string) (FenceRecord, bool) {
+	ts, rest, found := strings.Cut(v, " ")
+	if !found {
+		return FenceRecord{}, false
+	}
+	at, err := time.Parse(time.RFC3339, ts)
+	if err != nil {
+		return FenceRecord{}, false
+	}
+	var ret time.Time
+	if i := strings.LastIndex(rest, fencesReturnPart); i >= 0 {
+		if r, err := time.Parse(time.RFC3339, rest[i+len(fencesReturnPart):]); err == nil {
+			rest, ret = rest[:i], r
+		}
+	}
+	named, isBy := strings.CutPrefix(rest, "by ")
+	by, counts, found := strings.Cut(named, ": ")
+	if !isBy || !found {
+		return FenceRecord{}, false
+	}
+	return FenceRecord{At: at, By: by, Return: ret, Counts: counts}, true
+}
+
+// ReturnRecordedAt is the time of the janitor's record of a return of the current mark in annotations:
+// the cleanup annotation starting with ReturnedPrefix and a readable RFC 3339 time, not older than the
+// mark's marked-at (whole seconds), since a record older than that belongs to an earlier mark — the same
+// reading as the janitor's own (janitor/return_seen.go recordedReturn).
+func ReturnRecordedAt(annotations map[string]string) (time.Time, bool) {
+	rec, ok := ParseReturnRecord(annotations[CleanupAnnotation])
+	if !ok {
+		return time.Time{}, false
+	}
+	if markedAt, err := time.Parse(time.RFC3339, annotations[MarkedAtAnnotation]); err == nil && rec.At.Before(markedAt.Truncate(time.Second)) {
+		return time.Time{}, false
+	}
+	return rec.At, true
+}
+
+// Return is the janitor's record of a provider that answered again after the current mark, as the plugin
+// shows it.
+type Return struct {
+	// At is when the janitor saw the provider answer; How what showed it.
+	At  time.Time
+	How string
+	// Fenced is the operator's fence record of this return ("by <user>: <counts>"), empty until then.
+	Fenced string
+}
+
+// RecordedReturn reads the janitor's record of a return of fc's current mark (its cleanup annotation,
+// which only the janitor's identity writes: gate rule 14, ReturnRecordedAt) and the operator's fence of it
+// as of now (FencedBy); false when fc carries no mark.
+func RecordedReturn(fc *liqov1beta1.ForeignCluster, now time.Time) (Return, bool) {
+	at, ok := ReturnRecordedAt(fc.Annotations)
+	if !ok || !IsMarked(fc.Annotations) {
+		return Return{}, false
+	}
+	rec, _ := ParseReturnRecord(fc.Annotations[CleanupAnnotation])
+	f, _ := FencedBy(fc.Annotations, at, now)
+	return Return{At: at, How: rec.How, Fenced: f}, true
+}
+
+// FenceStampSkew is how far ahead of the reader's clock the gate's stamp of a fence record (another
+// replica's clock) may be.
+const FenceStampSkew = 5 * time.Second
+
+// FencedBy reads the operator's fence record (FencedAnnotation) of the return recorded at returnAt: "by
+// <user>: <counts>", when the gate stamped it for this very return (gate rule 15: FenceRecord names the
+// janitor's recorded return, to the millisecond it wrote), at or after the return and not after now (beyond
+// FenceStampSkew). A record of another return, of the plugin's unstamped spelling (written past the gate),
+// stamped before the return or in the future does not count: the return stays unfenced, and its alert on.
+func FencedBy(annotations map[string]string, returnAt, now time.Time) (string, bool) {
+	rec, ok := ParseFenceRecord(annotations[FencedAnnotation])
+	if !ok || !rec.Fences(returnAt) || rec.At.After(now.Add(FenceStampSkew)) {
+		return "", false
+	}
+	return "by " + rec.By + ": " + rec.Counts, true
+}
+
+// The gate's record of where the provider was when it admitted the mark (gate rule 23): the
+// liqo-janitor.io/mark-targets annotation, written by the gate's mutating webhook into the request that
+// sets the mark, immutable while marked, removed with the mark. When the janitor first sees a mark after
+// Liqo cleared the status (liqoctl force unpeer deletes the tenant namespace, and with it the Identity;
+// Liqo's status rebuild drops apiServerUrl and foreignProxyUrl), it falls back to these targets.
+
+// MarkTargets is where the provider's API server was, as Liqo knew it when the gate admitted the mark:
+// the Targets ProviderTargets gathers, where they came from (for a person: the status alone, or the status
+// and the control-plane Identity, or why the Identity could not be read), and when.
+type MarkTargets struct {
+	Targets Targets   `json:"targets"`
+	From    string    `json:"from"`
+	At      time.Time `json:"at"`
+}
+
+// String is the record as the annotation holds it: compact JSON, At in UTC to the second.
+func (m MarkTargets) String() string {
+	m.At = m.At.UTC().Truncate(time.Second)
+	b, _ := json.Marshal(m) // a struct of strings, bytes and a time: it always marshals
+	return string(b)
+}
+
+// ParseMarkTargets reads a record written by MarkTargets.String; anything else is not one.
+func ParseMarkTargets(v string) (MarkTargets, bool) {
+	var m MarkTargets
+	if json.Unmarshal([]byte(v), &m) != nil || m.At.IsZero() || m.From == "" {
+		return MarkTargets{}, false
+	}
+	return m, true
+}
+
+// Released volumes (gate rule 32): `kubectl liqo-janitor release-volumes` deletes a pinned PVC only with the
+// operator's typed data-loss confirmation, and records on the ForeignCluster which remote PVCs' data it
+// abandoned, in VolumesReleasedAnnotation. Only the mutating webhook writes its time and user; the gate
+// refuses it on an unmarked cluster, without the break-glass verb, or when it forgets a volume it listed;
+// unmarking drops it with a warning. The janitor keeps a copy by cluster ID in ReleasedVolumesConfigMap in
+// its namespace (the ForeignCluster may be deleted), from which the gate warns when the cluster is peered
+// again: the new virtual kubelet for that provider deletes each remote PVC it reflected (labels
+// offloading.liqo.io/origin and destination) that has no local claim of its name, once its namespace is
+// offloaded there again (pkg/virtualKubelet/reflection/storage/persistentvolumeclaim.go Handle, v1.0.3 to
+// v1.2.0).
+
+// ReleasedVolume is one PVC released by the operator: the local claim (namespace/name, UID) and the remote
+// claim on the provider holding its data (namespace/name; "" when unknown).
+type ReleasedVolume struct {
+	PVC    string `json:"pvc"`
+	UID    string `json:"uid"`
+	Remote string `json:"remote,omitempty"`
+}
+
+// VolumesReleased is the record in VolumesReleasedAnnotation (JSON): the volumes released under the current
+// mark, the last release's time (RFC 3339, UTC) and user as the mutating webhook stamped them.
+type VolumesReleased struct {
+	At      string           `json:"at"`
+	By      string           `json:"by"`
+	Volumes []ReleasedVolume `json:"volumes"`
+}
+
+// ParseVolumesReleased reads a VolumesReleasedAnnotation value; ok only for a record naming a volume.
+func ParseVolumesReleased(v string) (VolumesReleased, bool) {
+	var r VolumesReleased
+	if json.Unmarshal([]byte(v), &r) != nil || len(r.Volumes) == 0 {
+		return VolumesReleased{}, false
+	}
+	return r, true
+}
+
+// String is the record as the annotation holds it.
+func (r VolumesReleased) String() string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// Remote are the remote PVCs whose data was released, as "namespace/name" (the local claim's when the
+// remote one is unknown).
+func (r VolumesReleased) Remote() []string {
+	out := make([]string, 0, len(r.Volumes))
+	for _, v := range r.Volumes {
+		out = append(out, cmp.Or(v.Remote, v.PVC+" (remote namespace unknown)"))
+	}
+	return out
+}
+
+// RepeerWarning is the gate's warning on unmarking, or peering again, a cluster with released volumes.
+func (r VolumesReleased) RepeerWarning(clusterID string) string {
+	n := len(r.Volumes)
+	return fmt.Sprintf("re-peering lets %s's virtual kubelet delete %d remote PVC%s whose data you released (%s)",
+		clusterID, n, plural(n), strings.Join(r.Remote(), ", "))
+}
+
+// StampedAt is the record's time, ok when it carries a readable time (RFC 3339) and a user: the form the
+// mutating webhook writes (gate rule 32).
+func (r VolumesReleased) StampedAt() (time.Time, bool) {
+	at, err := time.Parse(time.RFC3339, r.At)
+	return at, err == nil && r.By != ""
+}
+
+// Dropped are the volumes of old that r no longer lists, by UID: what a change of the record would forget
+// (gate rule 32 refuses it).
+func (r VolumesReleased) Dropped(old VolumesReleased) []ReleasedVolume {
+	kept := make(map[string]bool, len(r.Volumes))
+	for _, v := range r.Volumes {
+		kept[v.UID] = true
+	}
+	var out []ReleasedVolume
+	for _, v := range old.Volumes {
+		if !kept[v.UID] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Merge is r with every volume of in it lacks (by UID) appended, never dropping one, and in's time and user
+// when it added any; added says whether it did.
+func (r VolumesReleased) Merge(in VolumesReleased) (merged VolumesReleased, added bool) {
+	merged = VolumesReleased{At: r.At, By: r.By, Volumes: slices.Clone(r.Volumes)}
+	for _, v := range in.Volumes {
+		if !slices.ContainsFunc(merged.Volumes, func(m ReleasedVolume) bool { return m.UID == v.UID }) {
+			merged.Volumes, added = append(merged.Volumes, v), true
+		}
+	}
+	if added {
+		merged.At, merged.By = in.At, in.By
+	}
+	return merged, added
 }

@@ -8,14 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The janitor's records in its own namespace (janitor rules 16 and 17): the ConfigMap RecordsConfigMap,
+// The janitor's records in its own namespace (janitor rules 16 and 17): the ConfigMap RecordsConfigMap (keys.go),
 // one key per ForeignCluster UID, each a KeptRecord as JSON. No ForeignCluster writer (nor another
 // admission webhook on ForeignClusters) can change them; the janitor writes them, and the gate and the
 // plugin read them there — in the janitor's namespace only, never a look-alike elsewhere.
-
-// RecordsConfigMap is the name of the ConfigMap in the janitor's namespace that holds its probe targets
-// and kept returns.
-const RecordsConfigMap = "liqo-janitor-records"
 
 // KeptRecord is what the janitor keeps of one marked ForeignCluster's provider, for one mark.
 type KeptRecord struct {
@@ -26,7 +22,7 @@ type KeptRecord struct {
 	At      metav1.Time `json:"at"`
 	// VirtualNodes are the names of the cluster's VirtualNodes (spec.clusterID) at the janitor's first
 	// sight of the mark: the pod rule's tie of a Node to the cluster, kept for after the unpeering deleted
-	// them (a volume pinned to the cluster names one of them as its selected node, volumes.go).
+	// them (a volume pinned to the cluster names one of them as its selected node, PinnedVolume).
 	VirtualNodes []string `json:"virtualNodes,omitempty"`
 	// RemoteNamespaces maps each namespace offloaded to the cluster to its namespace there, at the janitor's
 	// first sight of the mark (the NamespaceMap and NamespaceOffloading go with the unpeering): where a
@@ -78,4 +74,26 @@ func KeptRecordOf(cm *corev1.ConfigMap, uid types.UID, annotations map[string]st
 		return KeptRecord{}, false
 	}
 	return rec, true
+}
+
+// The janitor's copy of the records (gate rule 32, janitor rule 23): ConfigMap ReleasedVolumesConfigMap in
+// its namespace, one key per cluster ID, each a VolumesReleased as JSON listing every volume released under
+// any mark of that cluster (the janitor merges and never deletes an entry). The janitor writes it; the gate
+// reads it to warn when the cluster is peered again — in the janitor's namespace only.
+
+// ReleasedVolumesOf is the record cm keeps for clusterID, if one parses.
+func ReleasedVolumesOf(cm *corev1.ConfigMap, clusterID string) (VolumesReleased, bool) {
+	return ParseVolumesReleased(cm.Data[clusterID])
+}
+
+// ReleasedVolumesRecords reads every record of the ConfigMap, by cluster ID; a value that does not parse is
+// left out.
+func ReleasedVolumesRecords(cm *corev1.ConfigMap) map[string]VolumesReleased {
+	out := map[string]VolumesReleased{}
+	for id, value := range cm.Data {
+		if r, ok := ParseVolumesReleased(value); ok {
+			out[id] = r
+		}
+	}
+	return out
 }

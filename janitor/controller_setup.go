@@ -142,7 +142,7 @@ type ownCaches struct {
 // kind), and the unpeering (janitor rule 13) follows a tenant namespace until it is gone.
 func tenantNamespaceCache(mgr ctrl.Manager) (cache.Cache, error) {
 	return ownCache(mgr, "tenant namespaces", cache.Options{
-		DefaultLabelSelector: labels.NewSelector().Add(*must(labels.NewRequirement(tenantNamespaceLabel, selection.Exists, nil))),
+		DefaultLabelSelector: labels.NewSelector().Add(*must(labels.NewRequirement(liqojanitor.TenantNamespaceLabel, selection.Exists, nil))),
 	})
 }
 

@@ -16,9 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,17 +43,6 @@ import (
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=virtualnodes,verbs=list
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 // +kubebuilder:rbac:groups=ipam.liqo.io,resources=ips;networks,verbs=list
-
-// Liqo's labels on a tenant namespace (pkg/tenantNamespace/namespaceManager.go ForgeNamespace, v1.0.3 to
-// v1.2.0): liqo.io/tenant-namespace and liqo.io/remote-cluster-id=<cluster ID>; Liqo finds it by both
-// (GetNamespace).
-const tenantNamespaceLabel = liqojanitor.TenantNamespaceLabel
-
-// tenantNamespacesOf selects the tenant namespaces of clusterID as Liqo finds them.
-func tenantNamespacesOf(clusterID string) client.MatchingLabelsSelector {
-	return client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{liqojanitor.RemoteClusterIDLabel: clusterID}).
-		Add(*must(labels.NewRequirement(tenantNamespaceLabel, selection.Exists, nil)))}
-}
 
 // holder is what the janitor knows of one Liqo finalizer on the consumer: the kinds that carry it,
 // whether liqo-janitor releases it (given the Liqo version), and the next step while it stays.
@@ -291,8 +278,8 @@ func namespacesLeft(namespaces []corev1.Namespace) []string {
 // the ForeignCluster's status names (status.tenantNamespace.local, written by Liqo's foreigncluster
 // controller) if it exists and is not among them.
 func (u *surveyor) tenantNamespaces(ctx context.Context, fc *liqov1beta1.ForeignCluster) ([]corev1.Namespace, error) {
-	var list corev1.NamespaceList
-	if err := u.apiReader.List(ctx, &list, tenantNamespacesOf(string(fc.Spec.ClusterID))); err != nil {
+	list, err := liqojanitor.TenantNamespaces(ctx, u.apiReader, string(fc.Spec.ClusterID))
+	if err != nil {
 		return nil, fmt.Errorf("listing the tenant namespaces: %w", err)
 	}
 	named := fc.Status.TenantNamespace.Local

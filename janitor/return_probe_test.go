@@ -110,7 +110,7 @@ func TestAProviderThatAnswersAgainIsReportedOncePerReturnAndGetsNothingMore(t *t
 
 	// The operator fences: the janitor records it, says so once, and stops counting the cluster.
 	// (no gate here: the test writes the record as the gate stamps it, for the recorded return)
-	ret, ok := janitor.RecordedReturn(get(t, p.ForeignCluster))
+	ret, ok := liqojanitor.RecordedReturn(get(t, p.ForeignCluster), time.Now())
 	g.Expect(ok).To(BeTrue())
 	fence := liqojanitor.FenceRecord{At: time.Now(), By: "bob", Return: ret.At, Counts: "shadowpods 3, pods 3"}.String()
 	g.Expect(fixture.Annotate(ctx, env.Client, p.ForeignCluster, map[string]*string{liqojanitor.FencedAnnotation: &fence})).To(Succeed())

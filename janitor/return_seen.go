@@ -99,21 +99,10 @@ func recordedReturn(fc *liqov1beta1.ForeignCluster) (providerReturn, bool) {
 	return providerReturn{at: at, how: rec.How, recorded: true}, true
 }
 
-// fenced reads the operator's fence record (FencedAnnotation) of a return: "by <user>: <counts>", when the
-// gate stamped it for this very return (gate rule 15: liqojanitor.FenceRecord names the janitor's recorded
-// return, to the millisecond it wrote), at or after the return and not after now (beyond maxClockSkew). A
-// record of another return, of the plugin's unstamped spelling (written past the gate), stamped before the
-// return or in the future does not count: the return stays unfenced, and its alert on.
+// fenced reads the operator's fence record of the return r as of now (liqojanitor.FencedBy).
 func fenced(fc *liqov1beta1.ForeignCluster, r providerReturn, now time.Time) (string, bool) {
-	rec, ok := liqojanitor.ParseFenceRecord(fc.Annotations[liqojanitor.FencedAnnotation])
-	if !ok || !rec.Fences(r.at) || rec.At.After(now.Add(maxClockSkew)) {
-		return "", false
-	}
-	return "by " + rec.By + ": " + rec.Counts, true
+	return liqojanitor.FencedBy(fc.Annotations, r.at, now)
 }
-
-// maxClockSkew is how far ahead of the janitor's clock a stamp of the gate (another replica's clock) may be.
-const maxClockSkew = 5 * time.Second
 
 // returnSummary is the cleanup annotation of a returned cluster (liqojanitor.ReturnRecord): the return
 // first, then who marked it and when, how many pods the janitor had force-deleted, the clean-up's record as
@@ -158,24 +147,4 @@ func returnedMessage(fc *liqov1beta1.ForeignCluster, r providerReturn) string {
 		"provider may still run: each may now run twice. Nothing more is released for this mark. Stop the copies: %s; then unmark "+
 		"and re-peer, or delete the ForeignCluster",
 		fc.Spec.ClusterID, r.how, r.at.UTC().Format(time.RFC3339), markedBy(fc), podsForceDeleted(fc), fenceCommand(fc))
-}
-
-// Return is the janitor's record of a provider that answered again after the mark, as the plugin shows it.
-type Return struct {
-	// At is when the janitor saw the provider answer; How what showed it.
-	At  time.Time
-	How string
-	// Fenced is the operator's fence record of this return ("by <user>: <counts>"), empty until then.
-	Fenced string
-}
-
-// RecordedReturn reads the janitor's record of a return of fc's current mark (its cleanup annotation,
-// which only the janitor's identity writes: gate rule 14).
-func RecordedReturn(fc *liqov1beta1.ForeignCluster) (Return, bool) {
-	r, ok := recordedReturn(fc)
-	if !ok || !liqojanitor.IsMarked(fc.Annotations) {
-		return Return{}, false
-	}
-	f, _ := fenced(fc, r, time.Now())
-	return Return{At: r.at, How: r.how, Fenced: f}, true
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -40,8 +39,8 @@ func (src *sources) listInternalFabrics(ctx context.Context, s *scope) ([]client
 	if !s.liqo.before(2) {
 		return nil, nil
 	}
-	var namespaces corev1.NamespaceList
-	if err := src.apiReader.List(ctx, &namespaces, tenantNamespacesOf(s.clusterID)); err != nil {
+	namespaces, err := liqojanitor.TenantNamespaces(ctx, src.apiReader, s.clusterID)
+	if err != nil {
 		return nil, err
 	}
 	var out []client.Object

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
-	"github.com/liqotech/liqo/pkg/consts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,7 +65,7 @@ func (src *sources) listPods(ctx context.Context, s *scope) ([]client.Object, er
 // Why a pod that is not terminating on the Node of a VirtualNode being deleted is left alone: Liqo's
 // drain does not select it (listPods). A small fixed set: the reason is logged with the pod.
 const (
-	notShadowPod = "not labelled " + liqojanitor.ShadowPodLabel + "=" + consts.LocalPodLabelValue +
+	notShadowPod = "not labelled " + liqojanitor.ShadowPodLabel + "=" + liqojanitor.ShadowPodLabelValue +
 		": not an offloaded pod, Liqo's drain does not delete it"
 	daemonSetPod = "owned by a DaemonSet: Liqo's drain does not delete it, it goes with the Node"
 	mirrorPod    = "a mirror pod: Liqo's drain does not delete it, it goes with the Node"
@@ -76,7 +75,7 @@ const (
 // v1.2.0 also isDaemonSetPod and isMirrorPod), or "" when it does.
 func notDrainedBy(pod client.Object, v liqoVersion) string {
 	switch {
-	case pod.GetLabels()[liqojanitor.ShadowPodLabel] != consts.LocalPodLabelValue:
+	case pod.GetLabels()[liqojanitor.ShadowPodLabel] != liqojanitor.ShadowPodLabelValue:
 		return notShadowPod
 	case v.older(2):
 		return ""

@@ -20,10 +20,8 @@ import (
 // from the next mark's: the next mark would have no grace window at all, or, when the earlier mark had seen
 // its provider answer, never be acted on. So when the janitor sees a ForeignCluster without the mark that
 // still carries them, it ends them itself: it removes what the gate would have removed, and an earlier
-// mark's return record stays as history under endedMarkPrefix, which no reader takes for a current return.
-
-// endedMarkPrefix starts a cleanup annotation whose record belongs to a mark that was removed.
-const endedMarkPrefix = "ended with its mark: "
+// mark's return record stays as history under liqojanitor.EndedMarkPrefix, which no reader takes for a
+// current return.
 
 // staleRecords is the patch that ends, on an unmarked ForeignCluster, the janitor's records of the mark it
 // had (nil when there is nothing to end): the keys the gate removes with a mark set to null, and a return
@@ -39,7 +37,7 @@ func staleRecords(fc *liqov1beta1.ForeignCluster) map[string]any {
 	case strings.HasPrefix(cleanup, liqojanitor.GracePlanPrefix):
 		out[liqojanitor.CleanupAnnotation] = nil
 	case strings.HasPrefix(cleanup, liqojanitor.ReturnedPrefix):
-		out[liqojanitor.CleanupAnnotation] = endedMarkPrefix + cleanup
+		out[liqojanitor.CleanupAnnotation] = liqojanitor.EndedMarkPrefix + cleanup
 	}
 	if len(out) == 0 {
 		return nil

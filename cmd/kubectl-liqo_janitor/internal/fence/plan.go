@@ -7,11 +7,12 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
-	"github.com/liqotech/liqo/pkg/consts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
 // What fence selects on the provider: Liqo's own labels and annotations, the same strings in Liqo v1.0.3,
@@ -22,22 +23,22 @@ const (
 	// consumer's cluster ID, destination = the provider's), which the consumer's virtual kubelet puts on
 	// every ShadowPod it reflects (forge.RemoteShadowPod, pkg/virtualKubelet/forge/pods.go, through
 	// RemoteObjectMeta). They are not in Liqo's consts package, and the forge package would bring the
-	// virtual kubelet's dependencies: spelled here.
-	shadowPodOriginLabel      = "offloading.liqo.io/origin"
-	shadowPodDestinationLabel = "offloading.liqo.io/destination"
+	// virtual kubelet's dependencies: spelled in the root (liqo.go).
+	shadowPodOriginLabel      = liqojanitor.ShadowPodOriginLabel
+	shadowPodDestinationLabel = liqojanitor.ShadowPodDestinationLabel
 
 	// replicatedLabel and originLabel are what the consumer's crdReplicator puts on the copies of its
 	// ResourceSlices, NamespaceMaps and Renews it creates in its tenant namespace on the provider
 	// (Reflector.mutateLabelsForRemote, internal/crdReplicator/reflection/handler.go): liqo.io/replicated=true,
 	// liqo.io/originID=<consumer>; its own reflector selects them the same way (remoteResourcesLabelSelector,
 	// reflection/reflector.go).
-	replicatedLabel = consts.ReplicationStatusLabel
-	originLabel     = consts.ReplicationOriginLabel
+	replicatedLabel = liqojanitor.ReplicationStatusLabel
+	originLabel     = liqojanitor.ReplicationOriginLabel
 
 	// tenantNamespaceLabel (value "true") and liqo.io/remote-cluster-id=<consumer> label the tenant
 	// namespace of a consumer on the provider (tenantNamespaceManager.ForgeNamespace and GetNamespace,
 	// pkg/tenantNamespace/namespaceManager.go).
-	tenantNamespaceLabel = consts.TenantNamespaceLabel
+	tenantNamespaceLabel = liqojanitor.TenantNamespaceLabel
 
 	// managedByNamespaceMapAnnotation ("<tenant namespace>/<NamespaceMap>") is on every remote namespace
 	// Liqo's namespacemap controller creates for a NamespaceMap copy (createNamespace,
@@ -49,7 +50,7 @@ const (
 	// fence therefore deletes only the NamespaceMap copy and waits for Liqo to delete the namespaces:
 	// deleting them itself would race that controller, which re-creates a missing one while the map lives
 	// (ensureNamespacesExistence).
-	managedByNamespaceMapAnnotation = consts.RemoteNamespaceManagedByAnnotationKey
+	managedByNamespaceMapAnnotation = liqojanitor.ManagedByNamespaceMapAnnotation
 )
 
 // Plan is what fence would remove on the provider: the consumer's ShadowPods and the pods Liqo's
@@ -180,8 +181,8 @@ func ownedPods(ctx context.Context, c client.Client, ns string, owners []types.U
 
 // listTenants finds the consumer's tenant namespaces on the provider and the copies in them.
 func (p *Plan) listTenants(ctx context.Context, s *scope) error {
-	var nss corev1.NamespaceList
-	if err := s.provider.c.List(ctx, &nss, client.MatchingLabels{tenantNamespaceLabel: "true", consts.RemoteClusterID: s.localID}); err != nil {
+	nss, err := liqojanitor.TenantNamespaces(ctx, s.provider.c, s.localID)
+	if err != nil {
 		return providerErr("listing the tenant namespaces of this consumer", err)
 	}
 	for _, ns := range nss.Items {

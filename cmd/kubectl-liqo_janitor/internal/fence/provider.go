@@ -9,7 +9,6 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	"github.com/liqotech/liqo/pkg/consts"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,7 +75,7 @@ func connectProvider(ctx context.Context, c client.Client, fc *liqov1beta1.Forei
 			return nil, err
 		}
 		via = "the control-plane identity of Secret " + output.Printable(secret.Namespace+"/"+secret.Name)
-		remoteTenant = secret.Annotations[consts.RemoteTenantNamespaceAnnotKey]
+		remoteTenant = secret.Annotations[liqojanitor.RemoteTenantNamespaceAnnotation]
 	} else {
 		var err error
 		if cfg, err = clientcmd.BuildConfigFromFlags("", path); err != nil {
@@ -110,14 +109,14 @@ func identityConfig(fc *liqov1beta1.ForeignCluster, secret *corev1.Secret) (*res
 		return nil, fmt.Errorf("no --provider-kubeconfig, and Secret %s is an AWS IAM identity: Liqo gets its token from AWS "+
 			"(identityManager.mutateIAMConfig), fence does not; nothing was read on the provider or written: %s", name, passKubeconfig(fc))
 	}
-	data, ok := secret.Data[consts.KubeconfigSecretField]
+	data, ok := secret.Data[liqojanitor.KubeconfigSecretKey]
 	if !ok {
-		return nil, fmt.Errorf("no --provider-kubeconfig, and Secret %s has no %q key: %s", name, consts.KubeconfigSecretField, passKubeconfig(fc))
+		return nil, fmt.Errorf("no --provider-kubeconfig, and Secret %s has no %q key: %s", name, liqojanitor.KubeconfigSecretKey, passKubeconfig(fc))
 	}
 	cfg, err := secretKubeconfig(data)
 	if err != nil {
 		return nil, output.Lines{
-			fmt.Sprintf("no --provider-kubeconfig, and the kubeconfig in Secret %s (key %q) %s.", name, consts.KubeconfigSecretField, output.Printable(err.Error())),
+			fmt.Sprintf("no --provider-kubeconfig, and the kubeconfig in Secret %s (key %q) %s.", name, liqojanitor.KubeconfigSecretKey, output.Printable(err.Error())),
 			"fence uses a kubeconfig it finds in the cluster only with inline credentials (a client certificate and key, or a token): " +
 				"it never runs its exec or auth-provider credential plugins nor reads files it names, not even with --dry-run. " +
 				"Nothing was run, read on the provider or written.",
@@ -241,9 +240,8 @@ func identitySecret(ctx context.Context, c client.Client, fc *liqov1beta1.Foreig
 // tenantNamespace is fc's provider's tenant namespace on this consumer, as Liqo finds it.
 func tenantNamespace(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) (string, error) {
 	id := string(fc.Spec.ClusterID)
-	selector := fmt.Sprintf("%s=%s,%s", liqojanitor.RemoteClusterIDLabel, output.Printable(id), consts.TenantNamespaceLabel)
-	var list corev1.NamespaceList
-	err := c.List(ctx, &list, client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: id}, client.HasLabels{consts.TenantNamespaceLabel})
+	selector := fmt.Sprintf("%s=%s,%s", liqojanitor.RemoteClusterIDLabel, output.Printable(id), liqojanitor.TenantNamespaceLabel)
+	list, err := liqojanitor.TenantNamespaces(ctx, c, id)
 	switch {
 	case apierrors.IsForbidden(err):
 		return "", fmt.Errorf("no --provider-kubeconfig, and you may not list namespaces (fence finds the tenant namespace of %s "+

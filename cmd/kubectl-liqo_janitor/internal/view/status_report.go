@@ -10,7 +10,6 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
-	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
 // StatusReport is `status -o json|yaml`, kind StatusReport: the status of the marked ForeignClusters (of
@@ -65,7 +64,7 @@ type ClusterStatus struct {
 	// (liqo-janitor.io/unpeering): the Liqo version it found, what is left, what holds it, whether
 	// liqo-janitor releases it, the next step; complete once nothing Liqo re-creates the ForeignCluster from is left.
 	Unpeering *liqojanitor.Unpeering `json:"unpeering,omitempty"`
-	// Returned is the janitor's record that the provider answered again after the mark (janitor.RecordedReturn).
+	// Returned is the janitor's record that the provider answered again after the mark (liqojanitor.RecordedReturn).
 	Returned *Return `json:"returned,omitempty"`
 	// Probe is where the janitor's return probe looks for the provider (a marked cluster whose return is not
 	// recorded): the targets it kept for the mark, or where Liqo says the provider is, or none at all.
@@ -122,9 +121,7 @@ func clusterStatusOf(fc *liqov1beta1.ForeignCluster, events []eventsv1.Event, no
 	if u, ok := liqojanitor.UnpeeringOf(a); ok {
 		cs.Unpeering = printableUnpeering(u)
 	}
-	// The janitor package reads its own record of a return (the one read of it here beside the plan) until
-	// the root owns that record's reader (issue 39 item 1).
-	if r, ok := janitor.RecordedReturn(fc); ok {
+	if r, ok := liqojanitor.RecordedReturn(fc, now); ok {
 		cs.Returned = &Return{At: metav1.NewTime(r.At.UTC()), How: output.Printable(r.How), Fenced: output.Printable(r.Fenced)}
 	}
 	for _, ev := range events {

@@ -11,14 +11,13 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/cli"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/output"
-	"github.com/liqo-janitor/liqo-janitor/janitor"
 )
 
 // A volume is released only from a cluster that is dead when it is released: re-read live before each
 // volume, the ForeignCluster is the one first read (same UID), carries the same mark (marked-at), marked
 // with the value Liqo honours and confirmed with its cluster ID (liqojanitor.IsMarked, Confirmed), and
 // no return of the provider after the mark is recorded without the operator's stamped fence of it — in
-// the janitor's cleanup annotation (liqojanitor.ReturnRecordedAt, read as janitor.RecordedReturn) or in
+// the janitor's cleanup annotation (liqojanitor.ReturnRecordedAt, read as liqojanitor.RecordedReturn) or in
 // its kept record of the mark (KeptRecord.Return, in its records in its namespace). A provider that
 // answers again may still run the workload, on the very data a release abandons.
 
@@ -71,7 +70,7 @@ func keptRecord(ctx context.Context, c client.Reader, ns cli.JanitorNamespace, f
 // returnOf says whether a return of fc's provider after its current mark is recorded — "recorded at …"
 // — and whether a stamped fence of it is.
 func returnOf(fc *liqov1beta1.ForeignCluster, kept liqojanitor.KeptRecord) (returned string, fenced bool) {
-	if r, ok := janitor.RecordedReturn(fc); ok {
+	if r, ok := liqojanitor.RecordedReturn(fc, time.Now()); ok {
 		returned, fenced = "recorded at "+r.At.UTC().Format(time.RFC3339Nano)+" by the janitor", r.Fenced != ""
 	}
 	if kept.Return != nil {

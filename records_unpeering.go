@@ -14,16 +14,7 @@ import (
 // part (what it may release is released); UnpeeringComplete is the operator's outcome (the consumer's
 // side of the peering is gone: nothing is left that Liqo re-creates the ForeignCluster from, PeeringKinds).
 // The gate refuses to delete a marked ForeignCluster whose record is not complete, or while such an object
-// is left (Liqo would re-create it unmarked).
-const (
-	// UnpeeringAnnotation is the janitor's record of the unpeering of a dead cluster: an Unpeering as JSON.
-	UnpeeringAnnotation = AnnotationPrefix + "unpeering"
-
-	// AllowDeleteAnnotation is the operator's break-glass override of the gate's deletion rule: a marked
-	// ForeignCluster whose unpeering still runs may be deleted when it carries this key equal to its
-	// spec.clusterID and the requester holds the break-glass verb.
-	AllowDeleteAnnotation = AnnotationPrefix + "allow-delete-while-unpeering"
-)
+// is left (Liqo would re-create it unmarked). AllowDeleteAnnotation (keys.go) is the operator's override.
 
 // UnpeeringPhase is where an unpeering stands.
 type UnpeeringPhase string
@@ -59,7 +50,7 @@ type Unpeering struct {
 	// Notes say what the operator must know beyond the objects (e.g. a reflector Liqo leaks).
 	Notes []string `json:"notes,omitempty"`
 	// ClusterID is the dead cluster's ID, and PinnedVolumes how many PVCs of Liqo's virtual storage class
-	// are pinned to it (volumes.go), the first MaxPinnedVolumes of them in Volumes. The janitor writes none
+	// are pinned to it (PinnedVolume, below), the first MaxPinnedVolumes of them in Volumes. The janitor writes none
 	// of them: releasing one abandons its data, the operator's decision.
 	ClusterID     string         `json:"clusterID,omitempty"`
 	PinnedVolumes int            `json:"pinnedVolumes,omitempty"`
@@ -180,4 +171,90 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// Volumes pinned to a dead provider (issue 38, design revision 5 "Stateful workloads"): a PVC of Liqo's
+// virtual storage class that a provider's virtual kubelet provisioned is bound to a local placeholder PV
+// whose node affinity names that provider; once the provider is dead the PVC's workload cannot be
+// scheduled anywhere (kube-scheduler: "node(s) didn't match PersistentVolume's node affinity", "node(s)
+// had volume node affinity conflict" before kubernetes/kubernetes#129887), and nothing in Liqo releases
+// it. The janitor reports them (PinnedVolume, in the unpeering record and the plan); it never writes a PVC
+// or a PV. Liqo's virtual storage, as the janitor reads it, is in
+// liqo.go.
+
+// The states of a pod using a pinned volume.
+const (
+	// VolumePodTerminating: the pod is being deleted on one of the dead cluster's virtual nodes.
+	VolumePodTerminating = "Terminating"
+	// VolumePodPending: the pod is not bound to a node (it cannot be: the volume's affinity names the dead
+	// cluster).
+	VolumePodPending = "Pending"
+)
+
+// MaxPinnedVolumes caps how many pinned volumes a record names (an annotation is small); PinnedVolumes
+// counts them all.
+const MaxPinnedVolumes = 20
+
+// PinnedVolume is one PVC of Liqo's virtual storage class pinned to a dead cluster.
+type PinnedVolume struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// PV is the placeholder PersistentVolume it is bound to, and ReclaimPolicy that PV's.
+	PV            string `json:"pv"`
+	ReclaimPolicy string `json:"reclaimPolicy,omitempty"`
+	// Pods are the pods that use it, each "name (state)": Terminating on the dead cluster's node, Pending,
+	// or the node it is bound to; none when empty.
+	Pods []string `json:"pods,omitempty"`
+	// StatefulSet is the StatefulSet whose volumeClaimTemplates generate it ("" when none does).
+	StatefulSet string `json:"statefulSet,omitempty"`
+	// RemoteNamespace is the namespace on the dead cluster holding its data (a PVC of the same name), as
+	// the janitor recorded it at first sight of the mark ("" when unknown; DataOn).
+	RemoteNamespace string `json:"remoteNamespace,omitempty"`
+}
+
+// Line is the volume in a line: "PVC ns/data-web-0 (uid …) on PV pvc-… (Delete), StatefulSet web, pods:
+// web-0 (Pending), data there: remote-ns/data-web-0" (its data on the dead cluster, DataOn).
+func (v PinnedVolume) Line() string {
+	s := fmt.Sprintf("PVC %s/%s (uid %s) on PV %s", v.Namespace, v.Name, v.UID, v.PV)
+	if v.ReclaimPolicy != "" {
+		s += " (" + v.ReclaimPolicy + ")"
+	}
+	if v.StatefulSet != "" {
+		s += ", StatefulSet " + v.StatefulSet
+	}
+	pods := "none"
+	if len(v.Pods) > 0 {
+		pods = strings.Join(v.Pods, ", ")
+	}
+	data := "remote namespace unknown"
+	if v.RemoteNamespace != "" {
+		data = v.RemoteNamespace + "/" + v.Name
+	}
+	return s + ", pods: " + pods + ", data there: " + data
+}
+
+// PinnedVolumesLine says, for a person, how many volumes are pinned to clusterID: "3 volumes pinned to X:
+// their workloads cannot run anywhere until released" ("" when none).
+func PinnedVolumesLine(n int, clusterID string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d volume%s pinned to %s: their workloads cannot run anywhere until released", n, plural(n), clusterID)
+}
+
+// Where a pinned volume's data is: the virtual kubelet reflects a PVC into the remote namespace its
+// namespace is offloaded to, under the same name (storageprovisioner/remoteprovisioner.go
+// remotePersistentVolumeClaim, applied by ProvisionRemotePVC, v1.0.3 to v1.2.0);
+// the remote namespace is the NamespaceMap's status.currentMapping[local namespace].remoteNamespace (or the
+// NamespaceOffloading's status.remoteNamespaceName), which the janitor records at its first sight of the
+// mark (KeptRecord.RemoteNamespaces) since the unpeering deletes both.
+
+// DataOn says where v's data is on cluster clusterID: "on X in <remote namespace>/<name>", or "on X (remote
+// namespace unknown)" when the janitor did not see the mapping before the unpeering removed it.
+func (v PinnedVolume) DataOn(clusterID string) string {
+	if v.RemoteNamespace == "" {
+		return "on " + clusterID + " (remote namespace unknown)"
+	}
+	return "on " + clusterID + " in " + v.RemoteNamespace + "/" + v.Name
 }

@@ -8,47 +8,6 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 )
 
-// Liqo's evidence that a provider is alive, beyond its API server: the data plane. Liqo's foreigncluster
-// controller derives status.modules.networking's NetworkConnectionStatus from the Connection resource the
-// gateway's connection checker keeps (foreigncluster-controller/status.go handleConnectionStatus, the same
-// in Liqo v1.0.3, v1.1.0 and v1.2.0: Connected → Established, Connecting → Pending, anything else →
-// Error; no Connection → the condition is deleted). A provider whose API server is down but whose tunnel
-// is Established still runs its pods, which keep serving and reaching the consumer: it is alive, and
-// releasing the consumer's copies would run every workload twice. No condition at all (the networking
-// module off, or no Connection) is no evidence either way.
-
-// TunnelStatus returns fc's NetworkConnectionStatus condition, or nil if Liqo keeps none for it.
-func TunnelStatus(fc *liqov1beta1.ForeignCluster) *liqov1beta1.Condition {
-	for i := range fc.Status.Modules.Networking.Conditions {
-		if c := &fc.Status.Modules.Networking.Conditions[i]; c.Type == liqov1beta1.NetworkConnectionStatusCondition {
-			return c
-		}
-	}
-	return nil
-}
-
-// TunnelUp reports whether Liqo's data plane to fc's provider is up (NetworkConnectionStatus Established).
-func TunnelUp(fc *liqov1beta1.ForeignCluster) bool {
-	c := TunnelStatus(fc)
-	return c != nil && c.Status == liqov1beta1.ConditionStatusEstablished
-}
-
-// UnreachableByLiqo reports whether Liqo's evidence says fc's provider cannot be reached at all: its
-// API server is not Established (or Liqo keeps no APIServerStatus for it) and its tunnel is not up.
-func UnreachableByLiqo(fc *liqov1beta1.ForeignCluster) bool {
-	return !Reachable(fc) && !TunnelUp(fc)
-}
-
-// AcknowledgeUnreachableAnnotation acknowledges a mark set during a storm (gate rule 21, janitor rule 18):
-// its value is the number of this consumer's providers unreachable at once, typed by the operator, and it
-// counts only when stamped like the other break-glass keys.
-const AcknowledgeUnreachableAnnotation = AnnotationPrefix + "acknowledge-unreachable"
-
-// AcknowledgedByAnnotation is the gate's stamp of an acknowledgement (gate rule 21): who acknowledged the
-// storm, when, and the count acknowledged (Acknowledgement). Only the gate's mutating webhook writes it, in
-// the request that sets the mark with AcknowledgeUnreachableAnnotation; it goes with the mark (gate rule 7).
-const AcknowledgedByAnnotation = AnnotationPrefix + "acknowledged-by"
-
 // StormGuard holds marks back while too many of this consumer's providers are unreachable at once: then
 // the cause is more likely on the consumer's side of a cut (its uplink, its gateway, its DNS) than on every
 // provider's, and the gate's own probe runs from that same side. Kubernetes' node lifecycle controller
