@@ -1,7 +1,7 @@
 // Package view is what `plan`, `mark` and `status` show of one ForeignCluster, and their -o documents
 // (PlanReport, StatusReport): read from the cluster with the root package's names and parsers, and from
-// the janitor package only its plan (janitor.PlanCluster) — and, until the root owns that record's reader,
-// its record of a return (janitor.RecordedReturn). Every text that comes from the cluster is escaped as
+// the janitor package only its plan (janitor.PlanCluster); the janitor's record of a return is read
+// through the root (liqojanitor.RecordedReturn). Every text that comes from the cluster is escaped as
 // the tables escape it (output.Printable). It writes nothing to the cluster: the gate's answer to a mark
 // (GateCheck) is the mark package's to ask.
 //
