@@ -53,7 +53,7 @@ type reconciler struct {
 func newReconciler(c client.Client, live client.Reader, pods podSource, recorder events.EventRecorder, clk clock.PassiveClock, o Options) *reconciler {
 	o = o.Default()
 	mem, pace := newMemory(), newPacing()
-	probe := newReturnProbe(c, targetStore{client: c, reader: live, namespace: o.Namespace}, clk, o)
+	probe := newReturnProbe(c, targetStore{Client: c, Reader: live, Namespace: o.Namespace}, clk, o)
 	return &reconciler{
 		client: c, apiReader: live, clock: clk, options: o, sightings: newSightings(clk), memory: mem, pacing: pace,
 		probe: probe, released: newReleasedCopy(probe.store, o),

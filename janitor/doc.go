@@ -34,8 +34,9 @@
 //     the control-plane identity Secret loses crdreplicator.liqo.io/operator.
 //  5. Only finalizers of the allow-list are removed, with JSON patches that test the object's UID and the
 //     exact entry; pods are deleted with grace 0 and a UID precondition; a pod's finalizers are never
-//     stripped. Every such write is internal/release's; janitor/ writes nothing else but what the janitor
-//     owns (its annotations, its records, events), which a lint rule checks (.golangci.yml).
+//     stripped. Every such write is internal/release's; what the janitor owns (its annotations on a
+//     ForeignCluster, its records in its namespace) is written by internal/records alone, and the files of
+//     package janitor write nothing (but events), which a lint rule checks (.golangci.yml).
 //  6. Nothing that is not being deleted is written, but the pods Liqo's drain selects on rule 4's
 //     VirtualNode.
 //  7. Stateless and watch-driven: killed at any point and restarted, it finishes the job; no polling. A
@@ -220,14 +221,15 @@
 //     after refused writes (pass_pacing.go), and the installed Liqo it acts for (pass_liqoversion.go).
 //   - target_ — the targets, on their sources (target_sources.go): pods, replicated objects,
 //     NamespaceOffloadings, the identity Secret, and what an older Liqo's fabric needs (target_fabric.go).
-//   - report_ — the clean-up's record (report_progress.go), the events and the writes of the janitor's own
-//     keys (report_publish.go), what the reports remember between passes (report_memory.go), the metrics,
+//   - report_ — the clean-up's record (report_progress.go), the events and what the janitor's own keys say
+//     (report_publish.go, written through internal/records), what the reports remember between passes (report_memory.go), the metrics,
 //     the unpeering (report_unpeering.go), and the plan for the plugin (report_plan.go, PlanCluster).
 //   - return_ — a provider that answers again (return_seen.go), the janitor's own probe
 //     (return_probe.go), and the probe targets, returns and released volumes it keeps in its namespace
 //     (return_targets.go).
 //
-// Two leaves below it are self-contained and one-way: internal/release (every write to an object the
-// janitor does not own, and the reading of another admission webhook's refusal) and internal/podwatch
-// (the pods of dead nodes, watched per node or listed live). Test files take the prefix of what they test.
+// Three leaves below it are self-contained and one-way: internal/release (every write to an object the
+// janitor does not own, and the reading of another admission webhook's refusal), internal/records (every
+// write to what it owns: its annotations, onto the version read, and its records ConfigMaps) and
+// internal/podwatch (the pods of dead nodes, watched per node or listed live). Test files take the prefix of what they test.
 package janitor

@@ -123,7 +123,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	for _, w := range s.offloadingWaits() {
 		p.Offloadings = append(p.Offloadings, KeptOffloading{Namespace: w.namespace, Why: w.why})
 	}
-	kept, _, err := r.probe.store.of(ctx, fc)
+	kept, _, err := r.probe.store.Of(ctx, fc)
 	if err != nil {
 		return nil, err
 	}

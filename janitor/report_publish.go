@@ -3,7 +3,6 @@ package janitor
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/records"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
@@ -423,10 +423,11 @@ func (p *reporter) writeOwnKeys(ctx context.Context, on *liqov1beta1.ForeignClus
 	if p.options.DryRun || len(want) == 0 {
 		return false, nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want, "resourceVersion": on.ResourceVersion}})
-	fc := &liqov1beta1.ForeignCluster{}
-	fc.Name = on.Name
-	if err := p.client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	set := make(map[string]any, len(want))
+	for key, value := range want {
+		set[key] = value
+	}
+	if err := records.PatchAnnotations(ctx, p.client, on.Name, on.ResourceVersion, set); err != nil {
 		return false, fmt.Errorf("writing the cleanup record: %w", err)
 	}
 	return true, nil

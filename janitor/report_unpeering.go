@@ -202,7 +202,7 @@ func (u *surveyor) survey(ctx context.Context, s *scope, left podwatch.Left) (li
 // pinned adds to rec the volumes pinned to s's cluster (report_volumes.go): they do not hold the unpeering,
 // but their workloads cannot run anywhere until the operator releases them.
 func (u *surveyor) pinned(ctx context.Context, s *scope, rec *liqojanitor.Unpeering) error {
-	kept, _, err := u.store.of(ctx, s.fc)
+	kept, _, err := u.store.Of(ctx, s.fc)
 	if err != nil {
 		return err
 	}

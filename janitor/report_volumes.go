@@ -285,7 +285,7 @@ func remoteNamespaces(ctx context.Context, r client.Reader, clusterID string) (m
 // VirtualNode names and remote namespaces the janitor recorded at first sight of fc's current mark in its
 // records in namespace (the janitor's). `kubectl liqo-janitor release-volumes` acts on this list.
 func PinnedVolumes(ctx context.Context, r client.Reader, namespace string, fc *liqov1beta1.ForeignCluster) ([]liqojanitor.PinnedVolume, error) {
-	kept, _, err := targetStore{reader: r, namespace: namespace}.of(ctx, fc)
+	kept, _, err := targetStore{Reader: r, Namespace: namespace}.Of(ctx, fc)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 	if p.dryRun || !liqojanitor.Confirmed(fc) || (ok && kept == mark) {
 		return nil
 	}
-	switch rec, stored, err := p.store.of(ctx, fc); {
+	switch rec, stored, err := p.store.Of(ctx, fc); {
 	case err != nil:
 		return err
 	case !stored || !rec.HasTargets():
@@ -89,7 +89,7 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 		if !changed {
 			return nil // nothing to keep yet: the plan and the status say the mark has no target
 		}
-		if err := p.store.keep(ctx, fc, rec); err != nil {
+		if err := p.store.Keep(ctx, fc, rec); err != nil {
 			return fmt.Errorf("keeping the probe targets of %s: %w", fc.Name, err)
 		}
 		if !rec.HasTargets() {
@@ -150,7 +150,7 @@ func (p *returnProbe) loadReturns(ctx context.Context) (bool, error) {
 	if loaded {
 		return false, nil
 	}
-	recs, err := p.store.all(ctx)
+	recs, err := p.store.All(ctx)
 	if err != nil {
 		return false, fmt.Errorf("reading the returns the janitor kept: %w", err)
 	}
@@ -242,7 +242,7 @@ func (p *returnProbe) unfencedKept() map[types.UID]bool {
 // updateKept changes the record of fc's current mark (a new one when there is none) in the janitor's
 // namespace, then in this process's memory.
 func (p *returnProbe) updateKept(ctx context.Context, fc *liqov1beta1.ForeignCluster, change func(*liqojanitor.KeptRecord)) error {
-	rec, stored, err := p.store.of(ctx, fc)
+	rec, stored, err := p.store.Of(ctx, fc)
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func (p *returnProbe) updateKept(ctx context.Context, fc *liqov1beta1.ForeignClu
 		rec = liqojanitor.KeptRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation]}
 	}
 	change(&rec)
-	if err := p.store.keep(ctx, fc, rec); err != nil {
+	if err := p.store.Keep(ctx, fc, rec); err != nil {
 		return fmt.Errorf("keeping the return of %s in the janitor's namespace: %w", fc.Name, err)
 	}
 	p.mu.Lock()
@@ -282,7 +282,7 @@ func (p *returnProbe) round(ctx context.Context) {
 		}
 		return
 	}
-	recs, err := p.store.all(ctx)
+	recs, err := p.store.All(ctx)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the kept probe targets failed; probing the status' URLs only")
 	}
@@ -356,7 +356,7 @@ func (p *returnProbe) probeNow(ctx context.Context, fc *liqov1beta1.ForeignClust
 	if p.interval == 0 || done || !liqojanitor.Confirmed(fc) {
 		return false, nil
 	}
-	rec, kept, err := p.store.of(ctx, fc)
+	rec, kept, err := p.store.Of(ctx, fc)
 	if err != nil {
 		return false, err
 	}
@@ -396,7 +396,7 @@ func (p *returnProbe) dropRecords(ctx context.Context, uid types.UID) error {
 	ok := p.stored[uid]
 	p.mu.Unlock()
 	if ok && !p.dryRun {
-		if err := p.store.drop(ctx, uid); err != nil {
+		if err := p.store.Drop(ctx, uid); err != nil {
 			return err
 		}
 	}

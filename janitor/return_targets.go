@@ -2,18 +2,13 @@ package janitor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/records"
 )
 
 // A return is seen whatever Liqo forgot (janitor rule 16). After `liqoctl force unpeer` deletes the tenant
@@ -36,57 +31,9 @@ import (
 // every leader reads the ConfigMap before its first verdict: a restart or a failover never forgets a
 // return, and never releases again after it.
 
-// targetStore reads and writes the records in the janitor's namespace.
-type targetStore struct {
-	client    client.Client
-	reader    client.Reader
-	namespace string
-}
-
-// all reads every record, by ForeignCluster UID.
-func (s targetStore) all(ctx context.Context) (map[types.UID]liqojanitor.KeptRecord, error) {
-	cm := &corev1.ConfigMap{}
-	switch err := s.reader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: liqojanitor.RecordsConfigMap}, cm); {
-	case apierrors.IsNotFound(err):
-		return map[types.UID]liqojanitor.KeptRecord{}, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading the janitor's records (ConfigMap %s/%s): %w", s.namespace, liqojanitor.RecordsConfigMap, err)
-	}
-	return liqojanitor.KeptRecords(cm), nil
-}
-
-// of is the record of fc's current mark, if the janitor keeps one.
-func (s targetStore) of(ctx context.Context, fc *liqov1beta1.ForeignCluster) (liqojanitor.KeptRecord, bool, error) {
-	recs, err := s.all(ctx)
-	if err != nil {
-		return liqojanitor.KeptRecord{}, false, err
-	}
-	rec, ok := recs[fc.UID]
-	return rec, ok && rec.OfMark(fc.Annotations), nil
-}
-
-// keep writes rec for fc (creating the ConfigMap the first time); a dry run keeps nothing.
-func (s targetStore) keep(ctx context.Context, fc *liqov1beta1.ForeignCluster, rec liqojanitor.KeptRecord) error {
-	value, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: liqojanitor.RecordsConfigMap,
-		Labels: map[string]string{"app.kubernetes.io/name": liqojanitor.Name}}, Data: map[string]string{string(fc.UID): string(value)}}
-	err = s.client.Create(ctx, cm)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	patch, _ := json.Marshal(map[string]any{"data": map[string]string{string(fc.UID): string(value)}})
-	return s.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
-}
-
-// drop drops fc's record (its mark went, or it is gone).
-func (s targetStore) drop(ctx context.Context, uid types.UID) error {
-	patch, _ := json.Marshal(map[string]any{"data": map[string]any{string(uid): nil}})
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: liqojanitor.RecordsConfigMap}}
-	return client.IgnoreNotFound(s.client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)))
-}
+// targetStore reads and writes the records in the janitor's namespace (janitor/internal/records: every write
+// of the janitor to what it owns is there).
+type targetStore = records.Store
 
 // The volumes released from a cluster are never forgotten (janitor rule 23). `kubectl liqo-janitor
 // release-volumes` records on the ForeignCluster which remote PVCs' data it abandoned, and the gate stamps
@@ -123,38 +70,11 @@ func (c *releasedCopy) keep(ctx context.Context, fc *liqov1beta1.ForeignCluster)
 	if done {
 		return nil
 	}
-	if err := c.store.mergeReleased(ctx, id, rec); err != nil {
+	if err := c.store.MergeReleased(ctx, id, rec); err != nil {
 		return fmt.Errorf("keeping the volumes released from %s: %w", id, err)
 	}
 	c.mu.Lock()
 	c.merged[id] = value
 	c.mu.Unlock()
 	return nil
-}
-
-// mergeReleased merges rec into the copy of clusterID's released volumes (creating the ConfigMap the first
-// time), read live and patched under the optimistic lock: a concurrent write is a conflict, retried by the
-// next pass, never a lost volume. A record that adds no volume writes nothing.
-func (s targetStore) mergeReleased(ctx context.Context, clusterID string, rec liqojanitor.VolumesReleased) error {
-	cm := &corev1.ConfigMap{}
-	key := client.ObjectKey{Namespace: s.namespace, Name: liqojanitor.ReleasedVolumesConfigMap}
-	switch err := s.reader.Get(ctx, key, cm); {
-	case apierrors.IsNotFound(err):
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: liqojanitor.ReleasedVolumesConfigMap,
-			Labels: map[string]string{"app.kubernetes.io/name": liqojanitor.Name}}, Data: map[string]string{clusterID: rec.String()}}
-		return s.client.Create(ctx, cm)
-	case err != nil:
-		return fmt.Errorf("reading ConfigMap %s: %w", key, err)
-	}
-	kept, _ := liqojanitor.ReleasedVolumesOf(cm, clusterID)
-	merged, added := kept.Merge(rec)
-	if !added {
-		return nil
-	}
-	orig := cm.DeepCopy()
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	cm.Data[clusterID] = merged.String()
-	return s.client.Patch(ctx, cm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }

@@ -2,15 +2,13 @@ package janitor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/records"
 )
 
 // The janitor's records belong to one mark (janitor rule 15). The gate removes the records of a mark
@@ -53,10 +51,7 @@ func (r *reconciler) endStaleRecords(ctx context.Context, fc *liqov1beta1.Foreig
 	if stale == nil || r.options.DryRun {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": stale, "resourceVersion": fc.ResourceVersion}})
-	target := &liqov1beta1.ForeignCluster{}
-	target.Name = fc.Name
-	if err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := records.PatchAnnotations(ctx, r.client, fc.Name, fc.ResourceVersion, stale); err != nil {
 		return fmt.Errorf("ending the records of the removed mark: %w", err)
 	}
 	return nil
