@@ -117,7 +117,7 @@ const (
 )
 
 // JanitorOwnedAnnotations are the keys only the janitor's own identity may set, change or remove (gate
-// rule 14); the gate removes the grace-window ones together with the mark (rule 7).
+// rule 14); the gate removes the grace-window ones together with the mark (gate rule 7).
 var JanitorOwnedAnnotations = []string{CleanupAnnotation, FirstSeenAnnotation, GraceEndsAnnotation, UnpeeringAnnotation}
 
 // The provider-side agent's records (issue 36, fencestate.go): on the consumer's Lease (copies, for the

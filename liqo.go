@@ -23,7 +23,7 @@ const (
 // Liqo keys the add-on reads.
 const (
 	// WebhookSkipLabel switches Liqo's own webhooks off for one object (the objectSelector of Liqo v1.2's
-	// webhook configurations, deployments/liqo/templates/webhooks/*.yaml); locked while marked (rule 11).
+	// webhook configurations, deployments/liqo/templates/webhooks/*.yaml); locked while marked (gate rule 11).
 	WebhookSkipLabel = "liqo.io/webhook-skip"
 	// ShadowPodLabel marks the consumer's offloaded pods (consts.LocalPodLabelKey, value "true"): the only
 	// pods Liqo's VirtualNode drain selects (virtualnode-controller/drain.go getPodsForDeletion).

@@ -423,7 +423,7 @@ func (r FenceRecord) Stamped() bool { return r.By != "" && !r.Return.IsZero() }
 
 // Fences reports whether the record fences the return recorded at returnAt: stamped, naming exactly that
 // return, and stamped no earlier than it (a record older than the return cannot stop its copies). The gate
-// (rule 30) and the janitor (rule 10) read a fence so.
+// (gate rule 30) and the janitor (janitor rule 10) read a fence so.
 func (r FenceRecord) Fences(returnAt time.Time) bool {
 	return r.Stamped() && !returnAt.IsZero() && r.Return.Equal(returnAt) && !r.At.Before(returnAt.Truncate(time.Second))
 }

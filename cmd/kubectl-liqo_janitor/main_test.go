@@ -370,7 +370,7 @@ func layOut(t *testing.T, spec fixture.Spec) *fixture.Consumer {
 	return cons
 }
 
-// retire unmarks fc (the gate keeps a marked ForeignCluster while its unpeering runs: rule 16) and deletes
+// retire unmarks fc (the gate keeps a marked ForeignCluster while its unpeering runs: gate rule 16) and deletes
 // it. It runs after the test's other clean-ups: its janitor stopped, the gate no longer bypassed.
 func retire(t *testing.T, fc *liqov1beta1.ForeignCluster) {
 	t.Helper()

@@ -30,7 +30,7 @@ import (
 )
 
 // recordGraceEnd writes the janitor's grace-ends-at on the ForeignCluster, as the janitor does (as the
-// janitor's identity, the install's ServiceAccount: the identity rule 14 lets write the janitor's keys).
+// janitor's identity, the install's ServiceAccount: the identity that gate rule 14 lets write the janitor's keys).
 func recordGraceEnd(t *testing.T, p *fixture.Provider, ends time.Time) {
 	t.Helper()
 	NewWithT(t).Expect(fixture.Annotate(t.Context(), asJanitor(t), p.ForeignCluster, map[string]*string{

@@ -69,7 +69,7 @@ type options struct {
 	// liqoUninstallers are the identities whose bare marks the gate accepts as Liqo's uninstaller's.
 	liqoUninstallers userList
 	minUnreachable   time.Duration
-	// storm is the storm guard shared by the gate (rule 21) and the janitor.
+	// storm is the storm guard shared by the gate (gate rule 21) and the janitor.
 	storm          liqojanitor.StormGuard
 	probeTimeout   time.Duration
 	gracePeriod    time.Duration

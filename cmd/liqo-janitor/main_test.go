@@ -107,7 +107,7 @@ func TestBinaryServesProbesAndTheGate(t *testing.T) {
 	uninstaller, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	err = uninstaller.Patch(ctx, fc, rawMerge(patch))
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "rule 18 is off by default: %v", err)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "gate rule 18 is off by default: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`user "` + uninstallerUser + `" may not mark it permanently unreachable`))
 }
 

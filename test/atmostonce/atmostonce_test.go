@@ -309,7 +309,7 @@ func (s *scenario) run(t *testing.T) {
 
 	// then unpeers: the VirtualNode and the peering's replicated objects deleted (liqoctl force unpeer; on
 	// v1.0, deleting the tenant namespace); Liqo v1.0.3's drain evicts the VirtualNode's offloaded pods (and
-	// waits), Liqo v1.2.0's force-deletes them for a dead cluster: here the janitor does (rule 4).
+	// waits), Liqo v1.2.0's force-deletes them for a dead cluster: here the janitor does (janitor rule 4).
 	g.Expect(fixture.Terminate(ctx, c, s.p)).To(Succeed())
 	var evicted time.Time
 	if s.version == "v1.0.3" {
@@ -388,9 +388,9 @@ func (s *scenario) run(t *testing.T) {
 	row("provider: last pod of this consumer gone (watch)", providerGone)
 	row("provider: its agent saw none left (stoppedAt)", *state.Fence.StoppedAt)
 	if firstRefused.IsZero() {
-		fmt.Fprintf(&b, "  %-78s\n", "gate: no refusal of the mark naming the provider's fence deadline (rule 31)")
+		fmt.Fprintf(&b, "  %-78s\n", "gate: no refusal of the mark naming the provider's fence deadline (gate rule 31)")
 	} else {
-		row("gate: first refusal of the mark (rule 31), naming "+named.UTC().Format(time.RFC3339), firstRefused)
+		row("gate: first refusal of the mark (gate rule 31), naming "+named.UTC().Format(time.RFC3339), firstRefused)
 	}
 	row(fmt.Sprintf("deadline = lastLanded + T_safe (%s)", contract.SafeAfter().Round(time.Millisecond)), deadline)
 	row(fmt.Sprintf("gate: mark admitted, request sent (after %d refusals)", refusals), markSent)
@@ -412,8 +412,8 @@ func (s *scenario) run(t *testing.T) {
 	g.Expect(deletionSeen).To(BeTemporally(">=", consumerFirst), "no deletion of a pod of the provider before the first one sent")
 	// the contract kept: the fence completes by the deadline the consumer computed from it
 	g.Expect(providerGone).To(BeTemporally("<", deadline), "the provider's fence completes by the deadline")
-	// what makes it so: the gate refused the mark until the deadline (rule 31), naming it, and admitted it
-	// after; the janitor deleted nothing before it (rule 22)
+	// what makes it so: the gate refused the mark until the deadline (gate rule 31), naming it, and admitted it
+	// after; the janitor deleted nothing before it (janitor rule 22)
 	g.Expect(refusals).To(BeNumerically(">", 0))
 	g.Expect(named.Equal(deadline.Truncate(time.Second))).To(BeTrue(), "the gate named the deadline %s, the record's is %s", named, deadline)
 	g.Expect(markAnswered).To(BeTemporally(">=", deadline), "the gate admitted the mark at or after the deadline")

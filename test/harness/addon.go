@@ -156,7 +156,7 @@ func ClusterRoleBinding(name, role string, users ...string) *rbacv1.ClusterRoleB
 }
 
 // InstallConfig is a rest.Config as the install's ServiceAccount (DefaultInstall, ServiceAccountConfig):
-// what the product runs as. The gate learns it as the janitor's identity (rule 14).
+// what the product runs as. The gate learns it as the janitor's identity (gate rule 14).
 func (e *Env) InstallConfig() (*rest.Config, error) {
 	inst, err := e.DefaultInstall()
 	if err != nil {

@@ -23,6 +23,9 @@
 //
 // The same word may exist in another project too; when a path of ours is meant, the check holds it to
 // exist here, and when another project's is meant, its line names that project.
+//
+// It also fails on a rule citation in a tracked Go file that does not say whose rule it is outside the
+// package that numbers it, or that cites a rule its package does not define (rules.go).
 package main
 
 import (
@@ -61,6 +64,20 @@ func main() {
 	if len(problems) > 0 {
 		fmt.Fprintf(os.Stderr, "pathcheck: %d path(s) that do not exist in the repository: fix or qualify them "+
 			"(another project's path: name the project on its line, see go doc ./test/pathcheck)\n", len(problems))
+	}
+	cited, err := rules(os.DirFS("."), files)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pathcheck: %v\n", err)
+		os.Exit(2)
+	}
+	for _, p := range cited {
+		fmt.Fprintln(os.Stderr, p)
+	}
+	if len(cited) > 0 {
+		fmt.Fprintf(os.Stderr, "pathcheck: %d rule citation(s) bare outside their package or of no such rule "+
+			"(see test/pathcheck/rules.go)\n", len(cited))
+	}
+	if len(problems) > 0 || len(cited) > 0 {
 		os.Exit(1)
 	}
 }

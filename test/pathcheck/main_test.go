@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sort"
+	"strconv"
 	"testing"
 	"testing/fstest"
 
@@ -98,4 +100,54 @@ func TestCheckCatchesAPlantedStalePath(t *testing.T) {
 		{File: "manifests/chart/liqo-janitor/files/webhooks.yaml", Line: 1, Path: "manifests/gone", Link: true},
 	}))
 	g.Expect(problems[2].String()).To(Equal("janitor/podwatch.go:4: names test/bench/REPORT.md, which does not exist"))
+}
+
+// TestRulesCatchesBareAndUnknownCitations: a package cites its own rules bare, anywhere else a citation
+// says whose rule it is (its owner may end the comment's line before), and names a rule the owner's doc.go
+// numbers; the provider fence's rules are not the janitor's.
+func TestRulesCatchesBareAndUnknownCitations(t *testing.T) {
+	g := NewWithT(t)
+	doc := func(pkg string, n int) *fstest.MapFile {
+		s := "// Package " + pkg + ".\n//\n"
+		for i := 1; i <= n; i++ {
+			s += "//  " + strconv.Itoa(i) + ". A rule.\n"
+		}
+		return &fstest.MapFile{Data: []byte(s + "package " + pkg + "\n")}
+	}
+	fsys := fstest.MapFS{
+		"webhook/doc.go":               doc("webhook", 32),
+		"janitor/doc.go":               doc("janitor", 23),
+		"janitor/providerfence/doc.go": doc("providerfence", 7),
+		"janitor/fencerenew/doc.go":    doc("fencerenew", 6),
+		// must pass: bare in its own package, qualified elsewhere, a plural, an owner on the line before,
+		// the text a test asserts on
+		"webhook/gate.go":              {Data: []byte("package webhook\n\n// rule 5's verb (rules 16 and 17; janitor rule 14).\n")},
+		"janitor/verdict.go":           {Data: []byte("package janitor\n\n// rule 22, as gate rule 31 holds a mark.\n")},
+		"janitor/providerfence/lat.go": {Data: []byte("package providerfence\n\n// Latched (rule 6).\n")},
+		"cmd/ok.go": {Data: []byte("package main\n\n// the gate (gate rules 16–21) and the janitor\n// (gate rule 21, janitor\n" +
+			"// rule 18), the fence (fence rule 1) and its renewer (renew rule 5).\n" +
+			"var s = \"Nothing was written; the gate refuses such a mark too (rule 20)\"\n")},
+		// must fail: bare outside its package, an owner without that rule, the fence's rule 9 in its own package
+		"cmd/bare.go":                  {Data: []byte("package main\n\n// the gate keeps it (rule 16)\n// and rules 14, 16.\n")},
+		"root.go":                      {Data: []byte("package root\n\n// (gate rule 99, janitor\n// rule 24, fence rule 7)\n")},
+		"janitor/providerfence/bad.go": {Data: []byte("package providerfence\n\n// rule 9 and rule 5\n")},
+	}
+	var names []string
+	for f := range fsys {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	problems, err := rules(fsys, names)
+	g.Expect(err).NotTo(HaveOccurred())
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.String())
+	}
+	g.Expect(got).To(Equal([]string{
+		`cmd/bare.go:3: "rule 16" cites a rule without saying whose: gate, janitor, fence or renew rule N`,
+		`cmd/bare.go:4: "rules 14, 16" cites a rule without saying whose: gate, janitor, fence or renew rule N`,
+		`janitor/providerfence/bad.go:3: "rule 9" cites fence rule 9, which janitor/providerfence/doc.go does not define`,
+		`root.go:3: "gate rule 99" cites gate rule 99, which webhook/doc.go does not define`,
+		`root.go:3: "janitor rule 24" cites janitor rule 24, which janitor/doc.go does not define`,
+	}))
 }

@@ -545,7 +545,7 @@ func (d *demo) atMostOnce(ctx context.Context) error {
 		{f.cut, "the partition"},
 		{state.Fence.StartedAt, fmt.Sprintf("the provider's agent fences: no renewal observed for %s", fenceAfter)},
 		{seen.providerGoneBy, "the provider's last pod of this consumer gone, by then"},
-		{f.refusedAt, "the operator's mark refused by the gate (rule 31)"},
+		{f.refusedAt, "the operator's mark refused by the gate (gate rule 31)"},
 		{f.deadline, fmt.Sprintf("the deadline: last renewal that may have landed + T_safe %s", f.contract.SafeAfter().Round(100*time.Millisecond))},
 		{f.markSent, "the mark sent again, and admitted"},
 		{seen.consumerAllThere, fmt.Sprintf("all %d pods of %s still on this consumer", len(d.fencing().Pods), d.fencing().ID)},

@@ -311,7 +311,7 @@ func TestChartDefaultsAreTheBinarys(t *testing.T) {
 	g.Expect(args).To(HaveKeyWithValue("--liqo-namespace", liqojanitor.DefaultLiqoNamespace))
 	g.Expect(args).To(HaveKeyWithValue("--storm-min-unreachable", strconv.Itoa(liqojanitor.DefaultStormMinUnreachable)))
 	g.Expect(args).To(HaveKeyWithValue("--storm-max-unreachable-share", strconv.Itoa(liqojanitor.DefaultStormMaxUnreachableShare)))
-	g.Expect(args).To(HaveKeyWithValue("--liqo-uninstaller-users", "")) // rule 18 off, as the binary's default
+	g.Expect(args).To(HaveKeyWithValue("--liqo-uninstaller-users", "")) // gate rule 18 off, as the binary's default
 }
 
 // TestChartNamesLiqosUninstaller: gate rule 18 is off unless enabled; enabled, its identities follow

@@ -680,7 +680,7 @@ func TestPolicyKeepsAMarkedForeignClusterWhileItsUnpeeringRunsWithoutTheGate(t *
 	const other = "provider-del-override"
 	fc = createForeignCluster(t, other, nil)
 	g.Expect(fixture.MarkCluster(ctx, env.Client, fc)).To(Succeed())
-	// set on the marked ForeignCluster: a mark never starts with it (rule 22)
+	// set on the marked ForeignCluster: a mark never starts with it (gate rule 22)
 	g.Expect(annotate(ctx, env.Client, other, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(other)})).To(Succeed())
 	g.Expect(deleteFC(env.Client, other)).To(Succeed())
 	g.Expect(gone(other)).To(BeTrue())
@@ -690,7 +690,7 @@ func TestPolicyKeepsAMarkedForeignClusterWhileItsUnpeeringRunsWithoutTheGate(t *
 // absent, a marked ForeignCluster whose unpeering the janitor recorded complete but whose provider's return
 // it recorded (its cleanup record) is not deleted until a fence record stamped for that very return is
 // there — one of another return, or unstamped, fences nothing — unless a holder of the verb uses the
-// override (rule 17).
+// override (gate rule 17).
 func TestPolicyKeepsAMarkedForeignClusterWithAnUnfencedReturnWithoutTheGate(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
@@ -746,8 +746,8 @@ func TestPolicyKeepsAMarkedForeignClusterWithAnUnfencedReturnWithoutTheGate(t *t
 }
 
 // TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate: gate rule 18. With the webhook absent nobody
-// writes the confirmation for Liqo's uninstaller, so its bare mark is refused (fail closed); and with rule
-// 18 off (the chart's default, rendered into manifests/policy) even a mark stamped and confirmed in its
+// writes the confirmation for Liqo's uninstaller, so its bare mark is refused (fail closed); and with gate
+// rule 18 off (the chart's default, rendered into manifests/policy) even a mark stamped and confirmed in its
 // name as the gate's mutating webhook does needs the break-glass verb, as anyone's.
 func TestPolicyRefusesTheUninstallersBareMarkWithoutTheGate(t *testing.T) {
 	env := harness.Require(t)
@@ -843,7 +843,7 @@ func TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate(t *te
 	run([]step{
 		{"no mark while the tunnel is up", alice, id, mark, http.StatusUnprocessableEntity,
 			[]string{"Liqo reports the data plane to the provider as up (its tunnel: NetworkConnectionStatus Established)", "its nodes and pods still run"}},
-		{"nor by Liqo's uninstaller (rule 18 off by default: it needs the verb first)", uninstaller, other, map[string]*string{liqojanitor.ConfirmAnnotation: s(other), liqojanitor.MarkAnnotation: s("true"),
+		{"nor by Liqo's uninstaller (gate rule 18 off by default: it needs the verb first)", uninstaller, other, map[string]*string{liqojanitor.ConfirmAnnotation: s(other), liqojanitor.MarkAnnotation: s("true"),
 			liqojanitor.MarkedByAnnotation: s(uninstallerUser), liqojanitor.MarkedAtAnnotation: s(time.Now().UTC().Format(time.RFC3339))},
 			http.StatusForbidden, []string{"may not mark it permanently unreachable"}},
 		{"nobody acknowledges a storm ahead of the mark", alice, id, map[string]*string{liqojanitor.AcknowledgeUnreachableAnnotation: s("3")},
@@ -864,7 +864,7 @@ func TestPolicyKeepsTheTunnelVetoAndTheStormsAcknowledgementWithoutTheGate(t *te
 			http.StatusUnprocessableEntity, []string{"naming the requesting user", "liqo-janitor.io/acknowledged-by-"}},
 		{"Liqo's uninstaller acknowledging a storm needs the verb", uninstaller, other, uninstallerAck,
 			http.StatusForbidden, []string{"may not mark it permanently unreachable"}},
-		{"and so does its bare mark, stamped (rule 18 off by default)", uninstaller, other, uninstallerMark,
+		{"and so does its bare mark, stamped (gate rule 18 off by default)", uninstaller, other, uninstallerMark,
 			http.StatusForbidden, []string{"may not mark it permanently unreachable"}},
 		{"alice marks with the acknowledgement, stamped in her name", alice, id,
 			with(liqojanitor.AcknowledgeUnreachableAnnotation, s("3"), liqojanitor.AcknowledgedByAnnotation, ackStamp("alice")), 0, nil},
@@ -951,7 +951,7 @@ func TestPolicyRefusesPreWrittenStampsWithoutTheGate(t *testing.T) {
 		HaveKeyWithValue(liqojanitor.MarkTargetsAnnotation, *targets)))
 	expectPolicyDenied(g, annotate(ctx, alice, id, map[string]*string{liqojanitor.MarkTargetsAnnotation: s("{}")}),
 		"liqo-janitor.io/mark-targets cannot be added, removed or changed")
-	// on the marked ForeignCluster the override is the verb's to set (rule 17)
+	// on the marked ForeignCluster the override is the verb's to set (gate rule 17)
 	g.Expect(annotate(ctx, alice, id, map[string]*string{liqojanitor.AllowDeleteAnnotation: s(id)})).To(Succeed())
 	// a marked-at removed first, the mark passes on the other one too
 	g.Expect(annotate(ctx, alice, pre, map[string]*string{liqojanitor.MarkedAtAnnotation: nil})).To(Succeed())

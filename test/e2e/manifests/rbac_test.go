@@ -60,7 +60,7 @@ var needed = map[grant][]string{
 	{"", "storage.k8s.io", "storageclasses"}:     {"list"},
 	{"", "apps", "statefulsets"}:                 {"list"},
 	{installNS, "coordination.k8s.io", "leases"}: {"create", "get", "list", "patch", "update", "watch"},
-	{installNS, "", "configmaps"}:                {"create", "get", "list", "patch", "watch"}, // the brake (janitor rule 14) and the records (rule 16), by name
+	{installNS, "", "configmaps"}:                {"create", "get", "list", "patch", "watch"}, // the brake (janitor rule 14) and the records (janitor rule 16), by name
 	{installNS, "", "events"}:                    {"create", "patch"},
 	// renew rule 1 (janitor/fencerenew): the providers' fence credentials, by label (Role liqo-janitor-fence-credentials)
 	{installNS, "", "secrets"}: {"list"},

@@ -1,7 +1,7 @@
 // Package mark is `kubectl liqo-janitor mark`: it declares a provider permanently unreachable through
 // liqo-janitor's gate. It shows what the mark would release and what "unreachable" rests on (package
 // view), checks before anything is sent what the gate refuses whatever its flags (the data plane up,
-// gate rule 20; no reachability evidence without the second key, rule 12; a storm's count, rule 21),
+// gate rule 20; no reachability evidence without the second key, gate rule 12; a storm's count, gate rule 21),
 // sends the mark as a server-side dry run and refuses it when the gate does not answer (no stamps naming
 // the requester) unless --without-gate, asks the operator to type the cluster ID (and the storm's count),
 // sends it for real, and reports success only once the stored ForeignCluster carries the gate's stamps.

@@ -15,7 +15,7 @@ import (
 // The plugin's own checks of gate rules 12 (no reachability evidence), 20 (the data plane's veto) and 21
 // (the storm guard), made before anything is sent. They refuse only what the gate refuses whatever its
 // flags, and ask for the keys the gate wants typed; what depends on the gate's flags (how long ago the
-// tunnel left Established, against --min-unreachable, as for rule 4; the storm's thresholds) the gate
+// tunnel left Established, against --min-unreachable, as for gate rule 4; the storm's thresholds) the gate
 // decides, on the server-side dry run, and its refusal is shown as it gives it.
 
 // checkTunnel refuses a mark on a provider whose data plane Liqo shows up (NetworkConnectionStatus
