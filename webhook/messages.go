@@ -150,10 +150,16 @@ func msgFenceWithoutMark(fc *liqov1beta1.ForeignCluster) string {
 }
 
 func msgFenceIntoTheMark(fc *liqov1beta1.ForeignCluster) string {
-	return fmt.Sprintf("%s: a mark never starts fenced: %s would end the alert of a return that has not happened; "+
-		"liqo-janitor's mutating webhook drops it when the mark is set, so it did not run (check: kubectl get "+
-		"mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor); remove it first: kubectl annotate "+
-		"foreigncluster %s %s-", describe(fc), liqojanitor.FencedAnnotation, fc.Name, liqojanitor.FencedAnnotation)
+	return msgCarriedIntoTheMark(fc, liqojanitor.FencedAnnotation, fmt.Sprintf("a mark never starts fenced: %s would end "+
+		"the alert of a return that has not happened", liqojanitor.FencedAnnotation))
+}
+
+// msgCarriedIntoTheMark refuses a mark that carries key, which the mutating webhook drops from a marking
+// request (gate rules 15 and 32): why, that the mutating webhook did not run, and the command that removes it.
+func msgCarriedIntoTheMark(fc *liqov1beta1.ForeignCluster, key, why string) string {
+	return fmt.Sprintf("%s: %s; liqo-janitor's mutating webhook drops it when the mark is set, so it did not run (check: "+
+		"kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor); remove it first: kubectl "+
+		"annotate foreigncluster %s %s-", describe(fc), why, fc.Name, key)
 }
 
 func msgNothingToFence(fc *liqov1beta1.ForeignCluster) string {
@@ -290,10 +296,8 @@ func msgReleaseWithoutMark(fc *liqov1beta1.ForeignCluster) string {
 }
 
 func msgReleaseIntoTheMark(fc *liqov1beta1.ForeignCluster) string {
-	return fmt.Sprintf("%s: a mark never starts with volumes released: %s names volumes released under the current mark; "+
-		"liqo-janitor's mutating webhook drops it when the mark is set, so it did not run (check: kubectl get "+
-		"mutatingwebhookconfigurations -l app.kubernetes.io/name=liqo-janitor); remove it first: kubectl annotate "+
-		"foreigncluster %s %s-", describe(fc), liqojanitor.VolumesReleasedAnnotation, fc.Name, liqojanitor.VolumesReleasedAnnotation)
+	return msgCarriedIntoTheMark(fc, liqojanitor.VolumesReleasedAnnotation, fmt.Sprintf("a mark never starts with volumes "+
+		"released: %s names volumes released under the current mark", liqojanitor.VolumesReleasedAnnotation))
 }
 
 func msgReleaseRemoved(fc *liqov1beta1.ForeignCluster) string {
