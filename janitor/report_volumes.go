@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +41,17 @@ func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept 
 	if err != nil || len(liqoClasses) == 0 {
 		return nil, err
 	}
+	nodes, err := ClusterNodes(ctx, r, clusterID, kept)
+	if err != nil {
+		return nil, err
+	}
+	return pinnedOn(ctx, r, clusterID, liqoClasses, nodes, kept)
+}
+
+// ClusterNodes are the names of clusterID's virtual nodes by the pod rule's tie (janitor rule 3): its
+// VirtualNodes now (liqojanitor.VirtualNodeNames), and those kept at first sight of the mark (kept), which
+// the unpeering deletes.
+func ClusterNodes(ctx context.Context, r client.Reader, clusterID string, kept liqojanitor.KeptRecord) (map[string]bool, error) {
 	nodes, err := virtualNodeNames(ctx, r, clusterID)
 	if err != nil {
 		return nil, err
@@ -49,6 +59,12 @@ func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept 
 	for _, n := range kept.VirtualNodes {
 		nodes[n] = true
 	}
+	return nodes, nil
+}
+
+// pinnedOn is pinnedVolumes once Liqo's classes and the cluster's nodes are known.
+func pinnedOn(ctx context.Context, r client.Reader, clusterID string, liqoClasses, nodes map[string]bool,
+	kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
 	placeholders, err := placeholdersOf(ctx, r, clusterID)
 	if err != nil || len(placeholders) == 0 {
 		return nil, err
@@ -281,13 +297,13 @@ func remoteNamespaces(ctx context.Context, r client.Reader, clusterID string) (m
 	return out, nil
 }
 
-// PinnedVolumes lists, live through r, the PVCs pinned to fc's cluster (report_volumes.go's rule), with the
-// VirtualNode names and remote namespaces the janitor recorded at first sight of fc's current mark in its
-// records in namespace (the janitor's). `kubectl liqo-janitor release-volumes` acts on this list.
-func PinnedVolumes(ctx context.Context, r client.Reader, namespace string, fc *liqov1beta1.ForeignCluster) ([]liqojanitor.PinnedVolume, error) {
-	kept, _, err := targetStore{Reader: r, Namespace: namespace}.Of(ctx, fc)
-	if err != nil {
+// PinnedVolumes lists, live through r, the PVCs pinned to clusterID (report_volumes.go's rule), whose virtual
+// nodes are nodes (ClusterNodes) and whose first-sight record is kept (the janitor's, for the current mark).
+// `kubectl liqo-janitor release-volumes` acts on this list.
+func PinnedVolumes(ctx context.Context, r client.Reader, clusterID string, nodes map[string]bool, kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
+	liqoClasses, err := liqoStorageClasses(ctx, r)
+	if err != nil || len(liqoClasses) == 0 {
 		return nil, err
 	}
-	return pinnedVolumes(ctx, r, string(fc.Spec.ClusterID), kept)
+	return pinnedOn(ctx, r, clusterID, liqoClasses, nodes, kept)
 }

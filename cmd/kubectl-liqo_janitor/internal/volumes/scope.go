@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
-	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -22,7 +21,7 @@ type scope struct {
 	janitorNS cli.JanitorNamespace
 	// nodes are the names of the dead cluster's virtual nodes: its VirtualNodes (spec.clusterID) and
 	// those the janitor kept at its first sight of the mark (the unpeering deletes them) — the pod
-	// rule's tie of a Node to a cluster, the one janitor.PinnedVolumes reads.
+	// rule's tie of a Node to a cluster (janitor.ClusterNodes), read once for the plan and the waits.
 	nodes   map[string]bool
 	volumes []liqojanitor.PinnedVolume
 }
@@ -43,26 +42,11 @@ func (o *Options) newScope(ctx context.Context) (*scope, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.nodes, err = virtualNodes(ctx, c, s.clusterID, kept); err != nil {
+	if s.nodes, err = janitor.ClusterNodes(ctx, c, s.clusterID, kept); err != nil {
 		return nil, err
 	}
-	if s.volumes, err = janitor.PinnedVolumes(ctx, c, ns.Name, fc); err != nil {
+	if s.volumes, err = janitor.PinnedVolumes(ctx, c, s.clusterID, s.nodes, kept); err != nil {
 		return nil, fmt.Errorf("listing the volumes pinned to %s: %w", s.clusterID, err)
 	}
 	return s, nil
-}
-
-// virtualNodes are the names of clusterID's virtual nodes: its VirtualNodes without a name another
-// cluster's VirtualNode carries (janitor rule 3's tie, as janitor.PinnedVolumes reads it), and those kept
-// in the janitor's record of the mark.
-func virtualNodes(ctx context.Context, c client.Reader, clusterID string, kept liqojanitor.KeptRecord) (map[string]bool, error) {
-	var vns offloadingv1beta1.VirtualNodeList
-	if err := c.List(ctx, &vns); err != nil {
-		return nil, fmt.Errorf("listing VirtualNodes: %w", err)
-	}
-	out := liqojanitor.VirtualNodeNames(vns.Items, clusterID)
-	for _, n := range kept.VirtualNodes {
-		out[n] = true
-	}
-	return out, nil
 }
