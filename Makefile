@@ -258,6 +258,9 @@ manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers int
 	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor-provider-fence paths=./janitor/providerfence/... output:rbac:dir=$(CHART)/files/provider-fence
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:dir=$(CHART)/files
 	@mv $(CHART)/files/manifests.yaml $(CHART)/files/webhooks.yaml
+	@# the gate's matchConditions, built from the root package's key lists (webhook/matchconditions.go; a
+	@# golden test: make test-unit fails too when they are stale)
+	go test ./webhook -run '^TestMatchConditionsFile$$' -count=1 -args -update
 	cd manifests && go run ./generate ..
 	@# the flags table, from the flag set main binds (a golden test: make test-unit fails too when it is stale)
 	go test ./cmd/liqo-janitor -run '^TestFlagsDoc$$' -count=1 -args -update

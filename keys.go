@@ -69,6 +69,23 @@ const (
 	FenceAfterAnnotation = AnnotationPrefix + "fence-after"
 )
 
+// MarkingAnnotations are the operator's keys that come with a mark, in the marking request or ahead of it:
+// the confirmation, the reason, the no-evidence key, the storm's acknowledgement and the fence deadline's
+// override. The gate sees every request that sets, changes or removes one (gate rules 1, 12, 14, 21 and 31).
+var MarkingAnnotations = []string{ConfirmAnnotation, ReasonAnnotation, NoEvidenceAnnotation,
+	AcknowledgeUnreachableAnnotation, OverrideFenceDeadlineAnnotation}
+
+// OperatorRecordAnnotations are the operator's records on a marked cluster: the fence record, the
+// deletion override and the released-volumes record. None comes ahead of the mark (the gate drops them
+// from the request that sets it, gate rules 15, 22 and 32), and the gate sees every request that sets or
+// changes one, marked or not (gate rules 15, 17, 22 and 32).
+var OperatorRecordAnnotations = []string{FencedAnnotation, AllowDeleteAnnotation, VolumesReleasedAnnotation}
+
+// StampedRecordAnnotations are the operator's records the gate stamps with the requester and the time
+// when they are set on a marked cluster: the fence record (FenceRecord, gate rule 15) and the
+// released-volumes record (VolumesReleased, gate rule 32).
+var StampedRecordAnnotations = []string{FencedAnnotation, VolumesReleasedAnnotation}
+
 // The gate's stamps: only the gate's mutating webhook writes them, in the request that sets the mark (or
 // the record they stamp), and they go with the mark (gate rule 7).
 const (
@@ -89,6 +106,12 @@ const (
 	// the override.
 	FenceDeadlineOverriddenAnnotation = AnnotationPrefix + "fence-deadline-overridden"
 )
+
+// GateStampAnnotations are the gate's stamps: the mark's (gate rule 6), the storm acknowledgement's (gate
+// rule 21), the record of the targets at marking (gate rule 23) and the fence deadline override's (gate
+// rule 31). The gate sees every request that sets, changes or removes one.
+var GateStampAnnotations = []string{MarkedByAnnotation, MarkedAtAnnotation, AcknowledgedByAnnotation,
+	MarkTargetsAnnotation, FenceDeadlineOverriddenAnnotation}
 
 // The janitor's records: on the ForeignCluster, the keys only its identity writes (gate rule 14), and the
 // ConfigMaps in its own namespace that only it writes, which the gate and the plugin read there

@@ -42,6 +42,11 @@ const (
 	ClusterIDConfigMapNameValue = consts.ClusterIDConfigMapNameLabelValue
 )
 
+// MarkLockedLabels are Liqo's labels that no request adds, removes or changes on a marked ForeignCluster
+// (gate rule 11): the first decides which ForeignCluster Liqo's lookup by cluster ID finds, the second
+// switches Liqo's own webhooks off for it.
+var MarkLockedLabels = []string{RemoteClusterIDLabel, WebhookSkipLabel}
+
 // Liqo keys of a provider's side of a consumer (liqo-facts.md §12; the same strings in Liqo v1.0.3, v1.1.0
 // and v1.2.0): what the provider fence (janitor/providerfence and the plugin's fence) selects by.
 const (

@@ -245,8 +245,8 @@ func TestWebhookConfigurationsPointAtTheInstall(t *testing.T) {
 		g.Expect(meta.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", ca.Namespace+"/"+ca.Name), "the CA, not the serving certificate")
 		g.Expect(meta.GetLabels()).To(HaveKeyWithValue(nameLabel, appName), "the gate's messages select on this label")
 	}
-	// Everything but the Service reference is as generated from the markers (matchConditions,
-	// failurePolicy, timeouts, sideEffects, rules, paths).
+	// Everything but the Service reference is as generated (matchConditions, failurePolicy, timeouts,
+	// sideEffects, rules, paths).
 	wantRef := func(path *string) *admissionregistrationv1.ServiceReference {
 		return &admissionregistrationv1.ServiceReference{Name: svc.Name, Namespace: svc.Namespace, Path: path}
 	}
