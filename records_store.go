@@ -45,6 +45,12 @@ type KeptReturn struct {
 	Fenced bool `json:"fenced,omitempty"`
 }
 
+// String is the record as the records ConfigMap holds it (JSON; KeptRecords and KeptRecordOf read it).
+func (r KeptRecord) String() string {
+	b, _ := json.Marshal(r) // strings, a time and maps of strings: it always marshals
+	return string(b)
+}
+
 // HasTargets reports whether the record holds somewhere to probe.
 func (r KeptRecord) HasTargets() bool { return r.Targets.APIServer != "" || r.Targets.Proxy != "" }
 

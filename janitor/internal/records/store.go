@@ -48,17 +48,14 @@ func (s Store) Of(ctx context.Context, fc *liqov1beta1.ForeignCluster) (liqojani
 
 // Keep writes rec for fc (creating the ConfigMap the first time); a dry run keeps nothing.
 func (s Store) Keep(ctx context.Context, fc *liqov1beta1.ForeignCluster, rec liqojanitor.KeptRecord) error {
-	value, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
+	value := rec.String()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: liqojanitor.RecordsConfigMap,
-		Labels: map[string]string{"app.kubernetes.io/name": liqojanitor.Name}}, Data: map[string]string{string(fc.UID): string(value)}}
-	err = s.Client.Create(ctx, cm)
+		Labels: map[string]string{"app.kubernetes.io/name": liqojanitor.Name}}, Data: map[string]string{string(fc.UID): value}}
+	err := s.Client.Create(ctx, cm)
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"data": map[string]string{string(fc.UID): string(value)}})
+	patch, _ := json.Marshal(map[string]any{"data": map[string]string{string(fc.UID): value}})
 	return s.Client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
 }
 
