@@ -1,11 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,9 +33,9 @@ func TestFenceActsOnlyOnTheProviderTheJanitorKept(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	elsewhere := "https://provider.invalid:" + u.Port()
 	earlierMark := func(targets liqojanitor.Targets) map[string]string {
-		rec, err := json.Marshal(liqojanitor.KeptRecord{Mark: "2000-01-01T00:00:00Z", Targets: targets, At: metav1.Now()})
-		g.Expect(err).NotTo(HaveOccurred())
-		return map[string]string{string(dead.ForeignCluster.UID): string(rec)}
+		earlier := liqojanitor.MarkStamp{At: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}.Annotations()[liqojanitor.MarkedAtAnnotation]
+		rec := liqojanitor.KeptRecord{Mark: earlier, Targets: targets, At: metav1.Now()}
+		return map[string]string{string(dead.ForeignCluster.UID): rec.String()}
 	}
 	secretVia := fmt.Sprintf("the control-plane identity of Secret %s/%s", dead.TenantNS, dead.IdentitySecret.Name)
 	fileVia := "--provider-kubeconfig " + prov.KubeconfigPath

@@ -104,9 +104,7 @@ func returned(t *testing.T) (dead, live *fixture.Provider, prov *harness.Env) {
 	dead, live = deadAndLive(t)
 	_, _, err := kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "data centre flooded", "--yes")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	record := liqojanitor.ReturnedPrefix + time.Now().UTC().Format(time.RFC3339Nano) + " (Liqo's APIServerStatus turned Established)"
-	NewWithT(t).Expect(fixture.Annotate(t.Context(), asJanitor(t), dead.ForeignCluster,
-		map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed(), "the janitor's identity records the return")
+	recordReturn(t, dead)
 	keepRecord(t, janitorNamespace(t), dead, providerTargets(prov))
 	identityNaming(t, dead, dead.IdentitySecret.Name)
 	setProviderID(t, prov, dead.ID)

@@ -60,10 +60,9 @@ func keepRecord(t *testing.T, ns string, p *fixture.Provider, targets liqojanito
 	t.Helper()
 	fc := p.ForeignCluster.DeepCopy()
 	NewWithT(t).Expect(harness.Require(t).Client.Get(t.Context(), client.ObjectKeyFromObject(fc), fc)).To(Succeed())
-	rec, err := json.Marshal(liqojanitor.KeptRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation], Targets: targets,
-		From: "the ForeignCluster's status and Identity " + p.TenantNS + "/controlplane", At: metav1.NewTime(time.Now().Truncate(time.Second))})
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	putConfigMapData(t, ns, liqojanitor.RecordsConfigMap, map[string]string{string(fc.UID): string(rec)})
+	rec := liqojanitor.KeptRecord{Mark: fc.Annotations[liqojanitor.MarkedAtAnnotation], Targets: targets,
+		From: "the ForeignCluster's status and Identity " + p.TenantNS + "/controlplane", At: metav1.NewTime(time.Now().Truncate(time.Second))}
+	putConfigMapData(t, ns, liqojanitor.RecordsConfigMap, map[string]string{string(fc.UID): rec.String()})
 }
 
 // TestStatusReadsTheBrakeOnlyInTheJanitorsNamespace: a ConfigMap liqo-janitor-brake anyone may create in

@@ -193,7 +193,7 @@ func TestMarkTakesTheClusterIDTyped(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("Type the cluster ID (" + id + ") to confirm"))
 	g.Expect(out).To(ContainSubstring("marked permanently unreachable (stamped by the gate: marked-by=" + alice))
 	a := annotations(t, dead)
-	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"))
+	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, liqojanitor.MarkValue))
 	g.Expect(a).To(HaveKeyWithValue(liqojanitor.ConfirmAnnotation, id))
 	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, alice))
 	g.Expect(a).To(HaveKeyWithValue(liqojanitor.ReasonAnnotation, "data centre flooded"))

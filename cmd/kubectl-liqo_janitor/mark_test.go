@@ -132,7 +132,7 @@ func TestMarkRefusesWhenTheGateDoesNotAnswer(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("Type the cluster ID (" + id + ") to confirm"))
 	g.Expect(out).To(ContainSubstring("ForeignCluster " + name + " is marked permanently unreachable WITHOUT the gate"))
 	a := annotations(t, dead)
-	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"))
+	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, liqojanitor.MarkValue))
 	g.Expect(a).NotTo(HaveKey(liqojanitor.MarkedByAnnotation))
 }
 
@@ -150,7 +150,7 @@ func TestMarkNeverReportsSuccessWithoutTheStoredStamps(t *testing.T) {
 	g.Expect(stderr).To(ContainSubstring("\n  kubectl liqo-janitor unmark " + name + "\n"))
 	g.Expect(out).NotTo(ContainSubstring("is marked permanently unreachable"))
 	a := annotations(t, dead)
-	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"), "the world: the mark is stored")
+	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, liqojanitor.MarkValue), "the world: the mark is stored")
 	g.Expect(a).NotTo(HaveKey(liqojanitor.MarkedByAnnotation))
 }
 
@@ -201,7 +201,7 @@ func TestMarkWithoutReachabilityEvidenceTakesTheClusterIDTwice(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("stamped by the gate: marked-by=" + alice))
 	a := annotations(t, dead)
 	g.Expect(a).To(HaveKeyWithValue(liqojanitor.NoEvidenceAnnotation, id))
-	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, "true"))
+	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkAnnotation, liqojanitor.MarkValue))
 	g.Expect(a).To(HaveKeyWithValue(liqojanitor.MarkedByAnnotation, alice))
 
 	_, _, err = kubectl(t, alice, "", "mark", otherID, "--reason", "gone", "--yes", "--no-reachability-evidence="+otherID)

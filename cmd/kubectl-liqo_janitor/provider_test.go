@@ -290,7 +290,7 @@ func fenced(t *testing.T, condition authv1beta1.TenantCondition, byFence bool) f
 			Annotations: map[string]string{liqojanitor.FenceStateAnnotation: record.String()}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: liqojanitor.FenceLeaseName, Namespace: ns,
 			Annotations: map[string]string{liqojanitor.ProviderFencedAnnotation: record.Fence.String(),
-				liqojanitor.FenceContractAnnotation: `{"fenceAfter":"2m0s"}`}}},
+				liqojanitor.FenceContractAnnotation: liqojanitor.FenceContract{FenceAfter: liqojanitor.Duration(2 * time.Minute)}.String()}}},
 	} {
 		g.Expect(c.Create(t.Context(), l)).To(Succeed())
 	}

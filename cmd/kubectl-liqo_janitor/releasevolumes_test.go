@@ -60,10 +60,9 @@ func pinned(t *testing.T) *pinnedLayout {
 	_, _, err := kubectl(t, alice, "", "mark", dead.ForeignCluster.Name, "--reason", "data centre flooded", "--yes")
 	g.Expect(err).NotTo(HaveOccurred())
 	l := &pinnedLayout{t: t, dead: dead, live: live, ns: testEnv.Namespace(t)}
-	rec, err := json.Marshal(liqojanitor.KeptRecord{Mark: annotations(t, dead)[liqojanitor.MarkedAtAnnotation],
-		VirtualNodes: []string{dead.Node.Name}, RemoteNamespaces: map[string]string{l.ns: remoteNS}})
-	g.Expect(err).NotTo(HaveOccurred())
-	putConfigMapData(t, janitorNamespace(t), liqojanitor.RecordsConfigMap, map[string]string{string(dead.ForeignCluster.UID): string(rec)})
+	rec := liqojanitor.KeptRecord{Mark: annotations(t, dead)[liqojanitor.MarkedAtAnnotation],
+		VirtualNodes: []string{dead.Node.Name}, RemoteNamespaces: map[string]string{l.ns: remoteNS}}
+	putConfigMapData(t, janitorNamespace(t), liqojanitor.RecordsConfigMap, map[string]string{string(dead.ForeignCluster.UID): rec.String()})
 	return l
 }
 
@@ -446,7 +445,7 @@ func testReleaseOnlyFromADeadCluster(t *testing.T) {
 // recordReturn records, as the janitor's identity, a return of p's provider now (its cleanup annotation).
 func recordReturn(t *testing.T, p *fixture.Provider) {
 	t.Helper()
-	record := liqojanitor.ReturnedPrefix + time.Now().UTC().Format(time.RFC3339Nano) + " (Liqo's APIServerStatus turned Established)"
+	record := liqojanitor.ReturnRecord{At: time.Now(), How: "Liqo's APIServerStatus turned Established"}.String()
 	NewWithT(t).Expect(fixture.Annotate(context.Background(), asJanitor(t), p.ForeignCluster,
 		map[string]*string{liqojanitor.CleanupAnnotation: &record})).To(Succeed(), "the janitor's identity records the return")
 }

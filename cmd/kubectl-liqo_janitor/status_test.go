@@ -34,7 +34,7 @@ import (
 func recordGraceEnd(t *testing.T, p *fixture.Provider, ends time.Time) {
 	t.Helper()
 	NewWithT(t).Expect(fixture.Annotate(t.Context(), asJanitor(t), p.ForeignCluster, map[string]*string{
-		liqojanitor.GraceEndsAnnotation: ptr.To(ends.UTC().Format(time.RFC3339)),
+		liqojanitor.GraceEndsAnnotation: ptr.To(liqojanitor.RecordTime(ends)),
 	})).To(Succeed())
 }
 
