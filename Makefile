@@ -251,7 +251,7 @@ lint: $(GOLANGCI_LINT) ## Run go vet and golangci-lint in every module
 	@for m in $(MODULES); do echo ">> lint $$m"; (cd $$m && go vet ./... && $(GOLANGCI_LINT) run ./...) || exit 1; done
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers into the chart, render the chart into manifests/, its values table into docs/chart-values.md and the binary's flags into docs/flags.md
+manifests: $(CONTROLLER_GEN) ## Generate RBAC and webhooks from code markers (the gate's matchConditions from the root's key lists) into the chart, render the chart into manifests/, its values table into docs/chart-values.md and the binary's flags into docs/flags.md
 	@# two roles: the consumer's (the gate, the janitor and its internal packages, the binary's metrics
 	@# authentication) and the provider fence agent's, from janitor/providerfence's markers alone
 	$(CONTROLLER_GEN) rbac:roleName=liqo-janitor paths=./janitor paths=./janitor/internal/... paths=./janitor/fencerenew/... paths=./webhook/... paths=./cmd/liqo-janitor/... output:rbac:dir=$(CHART)/files

@@ -34,10 +34,6 @@ var (
 	releasedPath    = annotationsPath.Key(liqojanitor.VolumesReleasedAnnotation)
 )
 
-// lockedLabels are Liqo's labels that decide which ForeignCluster Liqo's lookup finds and whether Liqo's
-// own webhook re-asserts it (rule 11).
-var lockedLabels = []string{liqojanitor.RemoteClusterIDLabel, liqojanitor.WebhookSkipLabel}
-
 // checkMarkValue: the mark's value must be exactly "true" (rule 2), whenever a request sets or changes it.
 func checkMarkValue(r *inputs) field.ErrorList {
 	value, ok := r.New.Annotations[liqojanitor.MarkAnnotation]
@@ -198,7 +194,7 @@ func checkLabelsLocked(r *inputs, t transition) field.ErrorList {
 		return nil
 	}
 	var errs field.ErrorList
-	for _, key := range lockedLabels {
+	for _, key := range liqojanitor.MarkLockedLabels {
 		if differs(r.Old.Labels, r.New.Labels, key) {
 			errs = append(errs, field.Forbidden(labelsPath.Key(key), msgLabelLocked(r.New, key)))
 		}
@@ -507,8 +503,7 @@ func checkImmutable(r *inputs) field.ErrorList {
 // and the fence deadline override's (rule 31).
 func checkNoStampsWithoutMark(r *inputs) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{liqojanitor.MarkedByAnnotation, liqojanitor.MarkedAtAnnotation, liqojanitor.AcknowledgedByAnnotation,
-		liqojanitor.MarkTargetsAnnotation, liqojanitor.FenceDeadlineOverriddenAnnotation} {
+	for _, key := range liqojanitor.GateStampAnnotations {
 		if _, ok := r.New.Annotations[key]; ok && changed(r, key) {
 			errs = append(errs, field.Forbidden(annotationsPath.Key(key), msgStampWithoutMark(r.New, key)))
 		}

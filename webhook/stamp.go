@@ -101,7 +101,7 @@ func markingStamps(fc *liqov1beta1.ForeignCluster, user string, uninstaller bool
 			set[liqojanitor.ReasonAnnotation] = uninstallerReason(user)
 		}
 	}
-	for _, key := range []string{liqojanitor.FencedAnnotation, liqojanitor.AllowDeleteAnnotation, liqojanitor.VolumesReleasedAnnotation} {
+	for _, key := range liqojanitor.OperatorRecordAnnotations {
 		if _, ok := fc.Annotations[key]; ok { // rules 15, 22 and 32: none is placed ahead of the mark
 			remove = append(remove, key)
 		}
