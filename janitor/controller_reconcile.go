@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/liqoversion"
 )
 
 // reconciler is the janitor: it reconciles ForeignClusters, and for dead ones releases what they leave
@@ -39,7 +40,7 @@ type reconciler struct {
 	releaser *releaser
 	reporter *reporter
 	// versions tells the installed Liqo version; surveyor follows a dead cluster's unpeering.
-	versions *liqoVersions
+	versions *liqoversion.Detector
 	surveyor *surveyor
 	// brake is the janitor-wide brake (janitor rule 14), read live.
 	brake brake
@@ -60,7 +61,7 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods, now: clk.Now, settle: o.FabricSettle},
 			recorder: recorder, options: o},
 		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, pacing: pace, options: o, kept: probe.unfencedKept},
-		versions: newLiqoVersions(live, o.LiqoNamespace, clk),
+		versions: liqoversion.New(live, o.LiqoNamespace, clk),
 		brake:    brake{reader: live, namespace: o.Namespace},
 		fences:   fenceRecords{reader: live, namespace: o.Namespace},
 		surveyor: &surveyor{client: c, apiReader: live, options: o, store: probe.store},
@@ -242,7 +243,7 @@ func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 // newScope starts a pass over the dead cluster: which cluster IDs are dead, from the same live view the
 // pass was decided on, and the live re-check its batches run (recheck).
 func (r *reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluster, v liveView) *scope {
-	s := newScope(fc, deadClusterIDs(v.fcs, r.observeIn(v), r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.get(ctx))
+	s := newScope(fc, deadClusterIDs(v.fcs, r.observeIn(v), r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.Get(ctx))
 	s.checkWith(func(ctx context.Context) (bool, error) { return r.recheck(ctx, s) }, r.pacing.retryKinds(fc))
 	return s
 }

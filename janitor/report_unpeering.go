@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/liqoversion"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
@@ -50,15 +51,15 @@ type holder struct {
 	finalizer string
 	kinds     []schema.GroupVersionKind
 	// releasable says whether liqo-janitor releases it for a dead cluster on Liqo v.
-	releasable func(v liqoVersion, o Options) bool
+	releasable func(v liqoversion.Version, o Options) bool
 	// next is the next step while it stays.
-	next func(v liqoVersion, o Options) string
+	next func(v liqoversion.Version, o Options) string
 }
 
-func never(liqoVersion, Options) bool  { return false }
-func always(liqoVersion, Options) bool { return true }
-func say(s string) func(liqoVersion, Options) string {
-	return func(liqoVersion, Options) string { return s }
+func never(liqoversion.Version, Options) bool  { return false }
+func always(liqoversion.Version, Options) bool { return true }
+func say(s string) func(liqoversion.Version, Options) string {
+	return func(liqoversion.Version, Options) string { return s }
 }
 
 // GVKs the survey lists in a terminating tenant namespace (metadata-only, live). The networking and IPAM
@@ -87,12 +88,12 @@ func holders() []holder {
 		{finalizer: liqojanitor.ReplicatorFinalizer, kinds: replicatedGVKs, releasable: always,
 			next: say("liqo-janitor releases it (Liqo ≥ v1.1's crd-replicator too, once the mark is honoured)")},
 		{finalizer: liqojanitor.ReplicatorOperatorFinalizer, kinds: []schema.GroupVersionKind{secretGVK},
-			releasable: func(_ liqoVersion, o Options) bool { return o.ReleaseIdentitySecrets },
-			next: func(v liqoVersion, o Options) string {
+			releasable: func(_ liqoversion.Version, o Options) bool { return o.ReleaseIdentitySecrets },
+			next: func(v liqoversion.Version, o Options) string {
 				switch {
 				case o.ReleaseIdentitySecrets:
 					return "liqo-janitor releases it once no replicated object is left in its namespace"
-				case v.older(1):
+				case v.Older(1):
 					return "Liqo v1.0 never releases it for a dead provider: turn on liqo-janitor's opt-in release " +
 						"(chart value janitor.releaseIdentitySecrets=true, flag --release-identity-secrets)"
 				}
@@ -100,9 +101,9 @@ func holders() []holder {
 					"if it stays, liqo-janitor's opt-in release does it (chart value janitor.releaseIdentitySecrets=true)"
 			}},
 		{finalizer: legacyFabricFinalizer, kinds: []schema.GroupVersionKind{internalFabricGVK},
-			releasable: func(v liqoVersion, _ Options) bool { return v.before(2) },
-			next: func(v liqoVersion, _ Options) string {
-				if v.before(2) {
+			releasable: func(v liqoversion.Version, _ Options) bool { return v.Before(2) },
+			next: func(v liqoversion.Version, _ Options) string {
+				if v.Before(2) {
 					return "Liqo's fabric releases it after removing its node's geneve interface; one still there after --fabric-settle " +
 						"liqo-janitor releases, as Liqo v1.2.0's internalfabric controller does at once (a node whose fabric did not run " +
 						"may keep a stale geneve interface)"
@@ -150,7 +151,7 @@ type surveyor struct {
 // survey records what of the consumer's side of the peering of s's cluster is still there. pods are the
 // pods the pass left on each virtual node of the cluster.
 func (u *surveyor) survey(ctx context.Context, s *scope, left podwatch.Left) (liqojanitor.Unpeering, error) {
-	rec := liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress, LiqoVersion: s.liqo.String(), LiqoVersionFrom: s.liqo.from}
+	rec := liqojanitor.Unpeering{Phase: liqojanitor.UnpeeringInProgress, LiqoVersion: s.liqo.String(), LiqoVersionFrom: s.liqo.From}
 	if err := u.pinned(ctx, s, &rec); err != nil {
 		return rec, err
 	}
@@ -303,7 +304,7 @@ func namespaceLeft(ns *corev1.Namespace, s *scope) liqojanitor.LeftObject {
 	if ns.DeletionTimestamp.IsZero() {
 		o.HeldBy = "not being deleted"
 		o.Next = fmt.Sprintf("delete it: kubectl delete namespace %s", ns.Name)
-		if !s.liqo.older(1) {
+		if !s.liqo.Older(1) {
 			o.Next = fmt.Sprintf("liqoctl force unpeer %s (it deletes the tenant namespace), or kubectl delete namespace %s", s.clusterID, ns.Name)
 		}
 		return o

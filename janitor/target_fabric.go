@@ -36,7 +36,7 @@ const DefaultFabricSettle = 2 * time.Minute
 // them so, server-controller and client-controller, v1.0.3 to v1.2.0). On a Liqo known to be v1.2 or
 // newer it returns nothing: Liqo releases them itself.
 func (src *sources) listInternalFabrics(ctx context.Context, s *scope) ([]client.Object, error) {
-	if !s.liqo.before(2) {
+	if !s.liqo.Before(2) {
 		return nil, nil
 	}
 	namespaces, err := liqojanitor.TenantNamespaces(ctx, src.apiReader, s.clusterID)

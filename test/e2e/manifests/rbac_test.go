@@ -17,7 +17,7 @@ type grant struct {
 }
 
 // needed is what the code calls, from the +kubebuilder:rbac markers in janitor/ (controller_setup.go, target_fabric.go,
-// pass_liqoversion.go, report_unpeering.go, report_volumes.go) and webhook/gate.go,
+// report_unpeering.go, report_volumes.go, internal/liqoversion) and webhook/gate.go,
 // plus leader election (a Lease and the core Events client-go records, in the install namespace). A new
 // marker must be added here on purpose.
 var needed = map[grant][]string{
