@@ -67,7 +67,6 @@ func say(s string) func(liqoversion.Version, Options) string {
 var (
 	networkingGV        = schema.GroupVersion{Group: "networking.liqo.io", Version: "v1beta1"}
 	ipamGV              = schema.GroupVersion{Group: "ipam.liqo.io", Version: "v1alpha1"}
-	internalFabricGVK   = networkingGV.WithKind("InternalFabric")
 	routeConfigGVK      = networkingGV.WithKind("RouteConfiguration")
 	firewallConfigGVK   = networkingGV.WithKind("FirewallConfiguration")
 	wgGatewayServerGVK  = networkingGV.WithKind("WgGatewayServer")
@@ -85,7 +84,7 @@ var (
 func holders() []holder {
 	liqoLocal := "Liqo's own controller releases it (it needs no provider): check that Liqo's pods run: kubectl -n liqo get pods"
 	return []holder{
-		{finalizer: liqojanitor.ReplicatorFinalizer, kinds: replicatedGVKs, releasable: always,
+		{finalizer: liqojanitor.ReplicatorFinalizer, kinds: liqojanitor.ReplicatedGVKs, releasable: always,
 			next: say("liqo-janitor releases it (Liqo ≥ v1.1's crd-replicator too, once the mark is honoured)")},
 		{finalizer: liqojanitor.ReplicatorOperatorFinalizer, kinds: []schema.GroupVersionKind{secretGVK},
 			releasable: func(_ liqoversion.Version, o Options) bool { return o.ReleaseIdentitySecrets },
@@ -100,7 +99,7 @@ func holders() []holder {
 				return "Liqo ≥ v1.1's crd-replicator releases it once the mark is honoured and no replicated object is left; " +
 					"if it stays, liqo-janitor's opt-in release does it (chart value janitor.releaseIdentitySecrets=true)"
 			}},
-		{finalizer: legacyFabricFinalizer, kinds: []schema.GroupVersionKind{internalFabricGVK},
+		{finalizer: liqojanitor.LegacyFabricFinalizer, kinds: []schema.GroupVersionKind{liqojanitor.InternalFabricGVK},
 			releasable: func(v liqoversion.Version, _ Options) bool { return v.Before(2) },
 			next: func(v liqoversion.Version, _ Options) string {
 				if v.Before(2) {
@@ -118,7 +117,7 @@ func holders() []holder {
 			next: say("it guards firewall rules in the nodes' kernels; Liqo's fabric and gateway " +
 				"pods remove it once their node's rules are gone (kubectl -n liqo get pods); a finalizer left by a node that is " +
 				"gone for good is the cluster admin's to remove")},
-		{finalizer: "networking.liqo.io/internal-fabric-geneve-tunnel-finalizer", kinds: []schema.GroupVersionKind{internalFabricGVK},
+		{finalizer: "networking.liqo.io/internal-fabric-geneve-tunnel-finalizer", kinds: []schema.GroupVersionKind{liqojanitor.InternalFabricGVK},
 			releasable: never, next: say(liqoLocal)},
 		{finalizer: "networking.liqo.io/clusterrolebinding", kinds: []schema.GroupVersionKind{wgGatewayServerGVK, wgGatewayClientGVK},
 			releasable: never, next: say(liqoLocal)},
@@ -126,7 +125,7 @@ func holders() []holder {
 		{finalizer: "ip.ipam.liqo.io/finalizer", kinds: []schema.GroupVersionKind{ipGVK}, releasable: never, next: say(liqoLocal)},
 		{finalizer: "ipmapping-nat-controller.liqo.io/finalizer", kinds: []schema.GroupVersionKind{ipGVK}, releasable: never, next: say(liqoLocal)},
 		{finalizer: "network.ipam.liqo.io/finalizer", kinds: []schema.GroupVersionKind{networkGVK}, releasable: never, next: say(liqoLocal)},
-		{finalizer: "namespacemap-controller.liqo.io/finalizer", kinds: []schema.GroupVersionKind{namespaceMapGVK},
+		{finalizer: "namespacemap-controller.liqo.io/finalizer", kinds: []schema.GroupVersionKind{liqojanitor.NamespaceMapGVK},
 			releasable: never, next: say(liqoLocal)},
 	}
 }
