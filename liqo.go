@@ -173,7 +173,7 @@ var liqoNetworkingGV = schema.GroupVersion{Group: "networking.liqo.io", Version:
 
 // PeeringKinds are the kinds Liqo's foreigncluster controller watches with its enqueuer, in its order
 // (foreigncluster_controller.go SetupWithManager, v1.0.3 to v1.2.0). The gate needs list on each (webhook
-// gate.go) and so does the janitor (report_unpeering.go): keep their RBAC markers with this list.
+// gate.go) and so does the janitor (janitor/internal/unpeering): keep their RBAC markers with this list.
 var PeeringKinds = []PeeringKind{
 	{GVK: liqoNetworkingGV.WithKind("Configuration"), Resource: "configurations"},
 	{GVK: liqoNetworkingGV.WithKind("Connection"), Resource: "connections"},

@@ -17,6 +17,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/liqoversion"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/unpeering"
 )
 
 // reconciler is the janitor: it reconciles ForeignClusters, and for dead ones releases what they leave
@@ -39,9 +40,8 @@ type reconciler struct {
 	pacing   *pacing
 	releaser *releaser
 	reporter *reporter
-	// versions tells the installed Liqo version; surveyor follows a dead cluster's unpeering.
+	// versions tells the installed Liqo version.
 	versions *liqoversion.Detector
-	surveyor *surveyor
 	// brake is the janitor-wide brake (janitor rule 14), read live.
 	brake brake
 	// fences are the providers' fence records (janitor rule 22), read live with every verdict.
@@ -64,7 +64,6 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 		versions: liqoversion.New(live, o.LiqoNamespace, clk),
 		brake:    brake{reader: live, namespace: o.Namespace},
 		fences:   fenceRecords{reader: live, namespace: o.Namespace},
-		surveyor: &surveyor{client: c, apiReader: live, options: o, store: probe.store},
 	}
 }
 
@@ -164,9 +163,18 @@ func (r *reconciler) survey(ctx context.Context, s *scope, end passEnd) error {
 	if !end.finished() {
 		return nil // the pass stopped, or failed with its own error: nothing to follow
 	}
-	u, err := r.surveyor.survey(ctx, s, s.leftPods(end.tally))
+	// the VirtualNode names kept at first sight of the mark, which a pinned volume may name
+	kept, _, err := r.probe.store.Of(ctx, s.fc)
 	if err != nil {
 		return fmt.Errorf("following the unpeering: %w", err)
+	}
+	u, recheck, err := unpeering.Survey(ctx, r.client, r.apiReader, unpeering.Cluster{ForeignCluster: s.fc, Liqo: s.liqo,
+		ReleaseIdentitySecrets: r.options.ReleaseIdentitySecrets, Kept: kept, PodsLeft: s.leftPods(end.tally)})
+	if err != nil {
+		return fmt.Errorf("following the unpeering: %w", err)
+	}
+	if recheck > 0 {
+		s.wakeIn(recheck)
 	}
 	s.surveyed(u)
 	return nil

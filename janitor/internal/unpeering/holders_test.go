@@ -1,4 +1,4 @@
-package janitor
+package unpeering
 
 import (
 	"testing"
@@ -31,7 +31,7 @@ func TestWhatTheNamespaceControllerReportsAndNoListingExplains(t *testing.T) {
 	}}}}
 	// the firewall configurations were listed (the condition is stale), the identity Secrets could not be
 	accounted := map[string]bool{virtualNodeFinalize: true, firewallFinalizer: true}
-	left := unaccounted(ns, accounted, &scope{}, Options{})
+	left := unaccounted(ns, accounted, &Cluster{})
 	g.Expect(left).To(HaveLen(2))
 	g.Expect(left[1]).To(And(HaveField("Kind", "(unknown kind)"), HaveField("HeldBy", "finalizer example.com/keep")))
 	g.Expect(left[0]).To(And(HaveField("Kind", "Secret"), HaveField("HeldBy", "finalizer crdreplicator.liqo.io/operator"),
