@@ -178,7 +178,7 @@ var liqoNetworkingGV = schema.GroupVersion{Group: "networking.liqo.io", Version:
 
 // PeeringKinds are the kinds Liqo's foreigncluster controller watches with its enqueuer, in its order
 // (foreigncluster_controller.go SetupWithManager, v1.0.3 to v1.2.0). The gate needs list on each (webhook
-// gate.go) and so does the janitor (report_unpeering.go): keep their RBAC markers with this list.
+// gate.go) and so does the janitor (janitor/internal/unpeering): keep their RBAC markers with this list.
 var PeeringKinds = []PeeringKind{
 	{GVK: liqoNetworkingGV.WithKind("Configuration"), Resource: "configurations"},
 	{GVK: liqoNetworkingGV.WithKind("Connection"), Resource: "connections"},
@@ -189,3 +189,27 @@ var PeeringKinds = []PeeringKind{
 	{GVK: offloadingv1beta1.SchemeGroupVersion.WithKind("VirtualNode"), Resource: "virtualnodes"},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Node"), Resource: "nodes", Labels: map[string]string{NodeTypeLabel: VirtualNodeType}},
 }
+
+// Liqo's kinds the janitor releases from or reports on, besides PeeringKinds (the same group, version and
+// kind in Liqo v1.0.3, v1.1.0 and v1.2.0).
+var (
+	// ResourceSliceGVK, RenewGVK and NamespaceMapGVK are kinds the crdReplicator replicates.
+	ResourceSliceGVK = authv1beta1.GroupVersion.WithKind("ResourceSlice")
+	// RenewGVK is the kind of Liqo's identity renewals.
+	RenewGVK = authv1beta1.GroupVersion.WithKind("Renew")
+	// NamespaceMapGVK is the kind of Liqo's namespace mappings, one per peer.
+	NamespaceMapGVK = offloadingv1beta1.SchemeGroupVersion.WithKind("NamespaceMap")
+	// InternalFabricGVK is the kind of Liqo's in-cluster network fabric of one peer.
+	InternalFabricGVK = liqoNetworkingGV.WithKind("InternalFabric")
+	// ReplicatedGVKs are the kinds the crdReplicator replicates (internal/crdReplicator/resources/resources.go).
+	ReplicatedGVKs = []schema.GroupVersionKind{ResourceSliceGVK, NamespaceMapGVK, RenewGVK}
+)
+
+// LegacyFabricFinalizer is the InternalFabric finalizer of Liqo before v1.2.0: the fabric (a DaemonSet
+// pod on every node) adds it and, once an InternalFabric is being deleted, removes its node's geneve
+// interface and then the finalizer (pkg/fabric/internalfabric_controller.go Reconcile, finalizer.go,
+// v1.0.3 and v1.1.0). v1.2.0 moved the tunnels to GeneveTunnel objects and its controller-manager removes
+// this finalizer from any InternalFabric being deleted, at once
+// (pkg/liqo-controller-manager/networking/internal-network/internalfabric-controller/internalfabric_controller.go
+// Reconcile: RemoveFinalizer(internalFabric, "internalfabric-controller.liqo.io/finalizer")).
+const LegacyFabricFinalizer = "internalfabric-controller.liqo.io/finalizer"

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/liqoversion"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/unpeering"
 )
 
 // reconciler is the janitor: it reconciles ForeignClusters, and for dead ones releases what they leave
@@ -38,9 +40,8 @@ type reconciler struct {
 	pacing   *pacing
 	releaser *releaser
 	reporter *reporter
-	// versions tells the installed Liqo version; surveyor follows a dead cluster's unpeering.
-	versions *liqoVersions
-	surveyor *surveyor
+	// versions tells the installed Liqo version.
+	versions *liqoversion.Detector
 	// brake is the janitor-wide brake (janitor rule 14), read live.
 	brake brake
 	// fences are the providers' fence records (janitor rule 22), read live with every verdict.
@@ -60,10 +61,9 @@ func newReconciler(c client.Client, live client.Reader, pods podSource, recorder
 		releaser: &releaser{src: &sources{client: c, apiReader: live, pods: pods, now: clk.Now, settle: o.FabricSettle},
 			recorder: recorder, options: o},
 		reporter: &reporter{client: c, recorder: recorder, clock: clk, memory: mem, pacing: pace, options: o, kept: probe.unfencedKept},
-		versions: newLiqoVersions(live, o.LiqoNamespace, clk),
+		versions: liqoversion.New(live, o.LiqoNamespace, clk),
 		brake:    brake{reader: live, namespace: o.Namespace},
 		fences:   fenceRecords{reader: live, namespace: o.Namespace},
-		surveyor: &surveyor{client: c, apiReader: live, options: o, store: probe.store},
 	}
 }
 
@@ -163,9 +163,18 @@ func (r *reconciler) survey(ctx context.Context, s *scope, end passEnd) error {
 	if !end.finished() {
 		return nil // the pass stopped, or failed with its own error: nothing to follow
 	}
-	u, err := r.surveyor.survey(ctx, s, s.leftPods(end.tally))
+	// the VirtualNode names kept at first sight of the mark, which a pinned volume may name
+	kept, _, err := r.probe.store.Of(ctx, s.fc)
 	if err != nil {
 		return fmt.Errorf("following the unpeering: %w", err)
+	}
+	u, recheck, err := unpeering.Survey(ctx, r.client, r.apiReader, unpeering.Cluster{ForeignCluster: s.fc, Liqo: s.liqo,
+		ReleaseIdentitySecrets: r.options.ReleaseIdentitySecrets, Kept: kept, PodsLeft: s.leftPods(end.tally)})
+	if err != nil {
+		return fmt.Errorf("following the unpeering: %w", err)
+	}
+	if recheck > 0 {
+		s.wakeIn(recheck)
 	}
 	s.surveyed(u)
 	return nil
@@ -242,7 +251,7 @@ func (r *reconciler) assessLive(ctx context.Context, name string) (*liqov1beta1.
 // newScope starts a pass over the dead cluster: which cluster IDs are dead, from the same live view the
 // pass was decided on, and the live re-check its batches run (recheck).
 func (r *reconciler) newScope(ctx context.Context, fc *liqov1beta1.ForeignCluster, v liveView) *scope {
-	s := newScope(fc, deadClusterIDs(v.fcs, r.observeIn(v), r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.get(ctx))
+	s := newScope(fc, deadClusterIDs(v.fcs, r.observeIn(v), r.clock.Now(), r.options.GracePeriod), r.options.DryRun, r.versions.Get(ctx))
 	s.checkWith(func(ctx context.Context) (bool, error) { return r.recheck(ctx, s) }, r.pacing.retryKinds(fc))
 	return s
 }

@@ -60,9 +60,9 @@ func CacheByObject(o Options) map[client.Object]cache.ByObject {
 	byLabel := func(sel labels.Selector) cache.ByObject { return cache.ByObject{Label: sel, Transform: strip} }
 	own := byLabel(labels.SelectorFromSet(labels.Set{liqojanitor.ReplicationLabel: "true"}))
 	out := map[client.Object]cache.ByObject{
-		metadataOnly(resourceSliceGVK): own,
-		metadataOnly(renewGVK):         own,
-		metadataOnly(namespaceMapGVK):  own,
+		metadataOnly(liqojanitor.ResourceSliceGVK): own,
+		metadataOnly(liqojanitor.RenewGVK):         own,
+		metadataOnly(liqojanitor.NamespaceMapGVK):  own,
 		metadataOnly(nodeGVK): byLabel(labels.SelectorFromSet(labels.Set{
 			liqojanitor.NodeTypeLabel: liqojanitor.VirtualNodeType})),
 		// Offloaded namespaces only: the label going away (Liqo's first deletion step) reaches this
@@ -103,7 +103,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	// The replicated target lists NamespaceMaps metadata-only (the watch below caches them whole): start
 	// that informer with the manager, so the first clean-up does not wait for it to sync.
-	if _, err := mgr.GetCache().GetInformer(ctx, metadataOnly(namespaceMapGVK)); err != nil {
+	if _, err := mgr.GetCache().GetInformer(ctx, metadataOnly(liqojanitor.NamespaceMapGVK)); err != nil {
 		return fmt.Errorf("watching NamespaceMaps: %w", err)
 	}
 	stormChanges := make(chan event.GenericEvent, 1)
@@ -174,8 +174,8 @@ func (r *reconciler) watch(mgr ctrl.Manager, pods *podwatch.Watcher, tenants cac
 		// One ForeignCluster of a cluster ID changes: the verdict of the others with that ID may change too.
 		Watches(&liqov1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(r.sameClusterID)).
 		// A replicated object of a cluster starts or finishes terminating: work for its ForeignCluster.
-		WatchesMetadata(metadataOnly(resourceSliceGVK), toCluster, terminatingOnly).
-		WatchesMetadata(metadataOnly(renewGVK), toCluster, terminatingOnly).
+		WatchesMetadata(metadataOnly(liqojanitor.ResourceSliceGVK), toCluster, terminatingOnly).
+		WatchesMetadata(metadataOnly(liqojanitor.RenewGVK), toCluster, terminatingOnly).
 		// NamespaceMaps are read whole (spec.desiredMapping decides NamespaceOffloadings of every marked
 		// cluster, and Liqo's second deletion step changes it); few, one per peer.
 		Watches(&offloadingv1beta1.NamespaceMap{}, toMarked).

@@ -82,7 +82,7 @@
 //     let writes through again), writes no more of that kind in the pass and only one at first in the
 //     next, and comes back after a short capped backoff (1 s doubling to 8 s), so the rest goes within
 //     seconds of the webhook answering; what it released meanwhile joins the record once it can be written.
-//  12. For an older Liqo what a newer Liqo does by itself, nothing more (pass_liqoversion.go reads the
+//  12. For an older Liqo what a newer Liqo does by itself, nothing more (internal/liqoversion reads the
 //     installed version from Liqo's controller-manager image, else from its CRDs): on Liqo before v1.2.0, the
 //     legacy internalfabric-controller.liqo.io/finalizer of an InternalFabric of a dead cluster, being
 //     deleted in that cluster's tenant namespace that is itself being deleted, is removed once it has been
@@ -93,7 +93,7 @@
 //     nodes' kernels), the VirtualNode finalizer and the namespace's finalization stay Liqo's and
 //     Kubernetes': reported, never written.
 //  13. Done means the unpeering: for a dead cluster each pass follows the consumer's side of the peering
-//     to its end (report_unpeering.go) — its tenant namespaces (by Liqo's labels, and the one the
+//     to its end (internal/unpeering) — its tenant namespaces (by Liqo's labels, and the one the
 //     ForeignCluster's status names), what holds a terminating one (every object with a Liqo finalizer, and
 //     what the namespace controller reports), its VirtualNodes, and every object Liqo re-creates the
 //     ForeignCluster from (liqojanitor.PeeringKinds labelled with the cluster ID, in any namespace: its
@@ -218,18 +218,22 @@
 //     (verdict_fence.go), and the end of a mark's records when it goes unseen by the gate (verdict_marks.go).
 //   - pass_ — what one pass knows and the one place it stops (pass_scope.go), the target table and the
 //     worker pool that runs it (pass_releaser.go), what it did (pass_tally.go), what paces the next one
-//     after refused writes (pass_pacing.go), and the installed Liqo it acts for (pass_liqoversion.go).
+//     after refused writes (pass_pacing.go); the installed Liqo it acts for is internal/liqoversion's.
 //   - target_ — the targets, on their sources (target_sources.go): pods, replicated objects,
 //     NamespaceOffloadings, the identity Secret, and what an older Liqo's fabric needs (target_fabric.go).
 //   - report_ — the clean-up's record (report_progress.go), the events and what the janitor's own keys say
 //     (report_publish.go, written through internal/records), what the reports remember between passes (report_memory.go), the metrics,
-//     the unpeering (report_unpeering.go), and the plan for the plugin (report_plan.go, PlanCluster).
+//     the unpeering internal/unpeering surveyed (report_unpeering.go), and the plan for the plugin
+//     (report_plan.go, PlanCluster, with the pinned volumes release-volumes reads).
 //   - return_ — a provider that answers again (return_seen.go), the janitor's own probe
 //     (return_probe.go), and the probe targets, returns and released volumes it keeps in its namespace
 //     (return_targets.go).
 //
-// Three leaves below it are self-contained and one-way: internal/release (every write to an object the
+// The leaves below it are self-contained and one-way: internal/release (every write to an object the
 // janitor does not own, and the reading of another admission webhook's refusal), internal/records (every
-// write to what it owns: its annotations, onto the version read, and its records ConfigMaps) and
-// internal/podwatch (the pods of dead nodes, watched per node or listed live). Test files take the prefix of what they test.
+// write to what it owns: its annotations, onto the version read, and its records ConfigMaps),
+// internal/podwatch (the pods of dead nodes, watched per node or listed live), internal/liqoversion
+// (the installed Liqo's version, read at most once a minute) and internal/unpeering (what an unpeering
+// left, and the volumes pinned to a dead cluster: read live, one entry point for the pass, Survey). Test
+// files take the prefix of what they test.
 package janitor

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/liqoversion"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
@@ -26,7 +27,7 @@ import (
 // publishPlan does for a pass, and returns publishPlan's error.
 func ShowPlan(ctx context.Context, c client.Client, fc *liqov1beta1.ForeignCluster) error {
 	p := &reporter{client: c, recorder: events.NewFakeRecorder(10), clock: clock.RealClock{}, memory: newMemory(), pacing: newPacing()}
-	_, err := p.publishPlan(ctx, newScope(fc, map[string]bool{}, false, liqoVersion{}), liveness{Wait: WaitGracePeriod, GraceLeft: time.Minute}, newTally(nil))
+	_, err := p.publishPlan(ctx, newScope(fc, map[string]bool{}, false, liqoversion.Version{}), liveness{Wait: WaitGracePeriod, GraceLeft: time.Minute}, newTally(nil))
 	return err
 }
 

@@ -6,14 +6,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
@@ -26,14 +25,11 @@ type target struct {
 	release func(ctx context.Context, s *scope, obj client.Object) (release.Outcome, error)
 }
 
-// Kinds of the GVKs the janitor reads metadata-only.
+// Kinds of the core GVKs the janitor reads metadata-only (Liqo's are liqojanitor's: liqo.go).
 var (
-	resourceSliceGVK = authv1beta1.GroupVersion.WithKind("ResourceSlice")
-	renewGVK         = authv1beta1.GroupVersion.WithKind("Renew")
-	namespaceMapGVK  = offloadingv1beta1.SchemeGroupVersion.WithKind("NamespaceMap")
-	nodeGVK          = corev1.SchemeGroupVersion.WithKind("Node")
-	namespaceGVK     = corev1.SchemeGroupVersion.WithKind("Namespace")
-	secretGVK        = corev1.SchemeGroupVersion.WithKind("Secret")
+	nodeGVK      = corev1.SchemeGroupVersion.WithKind("Node")
+	namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+	secretGVK    = corev1.SchemeGroupVersion.WithKind("Secret")
 )
 
 // Target kinds that are not one of the GVKs above.
@@ -54,16 +50,16 @@ const (
 )
 
 // allKinds are the kinds of every target, opt-in ones included (the kind label of the metrics).
-var allKinds = []string{podKind, resourceSliceGVK.Kind, namespaceMapGVK.Kind, renewGVK.Kind, internalFabricGVK.Kind, offloadingKind, secretGVK.Kind}
+var allKinds = []string{podKind, liqojanitor.ResourceSliceGVK.Kind, liqojanitor.NamespaceMapGVK.Kind, liqojanitor.RenewGVK.Kind, liqojanitor.InternalFabricGVK.Kind, offloadingKind, secretGVK.Kind}
 
 // targetTable is what the janitor releases, in stage order: the targets read and write through src.
 func targetTable(src *sources, o Options) []target {
 	ts := []target{
 		{kind: podKind, stage: stageFirst, list: src.listPods, release: src.releasePod},
-		src.replicated(resourceSliceGVK),
-		src.replicated(namespaceMapGVK),
-		src.replicated(renewGVK),
-		{kind: internalFabricGVK.Kind, stage: stageFirst, list: src.listInternalFabrics, release: src.releaseInternalFabric},
+		src.replicated(liqojanitor.ResourceSliceGVK),
+		src.replicated(liqojanitor.NamespaceMapGVK),
+		src.replicated(liqojanitor.RenewGVK),
+		{kind: liqojanitor.InternalFabricGVK.Kind, stage: stageFirst, list: src.listInternalFabrics, release: src.releaseInternalFabric},
 		{kind: offloadingKind, stage: stageOffloading, list: src.listOffloadings, release: src.releaseOffloading},
 	}
 	if o.ReleaseIdentitySecrets {

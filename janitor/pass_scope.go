@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/liqoversion"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
 )
 
@@ -28,7 +29,7 @@ type scope struct {
 	// dryRun reports instead of writing.
 	dryRun bool
 	// liqo is the installed Liqo version: what an older Liqo needs done (janitor rule 12).
-	liqo liqoVersion
+	liqo liqoversion.Version
 	// planOnly: the cluster is in its grace period, and the pass computes what it would release once that
 	// ends, writing nothing (janitor rule 9).
 	planOnly bool
@@ -78,7 +79,7 @@ type podAt struct {
 
 // newScope starts a pass over fc, given which cluster IDs are dead. Until a re-check is set, the cluster
 // counts as still dead (a plan's rehearsal, which writes nothing).
-func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool, liqo liqoVersion) *scope {
+func newScope(fc *liqov1beta1.ForeignCluster, dead map[string]bool, dryRun bool, liqo liqoversion.Version) *scope {
 	return &scope{fc: fc, clusterID: string(fc.Spec.ClusterID), dryRun: dryRun, dead: dead, liqo: liqo,
 		recheck: func(context.Context) (bool, error) { return true, nil },
 		drain:   map[types.UID]bool{}, undrained: map[types.UID]string{}, listed: map[types.UID]podAt{},

@@ -23,7 +23,7 @@ type memory struct {
 
 // clusterMemory is what memory holds for one ForeignCluster.
 type clusterMemory struct {
-	// pinned is how many volumes were pinned to the cluster at the last survey (report_volumes.go).
+	// pinned is how many volumes were pinned to the cluster at the last survey (internal/unpeering).
 	pinned   int
 	lastWait WaitReason
 	// dryRun is the last dry-run pass's record (a dry run records nothing on the ForeignCluster).

@@ -14,6 +14,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/podwatch"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/unpeering"
 )
 
 // Plan is what the janitor would release for a marked ForeignCluster if its grace period ended now —
@@ -127,7 +128,7 @@ func PlanCluster(ctx context.Context, c client.Client, mc metadata.Interface, na
 	if err != nil {
 		return nil, err
 	}
-	vols, err := pinnedVolumes(ctx, c, s.clusterID, kept)
+	vols, err := unpeering.PinnedVolumes(ctx, c, s.clusterID, kept)
 	switch {
 	case apierrors.IsForbidden(err): // the plan's reader may lack the storage read rights; the plan stands
 		p.VolumesNotListed = fmt.Sprintf("%v (listing pinned volumes needs list on PersistentVolumeClaims, PersistentVolumes, "+
@@ -151,4 +152,18 @@ func (p *Plan) fence(f fenceHold, l liveness) {
 	case WaitFenceUnreadable:
 		p.FenceUnreadable = f.unreadable
 	}
+}
+
+// ClusterNodes are the names of clusterID's virtual nodes by the pod rule's tie (janitor rule 3): its
+// VirtualNodes now, and those kept at first sight of the mark (kept), which the unpeering deletes
+// (unpeering.ClusterNodes).
+func ClusterNodes(ctx context.Context, r client.Reader, clusterID string, kept liqojanitor.KeptRecord) (map[string]bool, error) {
+	return unpeering.ClusterNodes(ctx, r, clusterID, kept)
+}
+
+// PinnedVolumes lists, live through r, the PVCs pinned to clusterID whose virtual nodes are nodes
+// (ClusterNodes) and whose first-sight record is kept (the janitor's, for the current mark): the rule of
+// janitor/internal/unpeering/volumes.go. `kubectl liqo-janitor release-volumes` acts on this list.
+func PinnedVolumes(ctx context.Context, r client.Reader, clusterID string, nodes map[string]bool, kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
+	return unpeering.PinnedVolumesOn(ctx, r, clusterID, nodes, kept)
 }

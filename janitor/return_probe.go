@@ -9,6 +9,7 @@ import (
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/unpeering"
 )
 
 // returnProbe is the janitor's own look at the providers of marked ForeignClusters (janitor rule 10):
@@ -107,7 +109,7 @@ func (p *returnProbe) keepTargets(ctx context.Context, live client.Reader, fc *l
 }
 
 // keepFirstSight adds to rec, once, what the unpeering deletes and a volume pinned to fc's cluster needs
-// (report_volumes.go): the names of the cluster's VirtualNodes (spec.clusterID), one of which a pinned
+// (internal/unpeering volumes.go): the names of the cluster's VirtualNodes (spec.clusterID), one of which a pinned
 // volume names as its selected node, and where each offloaded namespace is on the cluster (its NamespaceMap's
 // status.currentMapping, else its NamespaceOffloading's status.remoteNamespaceName), where a pinned
 // volume's data is. It reports whether it added any.
@@ -115,7 +117,7 @@ func keepFirstSight(ctx context.Context, live client.Reader, fc *liqov1beta1.For
 	if len(rec.VirtualNodes) > 0 || len(rec.RemoteNamespaces) > 0 {
 		return false, nil
 	}
-	vns, err := virtualNodeNames(ctx, live, string(fc.Spec.ClusterID))
+	vns, err := unpeering.ClusterNodes(ctx, live, string(fc.Spec.ClusterID), liqojanitor.KeptRecord{}) // its VirtualNodes: nothing is kept yet
 	if err != nil {
 		return false, err
 	}
@@ -125,6 +127,42 @@ func keepFirstSight(ctx context.Context, live client.Reader, fc *liqov1beta1.For
 	}
 	rec.VirtualNodes, rec.RemoteNamespaces = slices.Sorted(maps.Keys(vns)), remote
 	return len(vns) > 0 || len(remote) > 0, nil
+}
+
+// remoteNamespaces maps each namespace offloaded to clusterID to its namespace there: the cluster's
+// NamespaceMaps' status.currentMapping (Liqo's NamespaceMap controller fills it when it asks for the remote
+// namespace; pkg/liqo-controller-manager/offloading/namespacemap-controller, v1.0.3 to v1.2.0), and for a
+// namespace none of them maps, its NamespaceOffloading's status.remoteNamespaceName (the same name on
+// every cluster it is offloaded to).
+func remoteNamespaces(ctx context.Context, r client.Reader, clusterID string) (map[string]string, error) {
+	nms, err := namespaceMaps(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i := range nms {
+		if nms[i].Labels[liqojanitor.RemoteClusterIDLabel] != clusterID {
+			continue
+		}
+		for local, st := range nms[i].Status.CurrentMapping {
+			if st.RemoteNamespace != "" {
+				out[local] = st.RemoteNamespace
+			}
+		}
+	}
+	var nsos offloadingv1beta1.NamespaceOffloadingList
+	if err := r.List(ctx, &nsos); err != nil {
+		return nil, fmt.Errorf("listing NamespaceOffloadings: %w", err)
+	}
+	for _, nso := range nsos.Items {
+		if _, mapped := out[nso.Namespace]; !mapped && nso.Status.RemoteNamespaceName != "" && mentions(&nso, clusterID, nms) {
+			out[nso.Namespace] = nso.Status.RemoteNamespaceName
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // targetsAtFirstSight is where fc's provider is as Liqo knows it now (liqojanitor.ProviderTargets), or, when

@@ -13,15 +13,6 @@ import (
 
 // +kubebuilder:rbac:groups=networking.liqo.io,resources=internalfabrics,verbs=get;list;patch
 
-// legacyFabricFinalizer is the InternalFabric finalizer of Liqo before v1.2.0: the fabric (a DaemonSet
-// pod on every node) adds it and, once an InternalFabric is being deleted, removes its node's geneve
-// interface and then the finalizer (pkg/fabric/internalfabric_controller.go Reconcile, finalizer.go,
-// v1.0.3 and v1.1.0). v1.2.0 moved the tunnels to GeneveTunnel objects and its controller-manager removes
-// this finalizer from any InternalFabric being deleted, at once
-// (pkg/liqo-controller-manager/networking/internal-network/internalfabric-controller/internalfabric_controller.go
-// Reconcile: RemoveFinalizer(internalFabric, "internalfabric-controller.liqo.io/finalizer")).
-const legacyFabricFinalizer = "internalfabric-controller.liqo.io/finalizer"
-
 // DefaultFabricSettle is how long an InternalFabric of a dead cluster must have been deleting before the
 // janitor removes the legacy finalizer Liqo's fabric still holds (janitor rule 12): the fabric removes it
 // itself within seconds when it can, after its own local step (the node's geneve interface); one still
@@ -36,7 +27,7 @@ const DefaultFabricSettle = 2 * time.Minute
 // them so, server-controller and client-controller, v1.0.3 to v1.2.0). On a Liqo known to be v1.2 or
 // newer it returns nothing: Liqo releases them itself.
 func (src *sources) listInternalFabrics(ctx context.Context, s *scope) ([]client.Object, error) {
-	if !s.liqo.before(2) {
+	if !s.liqo.Before(2) {
 		return nil, nil
 	}
 	namespaces, err := liqojanitor.TenantNamespaces(ctx, src.apiReader, s.clusterID)
@@ -48,13 +39,13 @@ func (src *sources) listInternalFabrics(ctx context.Context, s *scope) ([]client
 		if ns.DeletionTimestamp.IsZero() {
 			continue
 		}
-		fabrics, err := listMetadata(ctx, src.apiReader, internalFabricGVK, client.InNamespace(ns.Name),
+		fabrics, err := listMetadata(ctx, src.apiReader, liqojanitor.InternalFabricGVK, client.InNamespace(ns.Name),
 			client.MatchingLabels{liqojanitor.RemoteClusterIDLabel: s.clusterID})
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range terminating(fabrics) {
-			if slices.Contains(f.GetFinalizers(), legacyFabricFinalizer) {
+			if slices.Contains(f.GetFinalizers(), liqojanitor.LegacyFabricFinalizer) {
 				out = append(out, f)
 			}
 		}
@@ -73,5 +64,5 @@ func (src *sources) releaseInternalFabric(ctx context.Context, s *scope, obj cli
 		}
 		return true, 0, nil
 	}
-	return release.RemoveFinalizerIf(ctx, src.client, src.apiReader, obj, legacyFabricFinalizer, s.reportOnly(), settled)
+	return release.RemoveFinalizerIf(ctx, src.client, src.apiReader, obj, liqojanitor.LegacyFabricFinalizer, s.reportOnly(), settled)
 }

@@ -3,8 +3,6 @@ package janitor
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -25,7 +23,7 @@ func (src *sources) listIdentitySecrets(ctx context.Context, s *scope) ([]client
 // checked live, as the crdReplicator itself checks before stopping its reflector (Reflector.Stop,
 // internal/crdReplicator/reflection/reflector.go, Liqo v1.0 to v1.2).
 func (src *sources) releaseIdentitySecret(ctx context.Context, s *scope, secret client.Object) (release.Outcome, error) {
-	for _, gvk := range replicatedGVKs {
+	for _, gvk := range liqojanitor.ReplicatedGVKs {
 		left, err := listMetadata(ctx, src.apiReader, gvk, client.InNamespace(secret.GetNamespace()), liqoLocalReplicas())
 		if err != nil {
 			return 0, err
@@ -36,6 +34,3 @@ func (src *sources) releaseIdentitySecret(ctx context.Context, s *scope, secret 
 	}
 	return release.RemoveFinalizer(ctx, src.client, src.apiReader, secret, liqojanitor.ReplicatorOperatorFinalizer, s.reportOnly())
 }
-
-// replicatedGVKs are the kinds the crdReplicator replicates (internal/crdReplicator/resources/resources.go).
-var replicatedGVKs = []schema.GroupVersionKind{resourceSliceGVK, namespaceMapGVK, renewGVK}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
+	"github.com/liqo-janitor/liqo-janitor/janitor/internal/liqoversion"
 	"github.com/liqo-janitor/liqo-janitor/janitor/internal/release"
 )
 
@@ -73,11 +74,11 @@ const (
 
 // notDrainedBy says why the drain of Liqo v does not select pod (getPodsForDeletion in drain.go; since
 // v1.2.0 also isDaemonSetPod and isMirrorPod), or "" when it does.
-func notDrainedBy(pod client.Object, v liqoVersion) string {
+func notDrainedBy(pod client.Object, v liqoversion.Version) string {
 	switch {
 	case pod.GetLabels()[liqojanitor.ShadowPodLabel] != liqojanitor.ShadowPodLabelValue:
 		return notShadowPod
-	case v.older(2):
+	case v.Older(2):
 		return ""
 	case slices.ContainsFunc(pod.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" }):
 		return daemonSetPod

@@ -17,7 +17,7 @@ type grant struct {
 }
 
 // needed is what the code calls, from the +kubebuilder:rbac markers in janitor/ (controller_setup.go, target_fabric.go,
-// pass_liqoversion.go, report_unpeering.go, report_volumes.go) and webhook/gate.go,
+// internal/liqoversion, internal/unpeering) and webhook/gate.go,
 // plus leader election (a Lease and the core Events client-go records, in the install namespace). A new
 // marker must be added here on purpose.
 var needed = map[grant][]string{
@@ -54,7 +54,7 @@ var needed = map[grant][]string{
 	{"", "authentication.liqo.io", "tenants"}:    {"list"},
 	{"", "ipam.liqo.io", "ips"}:                  {"list"},
 	{"", "ipam.liqo.io", "networks"}:             {"list"},
-	// issue 38: volumes pinned to a dead cluster, reported and never written (report_volumes.go), read live
+	// issue 38: volumes pinned to a dead cluster, reported and never written (janitor/internal/unpeering), read live
 	{"", "", "persistentvolumeclaims"}:           {"list"},
 	{"", "", "persistentvolumes"}:                {"list"},
 	{"", "storage.k8s.io", "storageclasses"}:     {"list"},

@@ -1,4 +1,4 @@
-package janitor
+package liqoversion
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 )
 
 // The installed Liqo version decides two things the janitor does for an older Liqo what a newer one does
-// by itself (janitor rule 12): the legacy InternalFabric finalizer (target_fabric.go) and the drain's
-// selection (target_pods.go). It is read from what Liqo installed — the image tag of its controller-manager
+// by itself (janitor rule 12): the legacy InternalFabric finalizer (janitor/target_fabric.go) and the
+// drain's selection (janitor/target_pods.go). It is read from what Liqo installed — the image tag of its controller-manager
 // Deployment (deployments/liqo/templates/liqo-controller-manager-deployment.yaml: `image:
 // <name>:<liqo.version>`, the same template in v1.0.3, v1.1.0 and v1.2.0), else the CRDs it installed
 // (deployments/liqo/charts/liqo-crds/crds): ForeignCluster's status.observedGeneration is new in v1.2.0,
@@ -29,78 +29,81 @@ import (
 // (deployments/liqo/templates/liqo-controller-manager-deployment.yaml, "liqo.prefixedName").
 const liqoControllerManager = "liqo-controller-manager"
 
-// liqoVersion is the Liqo version the janitor found installed.
-type liqoVersion struct {
-	// minor is the v1 minor version (0, 1, 2, …); known is false when it could not be told.
-	minor int
-	known bool
-	// text is the version as shown ("v1.2.0", or "v1.1.x" from the CRDs), from where it was read.
-	text, from string
+// Version is the Liqo version the janitor found installed; the zero Version is unknown.
+type Version struct {
+	// Minor is the v1 minor version (0, 1, 2, …); Known is false when it could not be told.
+	Minor int
+	Known bool
+	// Text is the version as shown ("v1.2.0", or "v1.1.x" from the CRDs), From where it was read.
+	Text, From string
 }
 
-// older reports whether Liqo is known to be older than v1.<minor>.
-func (v liqoVersion) older(minor int) bool { return v.known && v.minor < minor }
+// Older reports whether Liqo is known to be older than v1.<minor>.
+func (v Version) Older(minor int) bool { return v.Known && v.Minor < minor }
 
-// before reports whether Liqo is older than v1.<minor> or unknown: what an older Liqo needs from the janitor
+// Before reports whether Liqo is older than v1.<minor> or unknown: what an older Liqo needs from the janitor
 // is done when the version cannot be told only where the newer Liqo does the same by itself.
-func (v liqoVersion) before(minor int) bool { return !v.known || v.minor < minor }
+func (v Version) Before(minor int) bool { return !v.Known || v.Minor < minor }
 
-func (v liqoVersion) String() string {
-	if !v.known {
+// String is the version as shown, or "unknown".
+func (v Version) String() string {
+	if !v.Known {
 		return "unknown"
 	}
-	return v.text
+	return v.Text
 }
 
 // versionTTL is how long a detected version is reused: an upgrade of Liqo is seen within it.
 const versionTTL = time.Minute
 
-// liqoVersions detects the installed Liqo version, at most once per versionTTL.
-type liqoVersions struct {
+// Detector detects the installed Liqo version, at most once per versionTTL.
+type Detector struct {
 	reader    client.Reader
 	namespace string
 	clock     clock.PassiveClock
 
 	mu   sync.Mutex
-	last liqoVersion
+	last Version
 	at   time.Time
 }
 
-func newLiqoVersions(reader client.Reader, namespace string, clk clock.PassiveClock) *liqoVersions {
-	return &liqoVersions{reader: reader, namespace: namespace, clock: clk}
+// New returns a Detector that reads, through reader, the Liqo installed in namespace (Liqo's namespace),
+// and reuses what it found for a minute of clk.
+func New(reader client.Reader, namespace string, clk clock.PassiveClock) *Detector {
+	return &Detector{reader: reader, namespace: namespace, clock: clk}
 }
 
-// get returns the installed Liqo version; one that cannot be read is unknown (and tried again next time).
-func (d *liqoVersions) get(ctx context.Context) liqoVersion {
+// Get returns the installed Liqo version; one that cannot be read is unknown (and tried again next time).
+func (d *Detector) Get(ctx context.Context) Version {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.last.known && d.clock.Since(d.at) < versionTTL {
+	if d.last.Known && d.clock.Since(d.at) < versionTTL {
 		return d.last
 	}
-	d.last, d.at = detectLiqoVersion(ctx, d.reader, d.namespace), d.clock.Now()
+	d.last, d.at = detect(ctx, d.reader, d.namespace), d.clock.Now()
 	return d.last
 }
 
-// detectLiqoVersion reads the version from the controller-manager's image tag, else from the CRDs.
-func detectLiqoVersion(ctx context.Context, reader client.Reader, namespace string) liqoVersion {
+// detect reads the version from the controller-manager's image tag, else from the CRDs.
+func detect(ctx context.Context, reader client.Reader, namespace string) Version {
 	if v, ok := versionFromDeployment(ctx, reader, namespace); ok {
 		return v
 	}
 	return versionFromCRDs(ctx, reader)
 }
 
-func versionFromDeployment(ctx context.Context, reader client.Reader, namespace string) (liqoVersion, bool) {
+func versionFromDeployment(ctx context.Context, reader client.Reader, namespace string) (Version, bool) {
 	d := &appsv1.Deployment{}
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: liqoControllerManager}, d); err != nil {
-		return liqoVersion{}, false
+		return Version{}, false
 	}
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if minor, tag, ok := parseLiqoTag(c.Image); ok {
-			return liqoVersion{minor: minor, known: true, text: tag,
-				from: fmt.Sprintf("the image of Deployment %s/%s", namespace, liqoControllerManager)}, true
+			return Version{Minor: minor, Known: true, Text: tag,
+				From: fmt.Sprintf("the image of Deployment %s/%s", namespace, liqoControllerManager)}, true
 		}
 	}
-	return liqoVersion{}, false
+	return Version{}, false
 }
 
 // parseLiqoTag reads "v1.<minor>.<patch>[-…]" from an image reference's tag (a digest after it is ignored).
@@ -123,22 +126,22 @@ func parseLiqoTag(image string) (minor int, tag string, ok bool) {
 }
 
 // versionFromCRDs tells v1.2, v1.1 and v1.0 apart by fields their CRDs added.
-func versionFromCRDs(ctx context.Context, reader client.Reader) liqoVersion {
+func versionFromCRDs(ctx context.Context, reader client.Reader) Version {
 	from := "the CRDs Liqo installed"
 	has, err := crdHasField(ctx, reader, "foreignclusters.core.liqo.io", "status", "observedGeneration")
 	if err != nil {
-		return liqoVersion{}
+		return Version{}
 	}
 	if has {
-		return liqoVersion{minor: 2, known: true, text: "v1.2.x", from: from}
+		return Version{Minor: 2, Known: true, Text: "v1.2.x", From: from}
 	}
 	if has, err = crdHasField(ctx, reader, "vkoptionstemplates.offloading.liqo.io", "spec", "tolerations"); err != nil {
-		return liqoVersion{}
+		return Version{}
 	}
 	if has {
-		return liqoVersion{minor: 1, known: true, text: "v1.1.x", from: from}
+		return Version{Minor: 1, Known: true, Text: "v1.1.x", From: from}
 	}
-	return liqoVersion{minor: 0, known: true, text: "v1.0.x", from: from}
+	return Version{Minor: 0, Known: true, Text: "v1.0.x", From: from}
 }
 
 // crdHasField reports whether the v1beta1 schema of the CRD named name has the property top.field.

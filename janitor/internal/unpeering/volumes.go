@@ -1,4 +1,4 @@
-package janitor
+package unpeering
 
 import (
 	"cmp"
@@ -24,19 +24,21 @@ import (
 //     constants beside it): named pvc-<the PVC's UID>, hostPath /tmp/liqo-placeholder, annotated
 //     provisioned-by liqo.io/storage, and its node affinity is exactly liqo.io/remote-cluster-id In [X];
 //   - its volume.kubernetes.io/selected-node names a Node that is X's by the pod rule's tie (janitor rule
-//     3, virtualNodesOf): a VirtualNode of that name with spec.clusterID X, and none of that name naming
+//     3, janitor/target_pods.go virtualNodesOf): a VirtualNode of that name with spec.clusterID X, and none of that name naming
 //     another cluster — or a VirtualNode name the janitor kept at its first sight of the mark
 //     (KeptRecord.VirtualNodes), since the unpeering deletes them. The PV's affinity alone is not enough:
 //     the virtual kubelet reads X from the selected Node's labels, which a provider can write.
 // Reading only, live: the janitor writes no PVC and no PV (janitor/internal/release holds every write).
+// The survey reports them with the unpeering (Survey), the plan lists them (janitor's PlanCluster) and
+// the plugin's release-volumes acts on them (through janitor.ClusterNodes and janitor.PinnedVolumes).
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=list
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list
 
-// pinnedVolumes lists, live through r, the PVCs pinned to clusterID, sorted by namespace and name. kept is
+// PinnedVolumes lists, live through r, the PVCs pinned to clusterID, sorted by namespace and name. kept is
 // what the janitor recorded at first sight of the mark: the cluster's VirtualNode names and remote namespaces.
-func pinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
+func PinnedVolumes(ctx context.Context, r client.Reader, clusterID string, kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
 	liqoClasses, err := liqoStorageClasses(ctx, r)
 	if err != nil || len(liqoClasses) == 0 {
 		return nil, err
@@ -62,7 +64,7 @@ func ClusterNodes(ctx context.Context, r client.Reader, clusterID string, kept l
 	return nodes, nil
 }
 
-// pinnedOn is pinnedVolumes once Liqo's classes and the cluster's nodes are known.
+// pinnedOn is PinnedVolumes once Liqo's classes and the cluster's nodes are known.
 func pinnedOn(ctx context.Context, r client.Reader, clusterID string, liqoClasses, nodes map[string]bool,
 	kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
 	placeholders, err := placeholdersOf(ctx, r, clusterID)
@@ -146,7 +148,7 @@ func virtualNodeNames(ctx context.Context, r client.Reader, clusterID string) (m
 }
 
 // placeholderOf is the cluster ID a Liqo placeholder PV is pinned to (its shape, as the virtual kubelet
-// makes it: see the package comment above), or "" when pv is not such a placeholder or names more than one
+// makes it: see the top of this file), or "" when pv is not such a placeholder or names more than one
 // cluster.
 func placeholderOf(pv *corev1.PersistentVolume) string {
 	if !strings.HasPrefix(pv.Name, liqojanitor.PlaceholderPVPrefix) ||
@@ -261,46 +263,10 @@ func ptrString(s *string) string {
 	return *s
 }
 
-// remoteNamespaces maps each namespace offloaded to clusterID to its namespace there: the cluster's
-// NamespaceMaps' status.currentMapping (Liqo's NamespaceMap controller fills it when it asks for the remote
-// namespace; pkg/liqo-controller-manager/offloading/namespacemap-controller, v1.0.3 to v1.2.0), and for a
-// namespace none of them maps, its NamespaceOffloading's status.remoteNamespaceName (the same name on
-// every cluster it is offloaded to).
-func remoteNamespaces(ctx context.Context, r client.Reader, clusterID string) (map[string]string, error) {
-	nms, err := namespaceMaps(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for i := range nms {
-		if nms[i].Labels[liqojanitor.RemoteClusterIDLabel] != clusterID {
-			continue
-		}
-		for local, st := range nms[i].Status.CurrentMapping {
-			if st.RemoteNamespace != "" {
-				out[local] = st.RemoteNamespace
-			}
-		}
-	}
-	var nsos offloadingv1beta1.NamespaceOffloadingList
-	if err := r.List(ctx, &nsos); err != nil {
-		return nil, fmt.Errorf("listing NamespaceOffloadings: %w", err)
-	}
-	for _, nso := range nsos.Items {
-		if _, mapped := out[nso.Namespace]; !mapped && nso.Status.RemoteNamespaceName != "" && mentions(&nso, clusterID, nms) {
-			out[nso.Namespace] = nso.Status.RemoteNamespaceName
-		}
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
-}
-
-// PinnedVolumes lists, live through r, the PVCs pinned to clusterID (report_volumes.go's rule), whose virtual
-// nodes are nodes (ClusterNodes) and whose first-sight record is kept (the janitor's, for the current mark).
+// PinnedVolumesOn lists, live through r, the PVCs pinned to clusterID (the rule above), whose virtual nodes
+// are nodes (ClusterNodes) and whose first-sight record is kept (the janitor's, for the current mark).
 // `kubectl liqo-janitor release-volumes` acts on this list.
-func PinnedVolumes(ctx context.Context, r client.Reader, clusterID string, nodes map[string]bool, kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
+func PinnedVolumesOn(ctx context.Context, r client.Reader, clusterID string, nodes map[string]bool, kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
 	liqoClasses, err := liqoStorageClasses(ctx, r)
 	if err != nil || len(liqoClasses) == 0 {
 		return nil, err
