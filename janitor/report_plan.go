@@ -154,16 +154,25 @@ func (p *Plan) fence(f fenceHold, l liveness) {
 	}
 }
 
-// ClusterNodes are the names of clusterID's virtual nodes by the pod rule's tie (janitor rule 3): its
-// VirtualNodes now, and those kept at first sight of the mark (kept), which the unpeering deletes
-// (unpeering.ClusterNodes).
-func ClusterNodes(ctx context.Context, r client.Reader, clusterID string, kept liqojanitor.KeptRecord) (map[string]bool, error) {
-	return unpeering.ClusterNodes(ctx, r, clusterID, kept)
+// VolumePlan is the plan of a release of the volumes pinned to a dead cluster (`kubectl liqo-janitor
+// release-volumes`): the cluster's virtual nodes by the pod rule's tie (janitor rule 3: its VirtualNodes now,
+// and those kept at first sight of the mark, which the unpeering deletes) and the PVCs pinned to it, listed
+// live by the rule of janitor/internal/unpeering/volumes.go.
+type VolumePlan struct {
+	Nodes   map[string]bool
+	Volumes []liqojanitor.PinnedVolume
 }
 
-// PinnedVolumes lists, live through r, the PVCs pinned to clusterID whose virtual nodes are nodes
-// (ClusterNodes) and whose first-sight record is kept (the janitor's, for the current mark): the rule of
-// janitor/internal/unpeering/volumes.go. `kubectl liqo-janitor release-volumes` acts on this list.
-func PinnedVolumes(ctx context.Context, r client.Reader, clusterID string, nodes map[string]bool, kept liqojanitor.KeptRecord) ([]liqojanitor.PinnedVolume, error) {
-	return unpeering.PinnedVolumesOn(ctx, r, clusterID, nodes, kept)
+// PlanVolumes reads, live through r, the VolumePlan of clusterID whose first-sight record is kept (the
+// janitor's, for the current mark).
+func PlanVolumes(ctx context.Context, r client.Reader, clusterID string, kept liqojanitor.KeptRecord) (VolumePlan, error) {
+	nodes, err := unpeering.ClusterNodes(ctx, r, clusterID, kept)
+	if err != nil {
+		return VolumePlan{}, err
+	}
+	volumes, err := unpeering.PinnedVolumesOn(ctx, r, clusterID, nodes, kept)
+	if err != nil {
+		return VolumePlan{}, fmt.Errorf("listing the volumes pinned to %s: %w", clusterID, err)
+	}
+	return VolumePlan{Nodes: nodes, Volumes: volumes}, nil
 }

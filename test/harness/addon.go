@@ -92,7 +92,7 @@ func (e *Env) InstallPlanReaders(ctx context.Context, users ...string) error {
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "plan-reader"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "namespaces", "configmaps"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
-		// the volumes pinned to a dead cluster the plan lists (janitor.PinnedVolumes, issue 38)
+		// the volumes pinned to a dead cluster the plan lists (janitor.PlanVolumes, issue 38)
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list"}},

@@ -30,7 +30,7 @@ import (
 //     the virtual kubelet reads X from the selected Node's labels, which a provider can write.
 // Reading only, live: the janitor writes no PVC and no PV (janitor/internal/release holds every write).
 // The survey reports them with the unpeering (Survey), the plan lists them (janitor's PlanCluster) and
-// the plugin's release-volumes acts on them (through janitor.ClusterNodes and janitor.PinnedVolumes).
+// the plugin's release-volumes acts on them (through janitor.PlanVolumes).
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=list
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list

@@ -13,7 +13,7 @@ import (
 type Plan struct {
 	ForeignCluster string `json:"foreignCluster"`
 	ClusterID      string `json:"clusterID"`
-	// Volumes are the PVCs janitor.PinnedVolumes lists for the cluster, each with what a release does.
+	// Volumes are the PVCs janitor.PlanVolumes lists for the cluster, each with what a release does.
 	Volumes []PlannedVolume `json:"volumes"`
 	// Command is the exact command that releases them ("" when there is none to release).
 	Command string `json:"command,omitempty"`

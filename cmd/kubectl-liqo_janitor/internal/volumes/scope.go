@@ -21,13 +21,13 @@ type scope struct {
 	janitorNS cli.JanitorNamespace
 	// nodes are the names of the dead cluster's virtual nodes: its VirtualNodes (spec.clusterID) and
 	// those the janitor kept at its first sight of the mark (the unpeering deletes them) — the pod
-	// rule's tie of a Node to a cluster (janitor.ClusterNodes), read once for the plan and the waits.
+	// rule's tie of a Node to a cluster (janitor.PlanVolumes), read once for the plan and the waits.
 	nodes   map[string]bool
 	volumes []liqojanitor.PinnedVolume
 }
 
 // newScope resolves the ForeignCluster, refuses unless it is dead (deadness, dead.go), and lists the
-// volumes pinned to it with the janitor's own rule (janitor.PinnedVolumes).
+// volumes pinned to it with the janitor's own rule (janitor.PlanVolumes).
 func (o *Options) newScope(ctx context.Context) (*scope, error) {
 	c, fc, err := o.Factory.Resolve(ctx, o.ForeignCluster)
 	if err != nil {
@@ -42,11 +42,10 @@ func (o *Options) newScope(ctx context.Context) (*scope, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.nodes, err = janitor.ClusterNodes(ctx, c, s.clusterID, kept); err != nil {
+	plan, err := janitor.PlanVolumes(ctx, c, s.clusterID, kept)
+	if err != nil {
 		return nil, err
 	}
-	if s.volumes, err = janitor.PinnedVolumes(ctx, c, s.clusterID, s.nodes, kept); err != nil {
-		return nil, fmt.Errorf("listing the volumes pinned to %s: %w", s.clusterID, err)
-	}
+	s.nodes, s.volumes = plan.Nodes, plan.Volumes
 	return s, nil
 }
