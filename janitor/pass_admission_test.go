@@ -2,7 +2,6 @@ package janitor_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -71,7 +70,7 @@ func liqoWebhooks(t *testing.T, test func(t *testing.T, down func(*testing.T, *f
 	t.Run("Liqo's real webhook", func(t *testing.T) {
 		env := harness.Require(t)
 		g := NewWithT(t)
-		ns := fmt.Sprintf("liqo-%d", fixtures.Add(1)) // Liqo's namespace, which InstallLocalClusterID creates
+		ns := fixture.Prefix("liqo-") // Liqo's namespace, which InstallLocalClusterID creates
 		g.Expect(env.InstallLocalClusterID(t.Context(), ns, "consumer")).To(Succeed())
 		t.Cleanup(func() {
 			_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})

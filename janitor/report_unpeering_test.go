@@ -170,7 +170,7 @@ func unpeerOnLiqo(t *testing.T, version string) {
 			return c.Get(ctx, client.ObjectKeyFromObject(obj), fresh) == nil && !fresh.GetDeletionTimestamp().IsZero()
 		}).WithTimeout(time.Minute).Should(BeTrue(), "the namespace controller deletes %s", obj.GetName())
 	}
-	liveRVs := rvsIn(ctx, t, c, liveFabric, liveRoute, liveFirewall)
+	liveRVs := fixture.ResourceVersionsOf(t, c, liveFabric, liveRoute, liveFirewall)
 	g.Expect(finalizersOf(ctx, c, deadRoute)).To(ContainElement(routeFinalizer), "the janitor never strips the fabric's finalizers")
 	g.Expect(finalizersOf(ctx, c, deadFirewall)).To(ContainElement(firewallFinalizer))
 	dropFinalizer(ctx, t, c, deadRoute, routeFinalizer) // Liqo's fabric, once its routes are gone
@@ -193,7 +193,7 @@ func unpeerOnLiqo(t *testing.T, version string) {
 		"the volume is still the dead cluster's, by the VirtualNode kept at first sight, now that the VirtualNode is gone")
 	g.Expect(noteOf(ctx, t, c, dead, "UnpeeringComplete")).To(And(HavePrefix("Unpeering complete: "), HaveSuffix("\n"+pinned)),
 		"unpeering complete stays, and a second line says the volume is pinned")
-	g.Expect(rvsIn(ctx, t, c, liveFabric, liveRoute, liveFirewall)).To(Equal(liveRVs),
+	g.Expect(fixture.ResourceVersionsOf(t, c, liveFabric, liveRoute, liveFirewall)).To(Equal(liveRVs),
 		"a live cluster's networking objects are never written, its InternalFabric's legacy finalizer included")
 	g.Expect(finalizersOf(ctx, c, liveFabric)).To(ContainElement(legacyFabricFinalizer))
 }
@@ -223,13 +223,6 @@ func finalizersOf(ctx context.Context, c client.Client, obj client.Object) []str
 		return nil
 	}
 	return fresh.GetFinalizers()
-}
-
-func rvsIn(ctx context.Context, t *testing.T, c client.Client, objs ...client.Object) map[string]string {
-	t.Helper()
-	m, err := fixture.ResourceVersions(ctx, c, objs...)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return m
 }
 
 // reasonCount counts the events of reason about p's ForeignCluster: each occurrence, those the events

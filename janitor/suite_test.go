@@ -1,10 +1,7 @@
 package janitor_test
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,23 +31,12 @@ func startJanitor(t *testing.T, opts janitor.Options) (stop func()) {
 	return stop
 }
 
-var fixtures atomic.Int64
-
-// build lays out a fresh consumer for one test.
+// build lays out a fresh consumer for one test (fixture.LayOut). Called before the test's janitor starts,
+// its retirement runs after it stopped: later tests' janitors neither count these providers (a returned
+// cluster, a storm) nor act on them.
 func build(t *testing.T, spec fixture.Spec) *fixture.Consumer {
 	t.Helper()
-	env := harness.Require(t)
-	spec.Prefix = fmt.Sprintf("j%d", fixtures.Add(1))
-	cons, err := fixture.Build(t.Context(), env.Client, spec)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	// Registered before the test's janitor starts, so run after it stopped: later tests' janitors neither
-	// count these providers (a returned cluster, a storm) nor act on them.
-	t.Cleanup(func() {
-		for _, p := range cons.Providers {
-			NewWithT(t).Expect(fixture.Retire(context.Background(), env.Client, p.ForeignCluster)).To(Succeed())
-		}
-	})
-	return cons
+	return fixture.LayOut(t, harness.Require(t).Client, "j", spec)
 }
 
 // kill makes p unreachable and starts its unpeering: its objects are terminating and stuck.
@@ -106,10 +92,7 @@ func podsLeft(t *testing.T, p *fixture.Provider) int {
 
 func rvs(t *testing.T, objs ...client.Object) map[string]string {
 	t.Helper()
-	env := harness.Require(t)
-	m, err := fixture.ResourceVersions(t.Context(), env.Client, objs...)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return m
+	return fixture.ResourceVersionsOf(t, harness.Require(t).Client, objs...)
 }
 
 func cleanupAnnotation(t *testing.T, p *fixture.Provider) func() string {

@@ -2,16 +2,12 @@ package webhook_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
@@ -23,58 +19,18 @@ import (
 // comes in the marking request (rule 12), and the confirmation and the reason ahead of the mark come from a
 // holder of the break-glass verb (rule 19). Each test fails without its rule.
 
-// gateAbsentLabel on a ForeignCluster keeps the API server from calling the gate about it while
-// withoutGate runs, as if the gate were not installed: how a key gets onto a ForeignCluster anyway.
-const gateAbsentLabel = "test.liqo-janitor.io/gate-absent"
-
-// gateAbsentCondition is the matchCondition withoutGate adds to every webhook of the gate (a DELETE's
-// object is null).
-var gateAbsentCondition = admissionregistrationv1.MatchCondition{
-	Name: "test-gate-absent",
-	Expression: fmt.Sprintf(`object == null || !has(object.metadata.labels) || !(%q in object.metadata.labels)`,
-		gateAbsentLabel),
-}
-
-// withoutGate writes kv onto the unmarked fc as c, as if the gate were not installed: the API server does not
-// call the gate for fc while it carries gateAbsentLabel. It returns with the keys stored, the label removed
-// (a request the gate sees and lets through: it changes none of its keys) and the gate back.
+// withoutGate writes kv onto the unmarked fc as c, as if the gate were not installed (harness.Env.WithoutGate:
+// how a key gets onto a ForeignCluster anyway), and returns with the keys stored and the gate back: a fence
+// record on the unmarked ForeignCluster is refused again.
 func withoutGate(t *testing.T, c client.Client, fc *liqov1beta1.ForeignCluster, kv map[string]*string) {
 	t.Helper()
-	env := harness.Require(t)
-	g := NewWithT(t)
-	ctx := t.Context()
-	labelled := func(v *string) client.Patch {
-		return client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, gateAbsentLabel, jsonOrNull(v)))
-	}
-	target := &liqov1beta1.ForeignCluster{}
-	target.Name = fc.Name
-	g.Expect(env.Client.Patch(ctx, target, labelled(s("true")))).To(Succeed())
-	g.Expect(env.EditGateWebhooks(ctx, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
-		return append(conds, gateAbsentCondition)
-	})).To(Succeed())
-	// the API server loads webhook configurations asynchronously: write until it no longer asks the gate
-	g.Eventually(func() error { return fixture.Annotate(ctx, c, fc, kv) }).Should(Succeed(), "written without the gate")
-	g.Expect(env.Client.Patch(ctx, target, labelled(nil))).To(Succeed())
-	g.Expect(env.EditGateWebhooks(context.Background(), func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
-		return slices.DeleteFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == gateAbsentCondition.Name })
-	})).To(Succeed())
-	// the gate is back once a fence record on a labelled, unmarked ForeignCluster is refused again
-	probe := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"},"annotations":{%q:"x"}}}`,
-		gateAbsentLabel, liqojanitor.FencedAnnotation))
-	g.Eventually(func() error { return env.Client.Patch(ctx, target.DeepCopy(), probe, client.DryRunAll) }).
-		Should(MatchError(ContainSubstring("is not marked permanently unreachable")), "the gate is called again")
+	harness.Require(t).WithoutGate(t, fc.Name, func(ctx context.Context) error { return fixture.Annotate(ctx, c, fc, kv) },
+		harness.GateProbe{Key: liqojanitor.FencedAnnotation, Value: "x", Refusal: "is not marked permanently unreachable"})
 	for k, v := range kv {
 		if v != nil {
-			g.Expect(get(t, fc).Annotations).To(HaveKeyWithValue(k, *v), "stored without the gate")
+			NewWithT(t).Expect(get(t, fc).Annotations).To(HaveKeyWithValue(k, *v), "stored without the gate")
 		}
 	}
-}
-
-func jsonOrNull(v *string) string {
-	if v == nil {
-		return "null"
-	}
-	return fmt.Sprintf("%q", *v)
 }
 
 // recordReturn writes, as the janitor's identity (asJanitor), the janitor's record of a return of

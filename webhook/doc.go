@@ -22,7 +22,7 @@
 // every refusal and warning with its next step; metrics.go counts the verdicts by reason. The tables of
 // decision_test.go, storm_decision_test.go, stamp_test.go and deletion_test.go try the pure decisions;
 // gate_test.go and the other tests of package webhook_test try them through a real API server with the
-// generated configurations, and package stormtest tries rule 21 through an API server of its own.
+// generated configurations, and package test/storm tries rule 21 through an API server of its own.
 //
 // # The gate's rules
 //

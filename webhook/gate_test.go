@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,15 +87,13 @@ func clusterIDConfigMap() *corev1.ConfigMap {
 	return harness.ClusterIDConfigMap(liqoNamespace, localClusterID)
 }
 
-var seq atomic.Int64
-
 // newProvider creates a ForeignCluster whose APIServerStatus is status since the given time ago
 // (no condition at all if status is empty).
 func newProvider(t *testing.T, status liqov1beta1.ConditionStatusType, since time.Duration) *liqov1beta1.ForeignCluster {
 	t.Helper()
 	env := harness.Require(t)
 	g := NewWithT(t)
-	id := fmt.Sprintf("provider-%d", seq.Add(1))
+	id := fixture.Prefix("provider-")
 	fc := &liqov1beta1.ForeignCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: id}},
 		Spec:       liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(id)},
@@ -404,7 +401,7 @@ func TestForgedRecentStampsAreReplacedAndTheGracePeriodHolds(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	cons, err := fixture.Build(ctx, env.Client, fixture.Spec{Prefix: fmt.Sprintf("g%d", seq.Add(1)), Providers: 1, PodsPerProvider: 3})
+	cons, err := fixture.Build(ctx, env.Client, fixture.Spec{Prefix: fixture.Prefix("g"), Providers: 1, PodsPerProvider: 3})
 	g.Expect(err).NotTo(HaveOccurred())
 	p := cons.Providers[0]
 	g.Expect(fixture.Kill(ctx, env.Client, p)).To(Succeed())

@@ -2,7 +2,6 @@ package webhook_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -158,11 +157,11 @@ func TestPeeringAClusterWhoseVolumesWereReleasedWarns(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	id := fmt.Sprintf("released-%d", seq.Add(1))
+	id := fixture.Prefix("released-")
 	rec := liqojanitor.VolumesReleased{At: time.Now().UTC().Format(time.RFC3339), By: markerUser,
 		Volumes: []liqojanitor.ReleasedVolume{volume("data-0")}}
 	keepReleased(t, janitorsNamespace(t), id, rec)
-	lookAlike := fmt.Sprintf("released-%d", seq.Add(1))
+	lookAlike := fixture.Prefix("released-")
 	keepReleased(t, env.Namespace(t), lookAlike, rec)
 
 	w := &harness.WarningRecorder{}
@@ -177,7 +176,7 @@ func TestPeeringAClusterWhoseVolumesWereReleasedWarns(t *testing.T) {
 	}
 
 	create(lookAlike)
-	create(fmt.Sprintf("unreleased-%d", seq.Add(1)))
+	create(fixture.Prefix("unreleased-"))
 	g.Expect(w.Warnings()).To(BeEmpty(), "no record of these cluster IDs in the janitor's namespace")
 	create(id)
 	g.Expect(w.Warnings()).To(Equal([]string{rec.RepeerWarning(id)}))

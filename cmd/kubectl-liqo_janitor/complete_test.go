@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
@@ -35,9 +34,9 @@ func TestCompletionOffersForeignClusterNamesAndClusterIDs(t *testing.T) {
 	dead, live := deadAndLive(t)
 	deadName, liveName := dead.ForeignCluster.Name, live.ForeignCluster.Name
 	// Liqo names a ForeignCluster by its cluster ID; one made by hand may be named otherwise
-	n := layouts.Add(1)
-	other := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("by-hand-%d", n)},
-		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID(fmt.Sprintf("id-%d-of-by-hand", n))}}
+	n := fixture.Prefix("")
+	other := &liqov1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "by-hand-" + n},
+		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: liqov1beta1.ClusterID("id-" + n + "-of-by-hand")}}
 	g.Expect(testEnv.Client.Create(t.Context(), other)).To(Succeed())
 	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), other) })
 	both := func(name string) string { return name + "\tForeignCluster and cluster ID" }
@@ -51,7 +50,7 @@ func TestCompletionOffersForeignClusterNamesAndClusterIDs(t *testing.T) {
 
 	g.Expect(completions(t, alice, "plan", deadName[:len(deadName)-1])).To(ContainElement(both(deadName)), "the prefix typed")
 	g.Expect(completions(t, alice, "plan", deadName)).To(Equal([]string{both(deadName), ":4"}))
-	g.Expect(completions(t, alice, "plan", "id-"+strconv.FormatInt(n, 10))).To(Equal([]string{otherID, ":4"}))
+	g.Expect(completions(t, alice, "plan", "id-"+n)).To(Equal([]string{otherID, ":4"}))
 	g.Expect(completions(t, alice, "plan", deadName, "")).To(Equal([]string{":4"}), "one argument only")
 
 	_, _, err := kubectl(t, alice, "", "mark", deadName, "--reason", "gone", "--yes")

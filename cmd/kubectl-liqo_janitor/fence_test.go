@@ -188,9 +188,7 @@ func sameNamespaces(t *testing.T, prov *harness.Env, providerID string) (w *worl
 
 func providerRVs(t *testing.T, prov *harness.Env, objs []client.Object) map[string]string {
 	t.Helper()
-	m, err := fixture.ResourceVersions(t.Context(), prov.Client, objs...)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return m
+	return fixture.ResourceVersionsOf(t, prov.Client, objs...)
 }
 
 func allGone(t *testing.T, prov *harness.Env, objs []client.Object) func() []string {

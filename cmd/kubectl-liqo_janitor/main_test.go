@@ -8,11 +8,9 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,8 +71,6 @@ func asJanitor(t *testing.T) client.Client {
 	return c
 }
 
-var layouts atomic.Int64
-
 // deadAndLive lays out a consumer with a dead provider (unreachable for 10 minutes, unpeering stuck) and a
 // live one.
 func deadAndLive(t *testing.T) (dead, live *fixture.Provider) {
@@ -110,9 +106,7 @@ func rvs(t *testing.T, ps ...*fixture.Provider) map[string]string {
 	for _, p := range ps {
 		objs = append(append(objs, p.Objects()...), p.ForeignCluster)
 	}
-	m, err := fixture.ResourceVersions(t.Context(), testEnv.Client, objs...)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return m
+	return fixture.ResourceVersionsOf(t, testEnv.Client, objs...)
 }
 
 func annotations(t *testing.T, p *fixture.Provider) map[string]string {
@@ -353,29 +347,11 @@ func TestPauseResumeUnmarkAndCanI(t *testing.T) {
 }
 
 // layOut builds a layout of spec under a prefix of its own, every provider reachable, and retires it at the
-// end of the test: its ForeignClusters unmarked and deleted. The API server is one consumer for every test,
-// and the storm guard counts all its ForeignClusters (gate rule 21): the unreachable providers a test
+// end of the test (fixture.LayOut): its ForeignClusters unmarked and deleted, after the test's other
+// clean-ups (its janitor stopped, the gate no longer bypassed). The API server is one consumer for every
+// test, and the storm guard counts all its ForeignClusters (gate rule 21): the unreachable providers a test
 // leaves behind would make the next one's mark a storm, or a storm test's count wrong.
 func layOut(t *testing.T, spec fixture.Spec) *fixture.Consumer {
 	t.Helper()
-	testEnv := harness.Require(t)
-	spec.Prefix = fmt.Sprintf("k%d", layouts.Add(1))
-	cons, err := fixture.Build(t.Context(), testEnv.Client, spec)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() {
-		for _, p := range cons.Providers {
-			retire(t, p.ForeignCluster)
-		}
-	})
-	return cons
-}
-
-// retire unmarks fc (the gate keeps a marked ForeignCluster while its unpeering runs: gate rule 16) and deletes
-// it. It runs after the test's other clean-ups: its janitor stopped, the gate no longer bypassed.
-func retire(t *testing.T, fc *liqov1beta1.ForeignCluster) {
-	t.Helper()
-	testEnv := harness.Require(t)
-	g := NewWithT(t)
-	// t.Context() is cancelled before the cleanups run.
-	g.Expect(fixture.Retire(context.Background(), testEnv.Client, fc)).To(Succeed())
+	return fixture.LayOut(t, harness.Require(t).Client, "k", spec)
 }

@@ -23,6 +23,7 @@ import (
 
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 	"github.com/liqo-janitor/liqo-janitor/cmd/kubectl-liqo_janitor/internal/provider"
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
@@ -47,7 +48,7 @@ func consumerOfProvider(t *testing.T) (id, ns string) {
 	t.Helper()
 	c := harness.Require(t).Client
 	g := NewWithT(t)
-	id = fmt.Sprintf("fenced-consumer-%d", layouts.Add(1))
+	id = fixture.Prefix("fenced-consumer-")
 	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "liqo-tenant-", Labels: map[string]string{
 		liqojanitor.RemoteClusterIDLabel: id, liqojanitor.TenantNamespaceLabel: "true"}}}
 	g.Expect(c.Create(t.Context(), n)).To(Succeed())

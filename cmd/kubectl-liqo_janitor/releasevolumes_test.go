@@ -158,9 +158,7 @@ func objects(pvcs ...*corev1.PersistentVolumeClaim) []client.Object {
 
 func versions(t *testing.T, objs ...client.Object) map[string]string {
 	t.Helper()
-	m, err := fixture.ResourceVersions(t.Context(), harness.Require(t).Client, objs...)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return m
+	return fixture.ResourceVersionsOf(t, harness.Require(t).Client, objs...)
 }
 
 func getPVC(t *testing.T, ns, name string) (*corev1.PersistentVolumeClaim, error) {

@@ -28,8 +28,6 @@ import (
 // live one whose objects must never be written.
 var haLayout = fixture.Spec{Providers: 2, PodsPerProvider: 1000, ExtraResourceSlices: 99}
 
-var haSeq int
-
 // startPair starts two replicas electing a leader (the chart's --leader-elect) through a Lease in a
 // namespace of their own (leaseNamespace), which is also their janitor's own namespace. The first
 // serves the webhook port the registered configurations call; the second a port of its own. The janitor
@@ -40,14 +38,14 @@ func startPair(t *testing.T, leaseNS string) (a, b *harness.Replica) {
 	g := NewWithT(t)
 	args := []string{"--namespace=" + leaseNS, "--grace-period=0",
 		"--janitor-workers=1", "--kube-api-qps=200", "--kube-api-burst=1", stormGuardOff}
-	haSeq++
-	a, err := env.StartReplica(fmt.Sprintf("ha%d-a", haSeq), args...)
+	pair := fixture.Prefix("ha")
+	a, err := env.StartReplica(pair+"-a", args...)
 	g.Expect(err).NotTo(HaveOccurred())
 	addr, err := harness.FreeLocalAddr()
 	g.Expect(err).NotTo(HaveOccurred())
 	_, port, err := net.SplitHostPort(addr)
 	g.Expect(err).NotTo(HaveOccurred())
-	b, err = env.StartReplica(fmt.Sprintf("ha%d-b", haSeq), append(args, "--webhook-port="+port)...)
+	b, err = env.StartReplica(pair+"-b", append(args, "--webhook-port="+port)...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _, _ = a.Kill(), b.Kill() })
 	return a, b
@@ -89,7 +87,7 @@ func layoutDead(t *testing.T, prepare func(dead *fixture.Provider)) (dead, live 
 	env := harness.Require(t)
 	g := NewWithT(t)
 	spec := haLayout
-	spec.Prefix = fmt.Sprintf("ha%d", haSeq+1)
+	spec.Prefix = fixture.Prefix("ha")
 	cons, err := fixture.Build(t.Context(), env.Client, spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	dead, live = cons.Providers[0], cons.Providers[1]

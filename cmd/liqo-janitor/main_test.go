@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 // stormGuardOff turns the storm guard off (gate rule 21) for the replicas of tests that are not about it:
 // the binary's tests share one API server, whose providers left unreachable by earlier tests (the
 // dead ones they lay out) would make a later test's mark a storm. The guard itself is tried through the
-// gate's tests (package webhook/stormtest), with the binary's defaults.
+// gate's tests (package test/storm), with the binary's defaults.
 const stormGuardOff = "--storm-min-unreachable=0"
 
 // asTheServiceAccount has the binary's wiring, run in this process (run), reach the API server as the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,8 +71,6 @@ func providerEnv(t *testing.T) *harness.Env {
 	return provider.env
 }
 
-var consumers atomic.Int64
-
 // peering is the consumer (the package's control plane, cluster ID consumerID) opted in on the provider,
 // with a tenant of its own for each test (the provider tells them apart by tenant namespace only: the
 // credential names it), its fence credential in a janitor namespace of its own, and its ForeignCluster of
@@ -92,8 +89,7 @@ func peer(t *testing.T) *peering {
 	g := NewWithT(t)
 	ctx := t.Context()
 	consumer, prov := harness.Require(t), providerEnv(t)
-	n := consumers.Add(1)
-	p := &peering{id: fmt.Sprintf("consumer-%d", n)}
+	p := &peering{id: fixture.Prefix("consumer-")}
 	var err error
 	p.tenant, err = fixture.LayOutTenant(ctx, prov.Client, fixture.TenantSpec{ID: p.id, Provider: providerID, FenceAfter: fenceAfter.String()})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -104,7 +100,7 @@ func peer(t *testing.T) *peering {
 		Labels: map[string]string{liqojanitor.RemoteClusterIDLabel: providerID}},
 		Spec: liqov1beta1.ForeignClusterSpec{ClusterID: providerID}}
 	g.Expect(consumer.Client.Create(ctx, p.fc)).To(Succeed())
-	t.Cleanup(func() { _ = fixture.Retire(context.Background(), consumer.Client, p.fc) })
+	fixture.RetireAtEnd(t, consumer.Client, p.fc)
 	p.startAgent(t)
 	p.stopRenewer, p.janitorNS, err = consumer.StartFenceRenewer(fencerenew.Options{LiqoNamespace: liqoNamespace, Interval: renewEvery})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -2,8 +2,6 @@ package providerfence_test
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,8 +23,6 @@ const (
 	providerID    = "provider-p"
 )
 
-var worlds atomic.Int64
-
 // world is a fresh consumer's side on the provider (fixture.Tenant).
 type world = fixture.Tenant
 
@@ -35,7 +31,7 @@ type world = fixture.Tenant
 func layOut(t *testing.T, c client.Client, fenceAfter string) *world {
 	t.Helper()
 	w, err := fixture.LayOutTenant(t.Context(), c, fixture.TenantSpec{
-		ID: fmt.Sprintf("consumer-%d", worlds.Add(1)), Provider: providerID, FenceAfter: fenceAfter})
+		ID: fixture.Prefix("consumer-"), Provider: providerID, FenceAfter: fenceAfter})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Delete(context.Background(), w.Tenant) })
 	return w

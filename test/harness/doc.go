@@ -38,4 +38,27 @@
 //
 // The binaries a test runs (StartReplica, Binary, RequireBinary) are built from the checkout under test
 // with go build, once per process, never taken from an earlier `make build`.
+//
+// # Files
+//
+// By prefix, in this order:
+//
+//   - env: the control plane and the test process — env.go (Start, Run, Require, clients, a namespace per
+//     test), env_paths.go (the repository, the binaries, Liqo's CRDs), env_pods.go (an API server that
+//     pods reach), env_controllermanager.go and env_controllers.go (kube-controller-manager),
+//     env_tokencontroller.go (Kubernetes' token controller, played), env_pause.go (a frozen API server),
+//     env_metrics.go (metrics of this process and of the API server), env_panics.go (panics fail the
+//     package).
+//   - net: what stands between processes — net_outage.go (an API server that goes away and comes back),
+//     net_proxy.go (an HTTP CONNECT proxy), net_servicerouting.go (a chart's Service routed to a process
+//     here), net_pki.go (a CA that signed nothing).
+//   - addon: liqo-janitor as installed — addon.go (its cluster ID, operators and in-process gate and
+//     janitor), addon_install.go (the chart's ServiceAccount and RBAC), addon_build.go and
+//     addon_binary.go (the binaries, built from the checkout, and their replicas), addon_webhooks.go (the
+//     generated webhook configurations, and writing without the gate), addon_review.go (an
+//     AdmissionReview to send), addon_denials.go (RBAC refusals fail the package),
+//     addon_providerfence.go and addon_fencerenew.go (the provider fence agent and its renewer).
+//   - liqo: Liqo's own — liqo_chart.go (the objects of its chart the harness installs),
+//     liqo_webhook.go, liqo_controllermanager.go, liqo_uninstaller.go (its pre-delete Job's pod).
+//   - certmanager: cert-manager's controller and cainjector (certmanager.go).
 package harness

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/liqo-janitor/liqo-janitor/test/fixture"
 	"github.com/liqo-janitor/liqo-janitor/test/harness"
 )
 
@@ -64,16 +65,12 @@ func foreignCluster(id string) *liqov1beta1.ForeignCluster {
 	}
 }
 
-func uniqueID(prefix string) string {
-	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
-}
-
 func TestResourceSliceHangsOnReplicatorFinalizerUntilItIsRemoved(t *testing.T) {
 	env := harness.Require(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
-	id := uniqueID("provider")
+	id := fixture.Prefix("provider-")
 	g.Expect(env.Client.Create(ctx, foreignCluster(id))).To(Succeed())
 
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{
@@ -101,7 +98,7 @@ func TestPodOnNodeWithoutKubeletStaysTerminatingUntilDeletedWithGraceZero(t *tes
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
-	id := uniqueID("provider")
+	id := fixture.Prefix("provider-")
 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{
 		consts.TypeLabel: consts.TypeNode, consts.RemoteClusterID: id,
@@ -135,10 +132,10 @@ func TestRegisteredWebhookIsCalledByTheAPIServer(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 
-	accepted := foreignCluster(uniqueID("accepted"))
+	accepted := foreignCluster(fixture.Prefix("accepted-"))
 	g.Expect(env.Client.Create(ctx, accepted)).To(Succeed())
 
-	rejected := foreignCluster(uniqueID("rejected"))
+	rejected := foreignCluster(fixture.Prefix("rejected-"))
 	rejected.Labels[rejectLabel] = "true"
 	err := env.Client.Create(ctx, rejected)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)

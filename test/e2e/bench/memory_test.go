@@ -37,7 +37,7 @@ func BenchmarkMemoryWithUnrelatedPods(b *testing.B) {
 				b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB")
 				stop()
 
-				r, err := env.StartReplica(fmt.Sprintf("memory-%d-%d", unrelated, layouts.Load()), "--enable-webhook=false", "--grace-period=0")
+				r, err := env.StartReplica(fixture.Prefix(fmt.Sprintf("memory-%d-", unrelated)), "--enable-webhook=false", "--grace-period=0")
 				if err != nil {
 					b.Fatal(err)
 				}

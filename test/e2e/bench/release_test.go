@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -37,8 +36,6 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-var layouts atomic.Int64
-
 // layout builds spec, kills and terminates the first provider, and returns it (not timed).
 func layout(b *testing.B, spec fixture.Spec) *fixture.Provider {
 	b.Helper()
@@ -52,7 +49,7 @@ func layoutDead(b *testing.B, spec fixture.Spec, dying int) []*fixture.Provider 
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx := context.Background()
-	spec.Prefix = fmt.Sprintf("b%d", layouts.Add(1))
+	spec.Prefix = fixture.Prefix("b")
 	cons, err := fixture.Build(ctx, env.Client, spec)
 	if err != nil {
 		b.Fatal(err)

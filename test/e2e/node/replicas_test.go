@@ -57,8 +57,8 @@ func TestTheAPIServerCallsTheGateThroughTheChartsService(t *testing.T) {
 		Spec:       liqov1beta1.ForeignClusterSpec{ClusterID: "provider-node"},
 	}
 	g.Expect(env.Client.Create(ctx, fc)).To(Succeed())
-	// unmarked and deleted at the end (fixture.Retire): later tests' marks count no storm with it
-	t.Cleanup(func() { NewWithT(t).Expect(fixture.Retire(context.Background(), env.Client, fc)).To(Succeed()) })
+	// unmarked and deleted at the end (fixture.RetireAtEnd): later tests' marks count no storm with it
+	fixture.RetireAtEnd(t, env.Client, fc)
 	mark, confirm := "true", fc.Name
 	kv := map[string]*string{liqojanitor.MarkAnnotation: &mark, liqojanitor.ConfirmAnnotation: &confirm}
 

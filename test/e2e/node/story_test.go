@@ -40,11 +40,7 @@ func TestTheInstalledJanitorReleasesADeadProvider(t *testing.T) {
 	cons, err := fixture.Build(ctx, env.Client, fixture.Spec{Prefix: "node", Providers: 2, PodsPerProvider: 5, OffloadedNamespaces: 1})
 	g.Expect(err).NotTo(HaveOccurred())
 	dead, live := cons.Providers[0], cons.Providers[1]
-	t.Cleanup(func() { // later tests' marks count no storm with them
-		for _, p := range cons.Providers {
-			NewWithT(t).Expect(fixture.Retire(context.Background(), env.Client, p.ForeignCluster)).To(Succeed())
-		}
-	})
+	fixture.RetireAtEnd(t, env.Client, dead.ForeignCluster, live.ForeignCluster) // later tests' marks count no storm with them
 	link, remote := partitionedProvider(t, dead)
 	liveObjects := []client.Object{live.ResourceSlice, live.NamespaceMap, live.Renew, live.VirtualNode, live.IdentitySecret}
 	before, err := fixture.ResourceVersions(ctx, env.Client, liveObjects...)

@@ -251,11 +251,9 @@ func podScheduled(pod *corev1.Pod) corev1.PodCondition {
 	return corev1.PodCondition{}
 }
 
-// versions are the objects' resourceVersions (fixture.ResourceVersions): an object deleted, written or
+// versions are the objects' resourceVersions (fixture.ResourceVersionsOf): an object deleted, written or
 // created again has another.
 func versions(t *testing.T, objs ...client.Object) map[string]string {
 	t.Helper()
-	m, err := fixture.ResourceVersions(t.Context(), harness.Require(t).Client, objs...)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return m
+	return fixture.ResourceVersionsOf(t, harness.Require(t).Client, objs...)
 }

@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"testing"
 
+	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -93,4 +98,49 @@ func ForEachWebhook(cfg client.Object, f func(*admissionregistrationv1.WebhookCl
 			f(&c.Webhooks[i].ClientConfig, &c.Webhooks[i].ObjectSelector)
 		}
 	}
+}
+
+// gateAbsentLabel on a ForeignCluster keeps the API server from calling the gate about it while
+// WithoutGate runs, as if the gate were not installed: how a key gets onto a ForeignCluster anyway.
+const gateAbsentLabel = "test.liqo-janitor.io/gate-absent"
+
+// gateAbsentCondition is the matchCondition WithoutGate adds to every webhook of the gate (a DELETE's
+// object is null).
+var gateAbsentCondition = admissionregistrationv1.MatchCondition{
+	Name: "test-gate-absent",
+	Expression: fmt.Sprintf(`object == null || !has(object.metadata.labels) || !(%q in object.metadata.labels)`,
+		gateAbsentLabel),
+}
+
+// GateProbe is how WithoutGate knows the gate is called again: a request setting the annotation Key to
+// Value on the unmarked ForeignCluster, labelled, that the gate refuses with a message containing Refusal.
+type GateProbe struct{ Key, Value, Refusal string }
+
+// WithoutGate runs write, a change to the unmarked ForeignCluster name, as if the gate were not installed:
+// the API server does not call the gate about name while it carries gateAbsentLabel. It returns with
+// write done, the label removed (a request the gate sees and lets through: it changes none of its keys)
+// and the gate back: back, dry run on name labelled again, refused. It fails tb if any step fails.
+func (e *Env) WithoutGate(tb testing.TB, name string, write func(context.Context) error, back GateProbe) {
+	tb.Helper()
+	g := gomega.NewWithT(tb)
+	ctx := tb.Context()
+	labelled := func(v string) client.Patch {
+		return client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, gateAbsentLabel, v))
+	}
+	target := &liqov1beta1.ForeignCluster{}
+	target.Name = name
+	g.Expect(e.Client.Patch(ctx, target, labelled(`"true"`))).To(gomega.Succeed())
+	g.Expect(e.EditGateWebhooks(ctx, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+		return append(conds, gateAbsentCondition)
+	})).To(gomega.Succeed())
+	// the API server loads webhook configurations asynchronously: write until it no longer asks the gate
+	g.Eventually(func() error { return write(ctx) }).Should(gomega.Succeed(), "written without the gate")
+	g.Expect(e.Client.Patch(ctx, target, labelled("null"))).To(gomega.Succeed())
+	g.Expect(e.EditGateWebhooks(context.Background(), func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
+		return slices.DeleteFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == gateAbsentCondition.Name })
+	})).To(gomega.Succeed())
+	probe := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"},"annotations":{%q:%q}}}`,
+		gateAbsentLabel, back.Key, back.Value))
+	g.Eventually(func() error { return e.Client.Patch(ctx, target.DeepCopy(), probe, client.DryRunAll) }).
+		Should(gomega.MatchError(gomega.ContainSubstring(back.Refusal)), "the gate is called again")
 }

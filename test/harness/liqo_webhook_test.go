@@ -24,7 +24,7 @@ import (
 func startLiqoWebhook(t *testing.T, env *harness.Env) *harness.LiqoWebhook {
 	t.Helper()
 	g := NewWithT(t)
-	ns := uniqueID("liqo")
+	ns := fixture.Prefix("liqo-")
 	g.Expect(env.InstallLocalClusterID(t.Context(), ns, "consumer")).To(Succeed())
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -59,7 +59,7 @@ func TestLiqosWebhookAllowsTheJanitorsWritesAndRefusesThemWhileDown(t *testing.T
 	ctx := t.Context()
 	const fcHook, sliceHook = "fc.mutate.liqo.io", "resourceslice.validate.liqo.io"
 	w := startLiqoWebhook(t, env)
-	p, err := fixture.Build(ctx, env.Client, fixture.Spec{Prefix: uniqueID("lw"), Providers: 1})
+	p, err := fixture.Build(ctx, env.Client, fixture.Spec{Prefix: fixture.Prefix("lw-"), Providers: 1})
 	g.Expect(err).NotTo(HaveOccurred(), "a peering is created through Liqo's webhook")
 	p0 := p.Providers[0]
 	annotate := func(v string) error {

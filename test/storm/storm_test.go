@@ -1,4 +1,4 @@
-package stormtest_test
+package storm_test
 
 import (
 	"context"
@@ -6,16 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,14 +28,15 @@ const (
 	localClusterID = "consumer-local"
 	markerUser     = "alice" // may update ForeignClusters and holds the break-glass role
 	plainUser      = "bob"   // may update ForeignClusters, nothing more
-	// uninstallerUser is Liqo's pre-delete Job's ServiceAccount, which the suite's gate names for rule 18.
+	// uninstallerUser is Liqo's pre-delete Job's ServiceAccount, which the suite's gate names for gate
+	// rule 18.
 	uninstallerUser = "system:serviceaccount:" + liqoNamespace + ":" + liqojanitor.LiqoPreDeleteServiceAccount
 )
 
 var alice, bob client.Client
 
-// TestMain serves the gate with the binary's default storm guard (3 providers, more than 50 %), and rule 18
-// on for Liqo's pre-delete Job.
+// TestMain serves the gate with the binary's default storm guard (3 providers, more than 50 %), and gate
+// rule 18 on for Liqo's pre-delete Job.
 func TestMain(m *testing.M) {
 	os.Exit(harness.Run(m, harness.Options{GeneratedWebhooks: true}, func(e *harness.Env) error {
 		ctx := context.Background()
@@ -127,7 +125,7 @@ const ackPath = "metadata.annotations[liqo-janitor.io/acknowledge-unreachable]"
 
 // TestAStormHoldsTheMarkUntilTheCountIsTyped: with 3 of 4 providers unreachable at once, a mark is refused
 // with the count, the cluster IDs, why and the next step; a wrong count is refused with the right one; the
-// right count from a requester without the verb is refused (rule 5); from one with it the mark is stored,
+// right count from a requester without the verb is refused (gate rule 5); from one with it the mark is stored,
 // with the gate's stamp of who acknowledged; removing the mark removes the acknowledgement and its stamp.
 func TestAStormHoldsTheMarkUntilTheCountIsTyped(t *testing.T) {
 	g := NewWithT(t)
@@ -164,7 +162,7 @@ func TestAStormHoldsTheMarkUntilTheCountIsTyped(t *testing.T) {
 	g.Expect(ack.At).To(BeTemporally(">=", before))
 
 	g.Expect(fixture.Annotate(ctx, alice, fc, map[string]*string{liqojanitor.MarkAnnotation: nil})).To(Succeed())
-	g.Expect(get(t, fc).Annotations).To(BeEmpty(), "the acknowledgement and its stamp go with the mark (rule 7)")
+	g.Expect(get(t, fc).Annotations).To(BeEmpty(), "the acknowledgement and its stamp go with the mark (gate rule 7)")
 }
 
 // TestAnAcknowledgementAheadOfTheMarkDoesNotCount: the count is typed in the marking request itself:
@@ -215,7 +213,7 @@ func TestATunnelUpIsNotUnreachable(t *testing.T) {
 	g.Expect(fixture.Annotate(ctx, alice, fcs[0], confirmAndMark(fcs[0]))).To(Succeed())
 }
 
-// TestLiqosUninstallerIsHeldByAStormToo: rule 18 keeps rule 21. A force uninstall bare-marks every
+// TestLiqosUninstallerIsHeldByAStormToo: gate rule 18 keeps gate rule 21. A force uninstall bare-marks every
 // ForeignCluster, but three providers of four unreachable at once look like this cluster's own cut as much
 // as an uninstall: the bare mark from a live pod of Liqo's pre-delete Job (exempt from the verb and the
 // confirmation, so refused as a storm, not for want of them) is held like anyone's.
@@ -237,41 +235,11 @@ func TestLiqosUninstallerIsHeldByAStormToo(t *testing.T) {
 	g.Expect(harness.Metric("liqo_janitor_gate_decisions_total", refused)).To(Equal(seen + 1))
 }
 
-// gateAbsentLabel on a ForeignCluster keeps the API server from calling the gate about it while
-// withoutGate runs, as if the gate were not installed (as package webhook's tests do).
-const gateAbsentLabel = "test.liqo-janitor.io/gate-absent"
-
-var gateAbsentCondition = admissionregistrationv1.MatchCondition{
-	Name: "test-gate-absent",
-	Expression: fmt.Sprintf(`object == null || !has(object.metadata.labels) || !(%q in object.metadata.labels)`,
-		gateAbsentLabel),
-}
-
-// withoutGate writes kv onto the unmarked fc as c, as if the gate were not installed, and returns with the
-// keys stored, the label removed and the gate back.
+// withoutGate writes kv onto the unmarked fc as c, as if the gate were not installed
+// (harness.Env.WithoutGate), and returns with the gate back: an acknowledgement ahead of the mark is
+// refused again.
 func withoutGate(t *testing.T, c client.Client, fc *liqov1beta1.ForeignCluster, kv map[string]*string) {
 	t.Helper()
-	env := harness.Require(t)
-	g := NewWithT(t)
-	ctx := t.Context()
-	label := func(v string) client.Patch {
-		return client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, gateAbsentLabel, v))
-	}
-	target := &liqov1beta1.ForeignCluster{}
-	target.Name = fc.Name
-	g.Expect(env.Client.Patch(ctx, target, label(`"true"`))).To(Succeed())
-	g.Expect(env.EditGateWebhooks(ctx, func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
-		return append(conds, gateAbsentCondition)
-	})).To(Succeed())
-	// the API server loads webhook configurations asynchronously: write until it no longer asks the gate
-	g.Eventually(func() error { return fixture.Annotate(ctx, c, fc, kv) }).Should(Succeed(), "written without the gate")
-	g.Expect(env.Client.Patch(ctx, target, label("null"))).To(Succeed())
-	g.Expect(env.EditGateWebhooks(context.Background(), func(conds []admissionregistrationv1.MatchCondition) []admissionregistrationv1.MatchCondition {
-		return slices.DeleteFunc(conds, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == gateAbsentCondition.Name })
-	})).To(Succeed())
-	// the gate is back once an acknowledgement ahead of the mark on a labelled ForeignCluster is refused again
-	probe := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"},"annotations":{%q:"9"}}}`,
-		gateAbsentLabel, liqojanitor.AcknowledgeUnreachableAnnotation))
-	g.Eventually(func() error { return env.Client.Patch(ctx, target.DeepCopy(), probe, client.DryRunAll) }).
-		Should(MatchError(ContainSubstring("counts only in the request that sets the mark")), "the gate is called again")
+	harness.Require(t).WithoutGate(t, fc.Name, func(ctx context.Context) error { return fixture.Annotate(ctx, c, fc, kv) },
+		harness.GateProbe{Key: liqojanitor.AcknowledgeUnreachableAnnotation, Value: "9", Refusal: "counts only in the request that sets the mark"})
 }

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestLiqoChartObjects renders the templates of Liqo's chart that the harness writes out (liqochart.go),
+// TestLiqoChartObjects renders the templates of Liqo's chart that the harness writes out (liqo_chart.go),
 // from the release the tools module test/liqo builds the webhook of, with the chart's default values, and
 // checks that the harness's objects are those, but for the clientConfig: each webhook calls the local
 // process at its Service's path.
