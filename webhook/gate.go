@@ -151,7 +151,8 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	mutating, validating := g.webhooks(mgr.GetScheme())
 	mgr.GetWebhookServer().Register(MutatePath, mutating)
 	mgr.GetWebhookServer().Register(ValidatePath, validating)
-	mgr.GetWebhookServer().Register(PeeringPath, &admission.Webhook{Handler: admission.HandlerFunc(g.WarnPeering), RecoverPanic: ptr.To(true)})
+	mgr.GetWebhookServer().Register(PeeringPath, &admission.Webhook{Handler: admission.HandlerFunc(g.WarnPeering),
+		RecoverPanic: ptr.To(true), LogConstructor: requestLogger})
 	return nil
 }
 
@@ -172,9 +173,10 @@ func (g *gate) webhooks(scheme *runtime.Scheme) (mutating, validating *admission
 	g.decoder = admission.NewDecoder(scheme)
 	// The mutating webhook is a raw handler: it answers with a JSON patch of exactly the annotations it
 	// stamps, where the typed Defaulter would diff the whole re-marshalled object.
-	mutating = &admission.Webhook{Handler: admission.HandlerFunc(g.Mutate), RecoverPanic: ptr.To(true)}
+	mutating = &admission.Webhook{Handler: admission.HandlerFunc(g.Mutate), RecoverPanic: ptr.To(true), LogConstructor: requestLogger}
 	validating = admission.WithValidator(scheme, admission.Validator[*liqov1beta1.ForeignCluster](g))
 	validating.RecoverPanic = ptr.To(true)
+	validating.LogConstructor = requestLogger
 	return mutating, validating
 }
 
