@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -405,17 +406,7 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		return nil, err
 	}
 	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now(), JanitorUser: g.options.JanitorUser}
-	if needsClusterContext(transitionOf(old, fc)) {
-		r.LiqoUninstaller, r.NotUninstaller = g.liqoUninstaller(ctx, req.UserInfo)
-		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
-		fcs, err := g.foreignClusters(ctx)
-		r.Duplicates, r.DuplicatesErr = duplicatesOf(fcs, fc), err
-		r.Storm, r.StormErr = liqojanitor.CountStorm(fcs, fc), err
-		r.FenceRenewal, r.FenceRenewalErr = g.fenceRenewal(ctx, fc)
-	}
-	if needsPermission(old, fc) {
-		r.permission = g.checkPermission(ctx, fc, req.UserInfo)
-	}
+	g.gather(ctx, r)
 	v := decide(r, g.options)
 	// The probe costs up to ProbeTimeout: made only for a mark every other rule accepts.
 	if v.Allowed() && g.probe != nil && transitionOf(old, fc) == marking {
@@ -427,6 +418,29 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 	}
 	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(fc)
+}
+
+// gather reads what the decision on r.New depends on beyond the request: on a mark the cluster context
+// (needsClusterContext: the uninstaller's pod, the local cluster ID, every ForeignCluster, the fence
+// renewal record) and, when needsPermission, the break-glass review. The live reads are independent of
+// each other and made at once, each into its own inputs: a mark waits for the slowest of them rather
+// than for their sum.
+func (g *gate) gather(ctx context.Context, r *inputs) {
+	var wg sync.WaitGroup
+	if needsClusterContext(transitionOf(r.Old, r.New)) {
+		wg.Go(func() { r.LiqoUninstaller, r.NotUninstaller = g.liqoUninstaller(ctx, r.User) })
+		wg.Go(func() {
+			fcs, err := g.foreignClusters(ctx)
+			r.Duplicates, r.DuplicatesErr = duplicatesOf(fcs, r.New), err
+			r.Storm, r.StormErr = liqojanitor.CountStorm(fcs, r.New), err
+		})
+		wg.Go(func() { r.FenceRenewal, r.FenceRenewalErr = g.fenceRenewal(ctx, r.New) })
+		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx) // from the cache
+	}
+	if needsPermission(r.Old, r.New) {
+		wg.Go(func() { r.permission = g.checkPermission(ctx, r.New, r.User) })
+	}
+	wg.Wait()
 }
 
 // auditUninstallerMark audits a mark by Liqo's uninstaller (rule 18): an Event on the ForeignCluster
