@@ -19,7 +19,8 @@
 // and its reasons, and decide, which runs the checks of rules.go (one or more per rule below). stamp.go is
 // the mutating webhook's decision, deletion.go the decision on DELETE (rules 16, 17 and 30), released.go the
 // peering warning of rule 32 (a fourth webhook, which only warns). messages.go words
-// every refusal and warning with its next step; metrics.go counts the verdicts by reason. The tables of
+// every refusal and warning with its next step; metrics.go counts the verdicts by reason; requestlog.go
+// keeps a request's log keys until a line is written. The tables of
 // decision_test.go, storm_decision_test.go, stamp_test.go and deletion_test.go try the pure decisions;
 // gate_test.go and the other tests of package webhook_test try them through a real API server with the
 // generated configurations, and package test/storm tries rule 21 through an API server of its own.

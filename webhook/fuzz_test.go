@@ -80,7 +80,7 @@ func FuzzAdmissionReview(f *testing.F) {
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x"}}`))
 	f.Add([]byte(`not json`))
-	mutating, validating := newFuzzGate(f).webhooks(liqojanitor.NewScheme())
+	mutating, validating := newFuzzGate(f).webhooks()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, h := range []http.Handler{mutating, validating} {
 			rec := httptest.NewRecorder()

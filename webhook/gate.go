@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
@@ -19,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -82,8 +83,6 @@ type gate struct {
 	probe func(ctx context.Context, fc *liqov1beta1.ForeignCluster) probeResult
 	// recorder emits the Event of a mark by Liqo's uninstaller (rule 18); nil emits none.
 	recorder events.EventRecorder
-
-	decoder admission.Decoder
 }
 
 var _ admission.Validator[*liqov1beta1.ForeignCluster] = &gate{}
@@ -134,10 +133,11 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 		}
 	}
 	warmPeeringMappings(mgr.GetRESTMapper())
-	mutating, validating := g.webhooks(mgr.GetScheme())
+	mutating, validating := g.webhooks()
 	mgr.GetWebhookServer().Register(MutatePath, mutating)
 	mgr.GetWebhookServer().Register(ValidatePath, validating)
-	mgr.GetWebhookServer().Register(PeeringPath, &admission.Webhook{Handler: admission.HandlerFunc(g.WarnPeering), RecoverPanic: ptr.To(true)})
+	mgr.GetWebhookServer().Register(PeeringPath, &admission.Webhook{Handler: admission.HandlerFunc(g.WarnPeering),
+		RecoverPanic: ptr.To(true), LogConstructor: requestLogger})
 	return nil
 }
 
@@ -151,17 +151,54 @@ func warmPeeringMappings(mapper meta.RESTMapper) {
 }
 
 // webhooks builds the mutating and the validating webhook.
-func (g *gate) webhooks(scheme *runtime.Scheme) (mutating, validating *admission.Webhook) {
+func (g *gate) webhooks() (mutating, validating *admission.Webhook) {
 	if g.clock == nil {
 		g.clock = clock.RealClock{}
 	}
-	g.decoder = admission.NewDecoder(scheme)
 	// The mutating webhook is a raw handler: it answers with a JSON patch of exactly the annotations it
 	// stamps, where the typed Defaulter would diff the whole re-marshalled object.
-	mutating = &admission.Webhook{Handler: admission.HandlerFunc(g.Mutate), RecoverPanic: ptr.To(true)}
-	validating = admission.WithValidator(scheme, admission.Validator[*liqov1beta1.ForeignCluster](g))
-	validating.RecoverPanic = ptr.To(true)
+	mutating = &admission.Webhook{Handler: admission.HandlerFunc(g.Mutate), RecoverPanic: ptr.To(true), LogConstructor: requestLogger}
+	// The validating webhook is a raw handler over the typed methods (Validate): it decodes each object once
+	// (decodeForeignCluster), where admission.WithValidator passes each through the scheme's universal
+	// decoder, which reads the whole JSON twice.
+	validating = &admission.Webhook{Handler: admission.HandlerFunc(g.Validate), RecoverPanic: ptr.To(true), LogConstructor: requestLogger}
 	return mutating, validating
+}
+
+// Validate is the validating webhook: it decodes the request's objects and applies ValidateCreate,
+// ValidateUpdate or ValidateDelete, answering as admission.WithValidator does: an error carrying an API
+// status (Err's) goes back as that status, any other as a denial with its message, the warnings either way.
+func (g *gate) Validate(ctx context.Context, req admission.Request) admission.Response {
+	ctx = admission.NewContextWithRequest(ctx, req)
+	var warnings admission.Warnings
+	var err error
+	switch req.Operation {
+	case admissionv1.Connect:
+	case admissionv1.Create, admissionv1.Update:
+		fc, old, decodeErr := g.decode(req)
+		if decodeErr != nil {
+			return admission.Errored(http.StatusBadRequest, decodeErr)
+		}
+		warnings, err = g.validate(ctx, old, fc)
+	case admissionv1.Delete:
+		old := &liqov1beta1.ForeignCluster{}
+		if decodeErr := decodeForeignCluster(req.OldObject.Raw, old); decodeErr != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the deleted ForeignCluster: %w", decodeErr))
+		}
+		warnings, err = g.ValidateDelete(ctx, old)
+	default:
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("unknown operation %q", req.Operation))
+	}
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return admission.Allowed("").WithWarnings(warnings...)
+	case errors.As(err, &status):
+		result := status.Status()
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Result: &result}}.WithWarnings(warnings...)
+	default:
+		return admission.Denied(err.Error()).WithWarnings(warnings...)
+	}
 }
 
 // Mutate stamps marked-by and marked-at on marking, stamps a fence record and a released-volumes record on a
@@ -243,19 +280,41 @@ func (g *gate) fenceRenewal(ctx context.Context, fc *liqov1beta1.ForeignCluster)
 	return r, nil
 }
 
+// decode reads the ForeignCluster of a CREATE or UPDATE and, on UPDATE, the old one.
 func (g *gate) decode(req admission.Request) (fc, old *liqov1beta1.ForeignCluster, err error) {
 	fc = &liqov1beta1.ForeignCluster{}
-	if err := g.decoder.DecodeRaw(req.Object, fc); err != nil {
+	if err := decodeForeignCluster(req.Object.Raw, fc); err != nil {
 		return nil, nil, fmt.Errorf("decoding the ForeignCluster: %w", err)
 	}
 	if req.Operation == admissionv1.Update {
 		old = &liqov1beta1.ForeignCluster{}
-		if err := g.decoder.DecodeRaw(req.OldObject, old); err != nil {
+		if err := decodeForeignCluster(req.OldObject.Raw, old); err != nil {
 			return nil, nil, fmt.Errorf("decoding the old ForeignCluster: %w", err)
 		}
 	}
 	return fc, old, nil
 }
+
+// decodeForeignCluster reads one of a request's objects. The API server sends it as JSON of the
+// configuration's version (core.liqo.io/v1beta1; matchPolicy Equivalent converts to it), which is
+// unmarshalled straight into the typed object, as the scheme's JSON serializer does after a first pass over
+// the whole JSON for its kind, the pass this skips; anything but a ForeignCluster of that version is
+// refused, as the serializer refuses it.
+func decodeForeignCluster(raw []byte, into *liqov1beta1.ForeignCluster) error {
+	if len(raw) == 0 {
+		return errors.New("there is no content to decode")
+	}
+	if err := utiljson.Unmarshal(raw, into); err != nil {
+		return err
+	}
+	if into.Kind != foreignClusterKind || (into.APIVersion != "" && into.APIVersion != liqov1beta1.GroupVersion.String()) {
+		return fmt.Errorf("got %q of %q, want a %s of %s", into.Kind, into.APIVersion, foreignClusterKind, liqov1beta1.GroupVersion)
+	}
+	return nil
+}
+
+// foreignClusterKind is the kind the gate admits.
+const foreignClusterKind = "ForeignCluster"
 
 // ValidateCreate applies the rules to a new ForeignCluster.
 func (g *gate) ValidateCreate(ctx context.Context, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
@@ -333,17 +392,7 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 		return nil, err
 	}
 	r := &inputs{Old: old, New: fc, User: req.UserInfo, Now: g.clock.Now(), JanitorUser: g.options.JanitorUser}
-	if needsClusterContext(transitionOf(old, fc)) {
-		r.LiqoUninstaller, r.NotUninstaller = g.liqoUninstaller(ctx, req.UserInfo)
-		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx)
-		fcs, err := g.foreignClusters(ctx)
-		r.Duplicates, r.DuplicatesErr = duplicatesOf(fcs, fc), err
-		r.Storm, r.StormErr = liqojanitor.CountStorm(fcs, fc), err
-		r.FenceRenewal, r.FenceRenewalErr = g.fenceRenewal(ctx, fc)
-	}
-	if needsPermission(old, fc) {
-		r.permission = g.checkPermission(ctx, fc, req.UserInfo)
-	}
+	g.gather(ctx, r)
 	v := decide(r, g.options)
 	// The probe costs up to ProbeTimeout: made only for a mark every other rule accepts.
 	if v.Allowed() && g.probe != nil && transitionOf(old, fc) == marking {
@@ -355,6 +404,29 @@ func (g *gate) validate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster
 	}
 	countDecision(string(req.Operation), &v)
 	return v.Warnings, v.Err(fc)
+}
+
+// gather reads what the decision on r.New depends on beyond the request: on a mark the cluster context
+// (needsClusterContext: the uninstaller's pod, the local cluster ID, every ForeignCluster, the fence
+// renewal record) and, when needsPermission, the break-glass review. The live reads are independent of
+// each other and made at once, each into its own inputs: a mark waits for the slowest of them rather
+// than for their sum.
+func (g *gate) gather(ctx context.Context, r *inputs) {
+	var wg sync.WaitGroup
+	if needsClusterContext(transitionOf(r.Old, r.New)) {
+		wg.Go(func() { r.LiqoUninstaller, r.NotUninstaller = g.liqoUninstaller(ctx, r.User) })
+		wg.Go(func() {
+			fcs, err := g.foreignClusters(ctx)
+			r.Duplicates, r.DuplicatesErr = duplicatesOf(fcs, r.New), err
+			r.Storm, r.StormErr = liqojanitor.CountStorm(fcs, r.New), err
+		})
+		wg.Go(func() { r.FenceRenewal, r.FenceRenewalErr = g.fenceRenewal(ctx, r.New) })
+		r.LocalClusterID, r.LocalClusterIDErr = g.localClusterID(ctx) // from the cache
+	}
+	if needsPermission(r.Old, r.New) {
+		wg.Go(func() { r.permission = g.checkPermission(ctx, r.New, r.User) })
+	}
+	wg.Wait()
 }
 
 // auditUninstallerMark audits a mark by Liqo's uninstaller (rule 18): an Event on the ForeignCluster
