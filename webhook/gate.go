@@ -85,8 +85,6 @@ type gate struct {
 	recorder events.EventRecorder
 }
 
-var _ admission.Validator[*liqov1beta1.ForeignCluster] = &gate{}
-
 // CacheByObject restricts the manager's cache for what the gate reads but must not cache cluster-wide:
 // only Liqo's cluster-ID ConfigMap, in the Liqo namespace.
 func CacheByObject(o Options) map[client.Object]cache.ByObject {
@@ -165,9 +163,9 @@ func (g *gate) webhooks() (mutating, validating *admission.Webhook) {
 	return mutating, validating
 }
 
-// Validate is the validating webhook: it decodes the request's objects and applies ValidateCreate,
-// ValidateUpdate or ValidateDelete, answering as admission.WithValidator does: an error carrying an API
-// status (Err's) goes back as that status, any other as a denial with its message, the warnings either way.
+// Validate is the validating webhook: it decodes the request's objects and applies validate (CREATE,
+// UPDATE) or validateDelete, answering as admission.WithValidator does: an error carrying an API status
+// (Err's) goes back as that status, any other as a denial with its message, the warnings either way.
 func (g *gate) Validate(ctx context.Context, req admission.Request) admission.Response {
 	ctx = admission.NewContextWithRequest(ctx, req)
 	var warnings admission.Warnings
@@ -185,7 +183,7 @@ func (g *gate) Validate(ctx context.Context, req admission.Request) admission.Re
 		if decodeErr := decodeForeignCluster(req.OldObject.Raw, old); decodeErr != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the deleted ForeignCluster: %w", decodeErr))
 		}
-		warnings, err = g.ValidateDelete(ctx, old)
+		warnings, err = g.validateDelete(ctx, old)
 	default:
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("unknown operation %q", req.Operation))
 	}
@@ -316,20 +314,10 @@ func decodeForeignCluster(raw []byte, into *liqov1beta1.ForeignCluster) error {
 // foreignClusterKind is the kind the gate admits.
 const foreignClusterKind = "ForeignCluster"
 
-// ValidateCreate applies the rules to a new ForeignCluster.
-func (g *gate) ValidateCreate(ctx context.Context, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
-	return g.validate(ctx, nil, fc)
-}
-
-// ValidateUpdate applies the rules to a changed ForeignCluster.
-func (g *gate) ValidateUpdate(ctx context.Context, old, fc *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
-	return g.validate(ctx, old, fc)
-}
-
-// ValidateDelete applies rules 16, 17 and 30: a marked ForeignCluster stays while its unpeering runs or
+// validateDelete applies rules 16, 17 and 30: a marked ForeignCluster stays while its unpeering runs or
 // its provider's recorded return is not fenced (the webhook configuration sends only deletions of marked
 // ForeignClusters).
-func (g *gate) ValidateDelete(ctx context.Context, old *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
+func (g *gate) validateDelete(ctx context.Context, old *liqov1beta1.ForeignCluster) (admission.Warnings, error) {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return nil, err

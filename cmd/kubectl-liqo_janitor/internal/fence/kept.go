@@ -128,8 +128,8 @@ func keptNext(fc *liqov1beta1.ForeignCluster) []string {
 // handNext is the next step when fence cannot verify the provider at all.
 func handNext(fc *liqov1beta1.ForeignCluster) []string {
 	return []string{"Check yourself that the server is the provider " + output.Printable(string(fc.Spec.ClusterID)) +
-		" and stop this consumer's ShadowPods there by hand (on the provider: kubectl get shadowpods -A -l " + shadowPodOriginLabel +
-		"=<this consumer's cluster ID>," + shadowPodDestinationLabel + "=" + output.Printable(string(fc.Spec.ClusterID)) + ")."}
+		" and stop this consumer's ShadowPods there by hand (on the provider: kubectl get shadowpods -A -l " + liqojanitor.ShadowPodOriginLabel +
+		"=<this consumer's cluster ID>," + liqojanitor.ShadowPodDestinationLabel + "=" + output.Printable(string(fc.Spec.ClusterID)) + ")."}
 }
 
 // describe says what the janitor kept, for a person.

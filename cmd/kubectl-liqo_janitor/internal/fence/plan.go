@@ -15,44 +15,6 @@ import (
 	liqojanitor "github.com/liqo-janitor/liqo-janitor"
 )
 
-// What fence selects on the provider: Liqo's own labels and annotations, the same strings in Liqo v1.0.3,
-// v1.1.0 and v1.2.0.
-const (
-	// shadowPodOriginLabel and shadowPodDestinationLabel are forge.LiqoOriginClusterIDKey and
-	// forge.LiqoDestinationClusterIDKey (pkg/virtualKubelet/forge/meta.go, ReflectionLabels: origin = the
-	// consumer's cluster ID, destination = the provider's), which the consumer's virtual kubelet puts on
-	// every ShadowPod it reflects (forge.RemoteShadowPod, pkg/virtualKubelet/forge/pods.go, through
-	// RemoteObjectMeta). They are not in Liqo's consts package, and the forge package would bring the
-	// virtual kubelet's dependencies: spelled in the root (liqo.go).
-	shadowPodOriginLabel      = liqojanitor.ShadowPodOriginLabel
-	shadowPodDestinationLabel = liqojanitor.ShadowPodDestinationLabel
-
-	// replicatedLabel and originLabel are what the consumer's crdReplicator puts on the copies of its
-	// ResourceSlices, NamespaceMaps and Renews it creates in its tenant namespace on the provider
-	// (Reflector.mutateLabelsForRemote, internal/crdReplicator/reflection/handler.go): liqo.io/replicated=true,
-	// liqo.io/originID=<consumer>; its own reflector selects them the same way (remoteResourcesLabelSelector,
-	// reflection/reflector.go).
-	replicatedLabel = liqojanitor.ReplicationStatusLabel
-	originLabel     = liqojanitor.ReplicationOriginLabel
-
-	// tenantNamespaceLabel (value "true") and liqo.io/remote-cluster-id=<consumer> label the tenant
-	// namespace of a consumer on the provider (tenantNamespaceManager.ForgeNamespace and GetNamespace,
-	// pkg/tenantNamespace/namespaceManager.go).
-	tenantNamespaceLabel = liqojanitor.TenantNamespaceLabel
-
-	// managedByNamespaceMapAnnotation ("<tenant namespace>/<NamespaceMap>") is on every remote namespace
-	// Liqo's namespacemap controller creates for a NamespaceMap copy (createNamespace,
-	// pkg/liqo-controller-manager/offloading/namespacemap-controller/enforcement.go); on the copy's deletion
-	// the same controller deletes exactly those namespaces (NamespaceMapDeletionProcess →
-	// ensureNamespacesDeletion → deleteNamespace, which skips a namespace without this annotation) and then
-	// removes its finalizer namespacemap-controller.liqo.io/finalizer (finalizer.go,
-	// RemoveNamespaceMapControllerFinalizer).
-	// fence therefore deletes only the NamespaceMap copy and waits for Liqo to delete the namespaces:
-	// deleting them itself would race that controller, which re-creates a missing one while the map lives
-	// (ensureNamespacesExistence).
-	managedByNamespaceMapAnnotation = liqojanitor.ManagedByNamespaceMapAnnotation
-)
-
 // Plan is what fence would remove on the provider: the consumer's ShadowPods and the pods Liqo's
 // shadowpod controller made from them, per namespace, and with --all its tenant namespace's copies.
 type Plan struct {
@@ -105,19 +67,19 @@ type tenantFootprint struct {
 
 // shadowPodSelector selects the ShadowPods the consumer localID reflected to the provider providerID.
 func shadowPodSelector(localID, providerID string) client.MatchingLabels {
-	return client.MatchingLabels{shadowPodOriginLabel: localID, shadowPodDestinationLabel: providerID}
+	return client.MatchingLabels{liqojanitor.ShadowPodOriginLabel: localID, liqojanitor.ShadowPodDestinationLabel: providerID}
 }
 
 // ownsShadowPod re-checks, on the object itself, what the selector asked the API server for.
 func (s *scope) ownsShadowPod(obj client.Object) bool {
 	l := obj.GetLabels()
-	return l[shadowPodOriginLabel] == s.localID && l[shadowPodDestinationLabel] == s.providerID
+	return l[liqojanitor.ShadowPodOriginLabel] == s.localID && l[liqojanitor.ShadowPodDestinationLabel] == s.providerID
 }
 
 // ownsCopy re-checks that obj is a copy the consumer's crdReplicator made.
 func (s *scope) ownsCopy(obj client.Object) bool {
 	l := obj.GetLabels()
-	return l[replicatedLabel] == "true" && l[originLabel] == s.localID
+	return l[liqojanitor.ReplicationStatusLabel] == "true" && l[liqojanitor.ReplicationOriginLabel] == s.localID
 }
 
 // computePlan lists, on the provider, what fence removes.
@@ -199,7 +161,7 @@ func (p *Plan) listTenants(ctx context.Context, s *scope) error {
 func listTenant(ctx context.Context, s *scope, ns string) (*tenantFootprint, error) {
 	t := &tenantFootprint{namespace: ns}
 	var err error
-	sel := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{replicatedLabel: "true", originLabel: s.localID}}
+	sel := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{liqojanitor.ReplicationStatusLabel: "true", liqojanitor.ReplicationOriginLabel: s.localID}}
 	if t.resourceSlices, err = listCopies(ctx, s, &authv1beta1.ResourceSliceList{}, sel); err != nil {
 		return nil, err
 	}
@@ -237,7 +199,13 @@ func listCopies(ctx context.Context, s *scope, list client.ObjectList, opts []cl
 }
 
 // remoteNamespaces are the namespaces Liqo's namespacemap controller created for the NamespaceMap copies
-// maps (and deletes when they are deleted): annotated managed-by-namespace-map=<namespace>/<name>.
+// maps: annotated liqojanitor.ManagedByNamespaceMapAnnotation=<namespace>/<name> (createNamespace,
+// pkg/liqo-controller-manager/offloading/namespacemap-controller/enforcement.go). On a copy's deletion the
+// same controller deletes exactly those namespaces (NamespaceMapDeletionProcess → ensureNamespacesDeletion
+// → deleteNamespace, which skips a namespace without the annotation) and then removes its finalizer
+// (finalizer.go, RemoveNamespaceMapControllerFinalizer). fence therefore deletes only the NamespaceMap copy
+// and waits for Liqo to delete these: deleting them itself would race that controller, which re-creates a
+// missing one while the map lives (ensureNamespacesExistence). The same in Liqo v1.0.3, v1.1.0 and v1.2.0.
 func remoteNamespaces(ctx context.Context, c client.Client, maps []client.Object) ([]client.Object, error) {
 	if len(maps) == 0 {
 		return nil, nil
@@ -253,7 +221,7 @@ func remoteNamespaces(ctx context.Context, c client.Client, maps []client.Object
 	var out []client.Object
 	for i := range nss.Items {
 		ns := &nss.Items[i]
-		if keys[ns.Annotations[managedByNamespaceMapAnnotation]] && ns.Labels[tenantNamespaceLabel] == "" {
+		if keys[ns.Annotations[liqojanitor.ManagedByNamespaceMapAnnotation]] && ns.Labels[liqojanitor.TenantNamespaceLabel] == "" {
 			out = append(out, ns)
 		}
 	}
